@@ -1,0 +1,29 @@
+# One virtual environment in .venv, built from setup.py alone.
+PYTHON ?= python3.11
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+.PHONY: install example test test-all clean
+
+$(STAMP): setup.py
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e ".[test]"
+	touch $(STAMP)
+
+install: $(STAMP)
+
+# The main job: train an SVGP-VAE on data the package generates, then predict.
+example: $(STAMP)
+	$(PY) examples/quickstart.py
+
+# The default test suite (slow tests excluded; see pytest.ini).
+test: $(STAMP)
+	$(PY) -m pytest -q
+
+test-all: $(STAMP)
+	$(PY) -m pytest -q -m "slow or not slow"
+
+clean:
+	rm -rf $(VENV) build *.egg-info

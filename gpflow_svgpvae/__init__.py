@@ -1,0 +1,1 @@
+"""gpflow_svgpvae: scalable GP-prior variational autoencoders for GPflow."""
