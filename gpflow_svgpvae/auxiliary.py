@@ -1,0 +1,417 @@
+"""
+GP-LVM auxiliary inputs for object/view datasets.
+
+In the rotated-MNIST and SPRITES experiments each data point is one *object*
+(a digit instance, a sprite character) seen under one *view* (a rotation
+angle, a pose). The GP prior over the latent channels lives on the joint
+auxiliary space ``[view features..., object vector]``: the view features are
+observed, the object vector is a learned, per-object vector (a GP-LVM latent,
+Lawrence 2005; Casale et al. 2018).
+
+This module holds the pieces that do not depend on a particular dataset:
+
+* :class:`ObjectVectors` -- the learned table of object vectors, a
+  :class:`gpflow.Module` that maps raw auxiliary inputs
+  ``[view features..., object id]`` to ``[view features..., object vector]``;
+* :func:`split_id_column` -- separates the id column from the view features;
+* :func:`pca_object_vectors` / :func:`random_object_vectors` -- initialisations
+  (PCA of the unrotated/canonical images, or the paper's random ablation);
+* :func:`init_inducing_per_view` -- inducing inputs with a fixed number of points
+  per view value and object parts drawn from the Gaussian fitted to the object
+  vectors.
+
+Because the inducing inputs are built in the *mapped* space
+``[view features..., object vector]``, the kernel sees data and inducing
+inputs in one space: use ``ObjectVectors.mapped_dims`` to get the column
+indices for the kernel's ``active_dims``.
+"""
+from typing import Optional, Tuple
+
+import numpy as np
+import tensorflow as tf
+from check_shapes import check_shapes
+
+import gpflow
+from gpflow.base import Parameter, TensorType
+
+__all__ = [
+    "ObjectVectors",
+    "split_id_column",
+    "pca_object_vectors",
+    "random_object_vectors",
+    "fit_gaussian",
+    "init_inducing_per_view",
+]
+
+
+def _normalise_column(id_column: int, width: int) -> int:
+    """Turn a (possibly negative) column index into one in ``[0, width)``."""
+    if not -width <= id_column < width:
+        raise ValueError(
+            f"id_column={id_column} is out of range for auxiliary inputs with {width} columns."
+        )
+    return id_column % width
+
+
+@check_shapes(
+    "X: [batch..., D]",
+    "return[0]: [batch..., D_view]",
+    "return[1]: [batch...]",
+)
+def split_id_column(X: TensorType, id_column: int = -1) -> Tuple[tf.Tensor, tf.Tensor]:
+    """
+    Split raw auxiliary inputs into the view features and the object ids.
+
+    :param X: raw auxiliary inputs ``[batch..., D]`` (float or integer); column
+        ``id_column`` holds the object id, all other columns (kept in their
+        order) are view features, so ``D_view = D - 1``. The last dimension must
+        be statically known.
+    :param id_column: the column of the id (negative values count from the end).
+    :return: ``(view_features, ids_as_stored)`` -- the ids are returned in the
+        dtype of X, unvalidated (:class:`ObjectVectors` checks and converts them).
+    """
+    X = tf.convert_to_tensor(X)
+    width = X.shape[-1]
+    if width is None:
+        raise ValueError("split_id_column: the last dimension of X must be statically known.")
+    col = _normalise_column(id_column, width)
+    views = tf.concat([X[..., :col], X[..., col + 1 :]], axis=-1)  # [batch..., D - 1]
+    ids = X[..., col]  # [batch...]
+    return views, ids
+
+
+class ObjectVectors(gpflow.Module):
+    r"""
+    A learned table of object vectors (GP-LVM latents),
+    :math:`W \in \mathbb{R}^{n_{\mathrm{obj}} \times Q}`, stored as a trainable
+    :class:`gpflow.Parameter` in :func:`gpflow.default_float` (no transform).
+
+    Calling the module maps raw auxiliary inputs to GP inputs:
+
+    .. math::
+        [\mathbf{v}, j] \mapsto [\mathbf{v}, W_{j,:}],
+
+    where :math:`j` is the object id (column ``id_column`` of the raw inputs,
+    stored as an integer or as an integral float) and :math:`\mathbf{v}` are
+    the remaining columns (view features) in their original order. The result
+    is in float64 with the view features first and the object vector in the
+    last ``Q`` columns. Gradients of anything computed from the output flow to
+    exactly the table rows whose ids appear in the input (``tf.gather``).
+
+    Errors: a wrong static width (when ``num_view_features`` is given) or an
+    impossible ``id_column`` raise :class:`ValueError` at call time; ids that are
+    negative, ``>= num_objects`` or not integral raise
+    :class:`tf.errors.InvalidArgumentError` (checked with ``tf.debugging``
+    assertions, so also inside ``tf.function``). Under XLA
+    (``tf.function(jit_compile=True)``) TensorFlow compiles assertions away and
+    ``tf.gather`` clamps out-of-range indices silently: validate the ids of a
+    dataset once, eagerly, with :meth:`check_ids` before training with XLA.
+    """
+
+    def __init__(
+        self,
+        num_objects: int,
+        Q: int,
+        id_column: int = -1,
+        num_view_features: Optional[int] = None,
+        initial_vectors: Optional[np.ndarray] = None,
+        init_scale: float = 1.5,
+        seed: Optional[int] = None,
+        name: Optional[str] = None,
+    ) -> None:
+        """
+        :param num_objects: number of objects (rows of the table).
+        :param Q: dimension of an object vector.
+        :param id_column: the column of the raw inputs that holds the object id
+            (negative values count from the end; default: the last column).
+        :param num_view_features: if given, raw inputs must have exactly
+            ``num_view_features + 1`` columns.
+        :param initial_vectors: initial table ``[num_objects, Q]``, e.g. from
+            :func:`pca_object_vectors`. If None, the table is drawn from
+            :func:`random_object_vectors` with ``scale=init_scale`` and ``seed``.
+        :param init_scale: standard deviation of the random initialisation.
+        :param seed: seed of the random initialisation.
+        :param name: module name.
+        """
+        super().__init__(name=name)
+        num_objects = int(num_objects)
+        Q = int(Q)
+        if num_objects < 1 or Q < 1:
+            raise ValueError(f"ObjectVectors: need num_objects >= 1 and Q >= 1, got {num_objects}, {Q}.")
+        if num_view_features is not None and int(num_view_features) < 0:
+            raise ValueError(f"num_view_features must be >= 0, got {num_view_features}.")
+        if initial_vectors is None:
+            initial_vectors = random_object_vectors(num_objects, Q, scale=init_scale, seed=seed)
+        initial_vectors = np.asarray(initial_vectors, dtype=np.float64)
+        if initial_vectors.shape != (num_objects, Q):
+            raise ValueError(
+                f"initial_vectors has shape {initial_vectors.shape}, expected "
+                f"(num_objects, Q) = {(num_objects, Q)}."
+            )
+        self.num_objects = num_objects
+        self.Q = Q
+        self.id_column = int(id_column)
+        self.num_view_features = None if num_view_features is None else int(num_view_features)
+        self.vectors = Parameter(
+            initial_vectors, dtype=gpflow.default_float(), name="object_vectors"
+        )  # [num_objects, Q]
+
+    def mapped_dims(self, num_view_features: Optional[int] = None) -> Tuple[list, list]:
+        """
+        Column indices of the *mapped* inputs, for kernels' ``active_dims``.
+
+        :param num_view_features: number of view feature columns (defaults to
+            the value given at construction).
+        :return: ``(view_dims, object_dims)`` as lists,
+            ``[0, .., Dv-1]`` and ``[Dv, .., Dv+Q-1]``.
+        """
+        dv = self.num_view_features if num_view_features is None else int(num_view_features)
+        if dv is None:
+            raise ValueError("mapped_dims: num_view_features is unknown; pass it.")
+        return list(range(dv)), list(range(dv, dv + self.Q))
+
+    def check_ids(self, ids: np.ndarray) -> np.ndarray:
+        """
+        Validate object ids eagerly in numpy (e.g. a whole dataset's id column).
+
+        :param ids: array of ids, integer or integral float, any shape.
+        :return: the ids as an int64 array.
+        :raises ValueError: for non-integral, negative or ``>= num_objects`` ids.
+        """
+        ids = np.asarray(ids)
+        if ids.dtype.kind in "iu":
+            int_ids = ids.astype(np.int64)
+        else:
+            rounded = np.round(ids.astype(np.float64))
+            bad = np.abs(ids - rounded) > 1e-6
+            if np.any(bad):
+                raise ValueError(
+                    f"ObjectVectors: object ids must be integral; got e.g. {ids[bad][:5]}."
+                )
+            int_ids = rounded.astype(np.int64)
+        bad = (int_ids < 0) | (int_ids >= self.num_objects)
+        if np.any(bad):
+            raise ValueError(
+                f"ObjectVectors: object ids must be in [0, {self.num_objects}); "
+                f"got e.g. {int_ids[bad][:5]}."
+            )
+        return int_ids
+
+    @check_shapes(
+        "ids: [batch...]",
+        "return: [batch..., Q]",
+    )
+    def lookup(self, ids: TensorType) -> tf.Tensor:
+        """
+        The object vectors of the given ids, validated (see the class docstring).
+
+        :param ids: object ids, integer or integral float.
+        :return: the table rows, float64.
+        """
+        ids = self._validated_ids(tf.convert_to_tensor(ids))
+        return tf.gather(self.vectors, ids)  # [batch..., Q]
+
+    def _validated_ids(self, ids: tf.Tensor) -> tf.Tensor:
+        if ids.dtype.is_integer:
+            int_ids = tf.cast(ids, tf.int64)
+        else:
+            ids64 = tf.cast(ids, tf.float64)
+            rounded = tf.round(ids64)
+            tf.debugging.assert_less_equal(
+                tf.abs(ids64 - rounded),
+                tf.constant(1e-6, tf.float64),
+                message="ObjectVectors: object ids must be integers (integral values)",
+                summarize=10,
+            )
+            int_ids = tf.cast(rounded, tf.int64)
+        tf.debugging.assert_non_negative(
+            int_ids, message="ObjectVectors: object ids must be >= 0", summarize=10
+        )
+        tf.debugging.assert_less(
+            int_ids,
+            tf.constant(self.num_objects, tf.int64),
+            message=f"ObjectVectors: object ids must be < num_objects={self.num_objects}",
+            summarize=10,
+        )
+        return int_ids
+
+    @check_shapes(
+        "X: [batch..., D_raw]",
+        "return: [batch..., D_mapped]",
+    )
+    def __call__(self, X: TensorType) -> tf.Tensor:
+        """
+        Map raw auxiliary inputs ``[view features..., object id]`` to
+        ``[view features..., object vector]`` (float64).
+
+        :param X: raw inputs ``[batch..., Dv + 1]``.
+        :return: mapped inputs ``[batch..., Dv + Q]``.
+        """
+        X = tf.convert_to_tensor(X)
+        width = X.shape[-1]
+        if width is None:
+            raise ValueError("ObjectVectors: the last dimension of X must be statically known.")
+        if self.num_view_features is not None and width != self.num_view_features + 1:
+            raise ValueError(
+                f"ObjectVectors: raw auxiliary inputs must have num_view_features + 1 = "
+                f"{self.num_view_features + 1} columns (view features and the object id), "
+                f"got {width}."
+            )
+        views, ids = split_id_column(X, self.id_column)  # [batch..., Dv], [batch...]
+        obj = self.lookup(ids)  # [batch..., Q]
+        views = tf.cast(views, obj.dtype)
+        return tf.concat([views, obj], axis=-1)  # [batch..., Dv + Q]
+
+
+def pca_object_vectors(
+    unrotated_images: np.ndarray,
+    Q: int,
+    seed: Optional[int] = None,
+    whiten: bool = False,
+) -> np.ndarray:
+    r"""
+    PCA scores of canonical ("unrotated") object images, the paper's
+    initialisation of the object vectors.
+
+    With :math:`Y \in \mathbb{R}^{n \times P}` the flattened images and
+    :math:`Y_c = Y - \bar{\mathbf{y}}` the centred data, the thin SVD
+    :math:`Y_c = U S V^\top` gives the scores
+
+    .. math::
+        T = Y_c V_{:, :Q} = U_{:, :Q} S_{:Q},
+
+    i.e. the projections onto the top-``Q`` eigenvectors of the sample
+    covariance (descending variance). Each component is defined up to sign; the
+    sign is fixed so that the largest-magnitude entry of each loading vector
+    :math:`V_{:, q}` is positive, which makes the result deterministic.
+
+    Rescaling. By default the raw scores are returned (column variances are the
+    top-``Q`` eigenvalues of the sample covariance, ``ddof=1``). With
+    ``whiten=True`` each column is divided by its sample standard deviation
+    :math:`S_q / \sqrt{n-1}` so every component has unit variance; zero-variance
+    components are left at 0.
+
+    :param unrotated_images: ``[n, ...]``, one canonical image per object.
+    :param Q: number of components, ``1 <= Q <= min(n, P)``.
+    :param seed: accepted for a signature uniform with
+        :func:`random_object_vectors`; unused (the full SVD is deterministic).
+    :param whiten: rescale each component to unit variance.
+    :return: float64 array ``[n, Q]``.
+    """
+    del seed  # deterministic
+    Y = np.asarray(unrotated_images, dtype=np.float64)
+    if Y.ndim < 2:
+        raise ValueError(f"unrotated_images must be [n, ...] with n objects, got shape {Y.shape}.")
+    n = Y.shape[0]
+    Y = Y.reshape(n, -1)  # [n, P]
+    if not 1 <= Q <= min(Y.shape):
+        raise ValueError(f"Q must be in [1, min(n, P)] = [1, {min(Y.shape)}], got {Q}.")
+    Yc = Y - Y.mean(axis=0, keepdims=True)  # [n, P]
+    U, S, Vt = np.linalg.svd(Yc, full_matrices=False)  # [n, r], [r], [r, P]
+    Vt = Vt[:Q]  # [Q, P]
+    signs = np.sign(Vt[np.arange(Q), np.argmax(np.abs(Vt), axis=1)])  # [Q]
+    signs[signs == 0] = 1.0
+    scores = U[:, :Q] * (S[:Q] * signs)  # [n, Q]
+    if whiten:
+        if n < 2:
+            raise ValueError("whiten=True needs at least 2 objects.")
+        sd = S[:Q] / np.sqrt(n - 1)  # [Q]
+        scores = np.where(sd > 0, scores / np.where(sd > 0, sd, 1.0), 0.0)
+    return scores
+
+
+def random_object_vectors(
+    n: int, Q: int, scale: float = 1.5, seed: Optional[int] = None
+) -> np.ndarray:
+    """
+    Random object vectors, i.i.d. :math:`\\mathcal{N}(0, \\mathrm{scale}^2)`: the
+    paper's ablation of the PCA initialisation uses ``scale=1.5``.
+
+    :param n: number of objects.
+    :param Q: dimension of an object vector.
+    :param scale: standard deviation.
+    :param seed: seed for :func:`numpy.random.default_rng`.
+    :return: float64 array ``[n, Q]``.
+    """
+    rng = np.random.default_rng(seed)
+    return scale * rng.standard_normal((int(n), int(Q)))
+
+
+def fit_gaussian(
+    vectors: np.ndarray, max_jitter: float = 1e-3
+) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
+    r"""
+    Fit a Gaussian to the rows of ``vectors``: sample mean, sample covariance
+    (``ddof=1``, as :func:`numpy.cov`) and its lower Cholesky factor.
+
+    If the covariance is singular (e.g. fewer objects than dimensions), jitter
+    :math:`\epsilon\,\mathrm{mean}(\mathrm{diag}\,\Sigma)\,I` is added with
+    :math:`\epsilon = 10^{-10}, 10^{-9}, \dots` up to ``max_jitter`` before the
+    factorisation; the returned covariance is the un-jittered one.
+
+    :param vectors: ``[n, Q]`` with ``n >= 2``.
+    :return: ``(mean [Q], cov [Q, Q], chol [Q, Q])``.
+    """
+    V = np.asarray(vectors, dtype=np.float64)
+    if V.ndim != 2 or V.shape[0] < 2:
+        raise ValueError(f"need vectors of shape [n >= 2, Q], got {V.shape}.")
+    mean = V.mean(axis=0)  # [Q]
+    cov = np.atleast_2d(np.cov(V, rowvar=False))  # [Q, Q]
+    scale = max(float(np.mean(np.diag(cov))), np.finfo(np.float64).tiny)
+    eye = np.eye(cov.shape[0])
+    try:
+        return mean, cov, np.linalg.cholesky(cov)
+    except np.linalg.LinAlgError:
+        pass
+    eps = 1e-10
+    while eps <= max_jitter:
+        try:
+            return mean, cov, np.linalg.cholesky(cov + eps * scale * eye)
+        except np.linalg.LinAlgError:
+            eps *= 10.0
+    raise np.linalg.LinAlgError(
+        f"fit_gaussian: covariance not positive definite even with relative jitter {max_jitter}."
+    )
+
+
+def init_inducing_per_view(
+    views: np.ndarray,
+    num_per_view: int,
+    object_vectors: np.ndarray,
+    seed: Optional[int] = None,
+) -> np.ndarray:
+    r"""
+    Inducing inputs with ``num_per_view`` points at every view value, whose
+    object parts are drawn from the Gaussian fitted to the object vectors,
+
+    .. math::
+        \mathbf{z}_{v,k} = [\mathbf{v}_v, \boldsymbol{\mu} + L \boldsymbol{\varepsilon}_{v,k}],
+        \qquad \boldsymbol{\varepsilon}_{v,k} \sim \mathcal{N}(0, I),
+
+    with :math:`\boldsymbol{\mu}, LL^\top` the sample mean and covariance of
+    ``object_vectors`` (:func:`fit_gaussian`). Rows are view-major: rows
+    ``v * num_per_view .. (v + 1) * num_per_view - 1`` belong to ``views[v]``.
+    Rotated MNIST: 16 angles x 2 per angle = 32 inducing points.
+
+    :param views: ``[V, Dv]`` view feature values (``[V]`` is read as ``Dv = 1``).
+    :param num_per_view: points per view value.
+    :param object_vectors: ``[n, Q]``, e.g. from :func:`pca_object_vectors`.
+    :param seed: seed for :func:`numpy.random.default_rng`.
+    :return: float64 array ``[V * num_per_view, Dv + Q]``.
+    """
+    views = np.asarray(views, dtype=np.float64)
+    if views.ndim == 1:
+        views = views[:, None]
+    if views.ndim != 2:
+        raise ValueError(f"views must be [V, Dv] or [V], got shape {views.shape}.")
+    if int(num_per_view) < 1:
+        raise ValueError(f"num_per_view must be >= 1, got {num_per_view}.")
+    num_per_view = int(num_per_view)
+    mean, _, chol = fit_gaussian(object_vectors)
+    V = views.shape[0]
+    Q = mean.shape[0]
+    rng = np.random.default_rng(seed)
+    eps = rng.standard_normal((V * num_per_view, Q))  # [M, Q]
+    obj = mean + eps @ chol.T  # [M, Q]
+    view_part = np.repeat(views, num_per_view, axis=0)  # [M, Dv]
+    return np.concatenate([view_part, obj], axis=1)  # [M, Dv + Q]

@@ -1,0 +1,238 @@
+"""
+Kernels for the SVGP-VAE experiments on object/view data.
+
+* :class:`CosineLinear` -- a cosine-normalised linear kernel (the building block
+  of the SPRITES kernel);
+* :func:`sprites_kernel` -- style x pose product of two :class:`CosineLinear`
+  kernels plus white noise (SPRITES, Jazbec et al. 2021, section 5.3);
+* :func:`periodic_linear_kernel` -- periodic kernel on a view angle times a
+  linear kernel on object vectors (rotated MNIST, protocol of Casale et al. 2018).
+
+All kernels are ordinary GPflow kernels: their parameters are
+:class:`gpflow.Parameter` objects in :func:`gpflow.default_float` with positive
+transforms, they honour ``active_dims`` and they work with
+:mod:`gpflow.covariances` (``Kuu`` / ``Kuf``) and :mod:`gpflow.conditionals`.
+"""
+from typing import Optional
+
+import numpy as np
+import tensorflow as tf
+from check_shapes import inherit_check_shapes
+
+import gpflow
+from gpflow.base import Parameter, TensorType
+from gpflow.kernels.base import ActiveDims, Kernel
+from gpflow.utilities import positive
+
+__all__ = [
+    "CosineLinear",
+    "sprites_kernel",
+    "periodic_linear_kernel",
+]
+
+
+class CosineLinear(Kernel):
+    r"""
+    The cosine-normalised linear kernel. The kernel equation is
+
+    .. math::
+        k(\mathbf{x}, \mathbf{x}') = \sigma^2
+            \frac{\mathbf{x}^\top \mathbf{x}'}{\lVert\mathbf{x}\rVert\,\lVert\mathbf{x}'\rVert}
+            = \sigma^2 \cos\angle(\mathbf{x}, \mathbf{x}')
+
+    where :math:`\sigma^2` is the variance parameter. It is the linear kernel
+    applied to the inputs projected onto the unit sphere, so it only sees the
+    *direction* of the inputs: :math:`k(a\mathbf{x}, b\mathbf{x}') =
+    k(\mathbf{x}, \mathbf{x}')` for all :math:`a, b > 0`, and
+    :math:`k(\mathbf{x}, \mathbf{x}) = \sigma^2`. The Gram matrix is positive
+    semi-definite with rank at most the number of active dimensions.
+
+    Zero vectors. The norm is computed as
+
+    .. math::
+        \lVert\mathbf{x}\rVert_\epsilon = \sqrt{\mathbf{x}^\top\mathbf{x} + \epsilon^2},
+
+    so a zero input maps to the zero vector (its row and column of :math:`K`
+    are 0, as is its ``K_diag``) instead of producing NaN, and gradients stay
+    finite everywhere (at most :math:`1/\epsilon` in size, reached at
+    :math:`\mathbf{x} = 0`). For inputs with :math:`\lVert\mathbf{x}\rVert \gg
+    \epsilon` the relative error of the regularisation is
+    :math:`\approx \epsilon^2 / (2\lVert\mathbf{x}\rVert^2)`, i.e. nil in float64
+    with the default :math:`\epsilon = 10^{-12}`.
+    """
+
+    def __init__(
+        self,
+        variance: TensorType = 1.0,
+        active_dims: Optional[ActiveDims] = None,
+        epsilon: float = 1e-12,
+    ) -> None:
+        """
+        :param variance: the (initial) value of the (scalar) variance parameter
+            :math:`\\sigma^2`, which is also the value of every diagonal entry.
+        :param active_dims: a slice or list specifying which columns of X are used.
+        :param epsilon: the regulariser of the norm (see the class docstring);
+            must be positive.
+        """
+        super().__init__(active_dims)
+        if not epsilon > 0.0:
+            raise ValueError(f"CosineLinear: epsilon must be positive, got {epsilon}.")
+        self.variance = Parameter(variance, transform=positive())
+        if self.variance.shape.ndims != 0:
+            raise ValueError(
+                "CosineLinear: variance must be a scalar (ARD weights would be cancelled "
+                f"by the normalisation only partly and are not supported); got shape "
+                f"{self.variance.shape}."
+            )
+        self.epsilon = epsilon
+
+    def normalise(self, X: TensorType) -> tf.Tensor:
+        """
+        Project (already sliced) inputs onto the unit sphere,
+        :math:`\\mathbf{x} / \\lVert\\mathbf{x}\\rVert_\\epsilon`.
+
+        :param X: inputs of shape ``[batch..., N, D]`` (after ``active_dims``).
+        :return: normalised inputs of the same shape.
+        """
+        X = tf.convert_to_tensor(X)
+        eps2 = tf.cast(self.epsilon, X.dtype) ** 2
+        sq_norm = tf.reduce_sum(tf.square(X), axis=-1, keepdims=True)  # [batch..., N, 1]
+        return X * tf.math.rsqrt(sq_norm + eps2)  # [batch..., N, D]
+
+    @inherit_check_shapes
+    def K(self, X: TensorType, X2: Optional[TensorType] = None) -> tf.Tensor:
+        Xn = self.normalise(X)  # [batch..., N, D]
+        if X2 is None:
+            return self.variance * tf.matmul(Xn, Xn, transpose_b=True)  # [batch..., N, N]
+        X2n = self.normalise(X2)  # [batch2..., N2, D]
+        return self.variance * tf.tensordot(Xn, X2n, [[-1], [-1]])  # [batch..., N, batch2..., N2]
+
+    @inherit_check_shapes
+    def K_diag(self, X: TensorType) -> tf.Tensor:
+        # Equal to the diagonal of K(X) (== variance except for zero vectors).
+        Xn = self.normalise(X)
+        return self.variance * tf.reduce_sum(tf.square(Xn), axis=-1)  # [batch..., N]
+
+
+def _as_active_dims(dims: ActiveDims) -> ActiveDims:
+    """Accept a slice, a list, a tuple or an array of column indices."""
+    if isinstance(dims, slice):
+        return dims
+    return [int(d) for d in np.atleast_1d(np.asarray(dims))]
+
+
+def sprites_kernel(
+    style_dims: ActiveDims,
+    pose_dims: ActiveDims,
+    noise_variance: float = 1e-3,
+    variance: float = 1.0,
+    epsilon: float = 1e-12,
+) -> gpflow.kernels.Sum:
+    r"""
+    The SPRITES kernel of Jazbec et al. (2021): a product of two cosine-normalised
+    linear kernels, one on the character *style* vector and one on the *pose*
+    vector, plus white noise,
+
+    .. math::
+        k(\mathbf{x}, \mathbf{x}') = \sigma^2
+            \cos\angle(\mathbf{s}, \mathbf{s}')\,\cos\angle(\mathbf{p}, \mathbf{p}')
+            + \sigma_n^2\,\delta(\mathbf{x}, \mathbf{x}'),
+
+    where :math:`\mathbf{s}` = ``x[style_dims]`` and :math:`\mathbf{p}` =
+    ``x[pose_dims]``.
+
+    Parameters. The two factors' variances only enter as a product, so the
+    style factor carries the trainable :math:`\sigma^2` and the pose factor's
+    variance is fixed at 1 (non-trainable). The noise variance
+    :math:`\sigma_n^2` is trainable (use :func:`gpflow.set_trainable` to fix it).
+
+    What the white-noise term means here. :class:`gpflow.kernels.White` is a
+    delta on the *argument set*, not on input values: ``k(X)`` (``X2=None``)
+    gets :math:`\sigma_n^2 I` added, while ``k(X, X2)`` gets nothing, even when
+    ``X2`` is numerically equal to ``X``; ``K_diag`` includes :math:`\sigma_n^2`.
+    With GPflow's inducing-point covariances this gives
+
+    * ``Kuu(Z, kernel)`` = :math:`K_{\mathrm{cos}}(Z, Z) + \sigma_n^2 I` (plus
+      GPflow's jitter): the inducing values are the latent function *plus*
+      independent noise at the inducing inputs, and :math:`\sigma_n^2` also acts
+      as a (trainable) jitter that keeps the rank-deficient cosine Gram matrix
+      invertible (its rank is at most ``len(style) * len(pose)``);
+    * ``Kuf(Z, X, kernel)`` = :math:`K_{\mathrm{cos}}(Z, X)`: no noise term;
+    * the predictive marginal variance at data points (from ``K_diag``) includes
+      :math:`\sigma_n^2`, i.e. the latent function at a data point is a smooth
+      part plus an independent per-point "nugget".
+
+    :param style_dims: columns (slice or list) of X that hold the style vector.
+    :param pose_dims: columns (slice or list) of X that hold the pose vector.
+    :param noise_variance: initial value of :math:`\sigma_n^2` (positive).
+    :param variance: initial value of :math:`\sigma^2` (positive).
+    :param epsilon: norm regulariser of the :class:`CosineLinear` factors.
+    :return: ``CosineLinear(style) * CosineLinear(pose) + White``, a
+        :class:`gpflow.kernels.Sum` whose first term is the
+        :class:`gpflow.kernels.Product`.
+    """
+    style_dims = _as_active_dims(style_dims)
+    pose_dims = _as_active_dims(pose_dims)
+    style = CosineLinear(variance=variance, active_dims=style_dims, epsilon=epsilon)
+    pose = CosineLinear(variance=1.0, active_dims=pose_dims, epsilon=epsilon)
+    gpflow.set_trainable(pose.variance, False)
+    white = gpflow.kernels.White(variance=noise_variance)
+    return style * pose + white
+
+
+def periodic_linear_kernel(
+    angle_dims: ActiveDims = (0,),
+    object_dims: ActiveDims = slice(1, None),
+    period: float = 2.0 * np.pi,
+    lengthscales: float = 1.0,
+    variance: float = 1.0,
+    linear_variance: float = 1.0,
+) -> gpflow.kernels.Product:
+    r"""
+    The rotated-MNIST kernel (Casale et al. 2018; Jazbec et al. 2021): a
+    periodic squared-exponential kernel on the view angle times a linear kernel
+    on the object vector,
+
+    .. math::
+        k(\mathbf{x}, \mathbf{x}') = \sigma^2
+            \exp\left(-\frac{1}{2}\,\frac{\sin^2(\pi (a - a') / p)}{\ell^2}\right)
+            \cdot \sigma_{\mathrm{lin}}^2\, \mathbf{o}^\top \mathbf{o}',
+
+    where :math:`a` = ``x[angle_dims]`` (in radians for the default period, one
+    column; with several angle columns the squared sines are summed),
+    :math:`\mathbf{o}` = ``x[object_dims]``, :math:`p` the period,
+    :math:`\ell` the lengthscale, :math:`\sigma^2` the periodic variance and
+    :math:`\sigma_{\mathrm{lin}}^2` the linear variance.
+
+    Built as ``Periodic(SquaredExponential(active_dims=angle_dims), period) *
+    Linear(active_dims=object_dims)``. The period is fixed (non-trainable) at
+    ``period`` (2 pi: a full turn). :math:`\sigma^2` and :math:`\sigma_{\mathrm{lin}}^2`
+    only enter as a product (and the object vectors, if learned, can absorb
+    either), so :math:`\sigma_{\mathrm{lin}}^2` is non-trainable; the
+    lengthscale and :math:`\sigma^2` are trainable.
+
+    Lengthscale convention. GPflow's ``Periodic(SquaredExponential)`` uses
+    :math:`\exp(-\tfrac12 \sin^2(\pi r/p)/\ell^2)`, TFP's ``ExpSinSquared``
+    (used by the SVGP-VAE research code) uses
+    :math:`\exp(-2 \sin^2(\pi r/p)/\ell_{\mathrm{TFP}}^2)`. The two agree for
+    :math:`\ell = \ell_{\mathrm{TFP}} / 2`: halve a TFP lengthscale before
+    passing it here.
+
+    :param angle_dims: the column(s) of X with the view angle.
+    :param object_dims: the columns of X with the object vector.
+    :param period: the (fixed) period :math:`p`.
+    :param lengthscales: initial GPflow lengthscale :math:`\ell`.
+    :param variance: initial value of :math:`\sigma^2` (trainable).
+    :param linear_variance: value of :math:`\sigma_{\mathrm{lin}}^2` (non-trainable).
+    :return: a :class:`gpflow.kernels.Product` ``[Periodic, Linear]``.
+    """
+    angle_dims = _as_active_dims(angle_dims)
+    object_dims = _as_active_dims(object_dims)
+    base = gpflow.kernels.SquaredExponential(
+        variance=variance, lengthscales=lengthscales, active_dims=angle_dims
+    )
+    periodic = gpflow.kernels.Periodic(base, period=period)
+    gpflow.set_trainable(periodic.period, False)
+    linear = gpflow.kernels.Linear(variance=linear_variance, active_dims=object_dims)
+    gpflow.set_trainable(linear.variance, False)
+    return periodic * linear

@@ -1,0 +1,194 @@
+"""Reference-value tests of gpflow_svgpvae.kernels against independent numpy formulas."""
+import numpy as np
+import pytest
+import tensorflow as tf
+import tensorflow_probability as tfp
+
+import gpflow
+from gpflow_svgpvae.kernels import CosineLinear, periodic_linear_kernel, sprites_kernel
+
+
+def np_cosine(A, B, variance=1.0):
+    """variance * cos(angle) between rows of A and rows of B, written out with loops."""
+    out = np.empty((A.shape[0], B.shape[0]))
+    for i, a in enumerate(A):
+        for j, b in enumerate(B):
+            out[i, j] = variance * np.dot(a, b) / (np.linalg.norm(a) * np.linalg.norm(b))
+    return out
+
+
+# --------------------------------------------------------------------------- CosineLinear
+
+
+def test_cosine_linear_matches_numpy_with_active_dims(rng):
+    X = rng.standard_normal((7, 5))
+    X2 = rng.standard_normal((4, 5))
+    dims = [0, 2, 3]
+    k = CosineLinear(variance=1.7, active_dims=dims)
+    ref = np_cosine(X[:, dims], X2[:, dims], 1.7)
+    ref_sym = np_cosine(X[:, dims], X[:, dims], 1.7)
+    np.testing.assert_allclose(k(X, X2).numpy(), ref, rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(k(X).numpy(), ref_sym, rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(k(X, full_cov=False).numpy(), np.diag(ref_sym), rtol=1e-12)
+    np.testing.assert_allclose(k.K_diag(X[:, dims]).numpy(), 1.7 * np.ones(7), rtol=1e-12)
+    assert k(X).dtype == tf.float64
+
+
+def test_cosine_linear_slice_active_dims_and_batch(rng):
+    X = rng.standard_normal((2, 6, 4))  # leading batch dimension
+    k = CosineLinear(variance=0.5, active_dims=slice(1, 4))
+    K = k(X).numpy()
+    assert K.shape == (2, 6, 6)
+    for b in range(2):
+        np.testing.assert_allclose(K[b], np_cosine(X[b, :, 1:4], X[b, :, 1:4], 0.5), rtol=1e-12)
+
+
+def test_cosine_linear_psd(rng):
+    X = rng.standard_normal((60, 6))
+    K = CosineLinear(variance=2.3)(X).numpy()
+    np.testing.assert_allclose(K, K.T, atol=0)
+    assert np.linalg.eigvalsh(K).min() >= -1e-10
+    # rank <= D
+    assert np.sum(np.linalg.eigvalsh(K) > 1e-8) <= 6
+
+
+def test_cosine_linear_invariant_to_positive_rescaling(rng):
+    X = rng.standard_normal((9, 3))
+    X2 = rng.standard_normal((5, 3))
+    a = rng.uniform(0.01, 100.0, size=(9, 1))  # a different positive factor per row
+    b = rng.uniform(0.01, 100.0, size=(5, 1))
+    k = CosineLinear(variance=1.3)
+    np.testing.assert_allclose(k(a * X, b * X2).numpy(), k(X, X2).numpy(), rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(k(1e-3 * X).numpy(), k(X).numpy(), rtol=1e-12, atol=1e-14)
+    # a negative factor flips the sign of that row
+    np.testing.assert_allclose(k(-X, X2).numpy(), -k(X, X2).numpy(), rtol=1e-12)
+
+
+def test_cosine_linear_zero_vector_is_finite(rng):
+    X = rng.standard_normal((4, 3))
+    X[2] = 0.0
+    X_tf = tf.constant(X)
+    k = CosineLinear()
+    with tf.GradientTape() as tape:
+        tape.watch(X_tf)
+        K = k(X_tf)
+        loss = tf.reduce_sum(K)
+    grad = tape.gradient(loss, X_tf).numpy()
+    assert np.all(np.isfinite(K.numpy())) and np.all(np.isfinite(grad))
+    np.testing.assert_allclose(K.numpy()[2], 0.0, atol=1e-12)
+    np.testing.assert_allclose(k.K_diag(X).numpy(), np.diag(K.numpy()), rtol=1e-14)
+    assert k.K_diag(X).numpy()[2] == 0.0
+
+
+def test_cosine_linear_rejects_ard_and_bad_epsilon():
+    with pytest.raises(ValueError):
+        CosineLinear(variance=[1.0, 2.0])
+    with pytest.raises(ValueError):
+        CosineLinear(epsilon=0.0)
+
+
+def test_cosine_linear_variance_gradient(rng):
+    X = rng.standard_normal((5, 3))
+    k = CosineLinear(variance=2.0)
+    with tf.GradientTape() as tape:
+        s = tf.reduce_sum(k(X))
+    g = tape.gradient(s, k.variance.unconstrained_variable)
+    assert g is not None and np.isfinite(g.numpy())
+
+
+# --------------------------------------------------------------------------- sprites kernel
+
+
+def test_sprites_kernel_matches_numpy(rng):
+    style, pose = [0, 1, 2, 3], [4, 5, 6]
+    X = rng.standard_normal((8, 7))
+    X2 = rng.standard_normal((3, 7))
+    k = sprites_kernel(style, pose, noise_variance=0.05, variance=1.9)
+    cos_xx = np_cosine(X[:, style], X[:, style], 1.9) * np_cosine(X[:, pose], X[:, pose])
+    cos_xx2 = np_cosine(X[:, style], X2[:, style], 1.9) * np_cosine(X[:, pose], X2[:, pose])
+    np.testing.assert_allclose(k(X).numpy(), cos_xx + 0.05 * np.eye(8), rtol=1e-12, atol=1e-14)
+    # White contributes only to K(X) (X2 is None), not to K(X, X2) -- even for X2 == X
+    np.testing.assert_allclose(k(X, X2).numpy(), cos_xx2, rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(k(X, X).numpy(), cos_xx, rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(k(X, full_cov=False).numpy(), (1.9 + 0.05) * np.ones(8), rtol=1e-12)
+    assert len(k.trainable_parameters) == 2  # style variance and noise
+    assert not k.kernels[0].kernels[1].variance.trainable  # pose variance fixed at 1
+
+
+def test_sprites_kernel_kuu_has_noise_kuf_does_not(rng):
+    Z = rng.standard_normal((6, 5))
+    X = rng.standard_normal((10, 5))
+    k = sprites_kernel([0, 1, 2], [3, 4], noise_variance=0.1)
+    iv = gpflow.inducing_variables.InducingPoints(Z)
+    Kuu = gpflow.covariances.Kuu(iv, k, jitter=0.0).numpy()
+    Kuf = gpflow.covariances.Kuf(iv, k, X).numpy()
+    cos_zz = np_cosine(Z[:, :3], Z[:, :3]) * np_cosine(Z[:, 3:], Z[:, 3:])
+    cos_zx = np_cosine(Z[:, :3], X[:, :3]) * np_cosine(Z[:, 3:], X[:, 3:])
+    np.testing.assert_allclose(Kuu, cos_zz + 0.1 * np.eye(6), rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(Kuf, cos_zx, rtol=1e-12, atol=1e-14)
+
+
+# --------------------------------------------------------------------------- periodic x linear
+
+
+def np_periodic_linear(A, B, angle_col, obj_cols, var, lengthscale, period, lin_var):
+    out = np.empty((A.shape[0], B.shape[0]))
+    for i in range(A.shape[0]):
+        for j in range(B.shape[0]):
+            d = A[i, angle_col] - B[j, angle_col]
+            per = var * np.exp(-0.5 * np.sin(np.pi * d / period) ** 2 / lengthscale**2)
+            out[i, j] = per * (np.dot(A[i, obj_cols], B[j, obj_cols]) * lin_var)
+    return out
+
+
+def test_periodic_linear_matches_numpy(rng):
+    Q = 4
+    angles = rng.uniform(0, 2 * np.pi, size=(9, 1))
+    X = np.concatenate([angles, rng.standard_normal((9, Q))], axis=1)
+    X2 = np.concatenate([rng.uniform(-7, 7, size=(5, 1)), rng.standard_normal((5, Q))], axis=1)
+    k = periodic_linear_kernel(
+        angle_dims=[0], object_dims=slice(1, 1 + Q), lengthscales=0.7, variance=1.4,
+        linear_variance=0.3,
+    )
+    obj = list(range(1, 1 + Q))
+    ref = np_periodic_linear(X, X2, 0, obj, 1.4, 0.7, 2 * np.pi, 0.3)
+    ref_sym = np_periodic_linear(X, X, 0, obj, 1.4, 0.7, 2 * np.pi, 0.3)
+    np.testing.assert_allclose(k(X, X2).numpy(), ref, rtol=1e-12, atol=1e-13)
+    np.testing.assert_allclose(k(X).numpy(), ref_sym, rtol=1e-12, atol=1e-13)
+    np.testing.assert_allclose(k(X, full_cov=False).numpy(), np.diag(ref_sym), rtol=1e-12)
+    # 2 pi periodic in the angle
+    Xs = X.copy()
+    Xs[:, 0] += 2 * np.pi * rng.integers(-3, 4, size=9)
+    np.testing.assert_allclose(k(Xs, X2).numpy(), ref, rtol=1e-10, atol=1e-12)
+
+
+def test_periodic_linear_angle_not_first_column(rng):
+    # layout [object vector (3), angle]
+    X = np.concatenate([rng.standard_normal((6, 3)), rng.uniform(0, 6, (6, 1))], axis=1)
+    k = periodic_linear_kernel(angle_dims=[3], object_dims=[0, 1, 2], period=5.0,
+                               lengthscales=1.3)
+    ref = np_periodic_linear(X, X, 3, [0, 1, 2], 1.0, 1.3, 5.0, 1.0)
+    np.testing.assert_allclose(k(X).numpy(), ref, rtol=1e-12, atol=1e-13)
+
+
+def test_periodic_linear_trainability():
+    k = periodic_linear_kernel()
+    periodic, linear = k.kernels
+    assert not periodic.period.trainable
+    np.testing.assert_allclose(periodic.period.numpy(), 2 * np.pi)
+    assert not linear.variance.trainable
+    assert periodic.base_kernel.lengthscales.trainable
+    assert periodic.base_kernel.variance.trainable
+    assert len(k.trainable_parameters) == 2
+
+
+def test_periodic_lengthscale_is_half_tfp_exp_sin_squared(rng):
+    a = rng.uniform(0, 2 * np.pi, size=(7, 1))
+    l_tfp = 1.6
+    tfp_k = tfp.math.psd_kernels.ExpSinSquared(
+        amplitude=np.float64(1.0), length_scale=np.float64(l_tfp), period=np.float64(2 * np.pi)
+    )
+    gp_k = gpflow.kernels.Periodic(
+        gpflow.kernels.SquaredExponential(lengthscales=l_tfp / 2), period=2 * np.pi
+    )
+    np.testing.assert_allclose(gp_k(a).numpy(), tfp_k.matrix(a, a).numpy(), rtol=1e-12)
