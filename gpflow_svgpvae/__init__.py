@@ -1,1 +1,25 @@
-"""gpflow_svgpvae: scalable GP-prior variational autoencoders for GPflow."""
+"""gpflow_svgpvae: scalable Gaussian-process-prior variational autoencoders for GPflow.
+
+The SVGP-VAE of Jazbec et al. (AISTATS 2021) as a GPflow model, with the pure
+math in :mod:`gpflow_svgpvae.amortized`, training in
+:mod:`gpflow_svgpvae.training` and data in :mod:`gpflow_svgpvae.datasets`.
+"""
+from . import amortized, likelihoods, networks, numerics
+from .amortized import amortized_inducing_posterior
+from .likelihoods import Bernoulli, Gaussian
+from .models import SVGPVAE
+from .posterior import SVGPVAEPosterior
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "SVGPVAE",
+    "SVGPVAEPosterior",
+    "amortized_inducing_posterior",
+    "Gaussian",
+    "Bernoulli",
+    "amortized",
+    "likelihoods",
+    "networks",
+    "numerics",
+]

@@ -1,0 +1,7 @@
+"""Training: objectives (ELBO, GECO), the shared step, the compiled loop and the Keras view."""
+from .keras import KerasTrainingModel
+from .loop import make_dataset, train
+from .objectives import ELBO, GECO
+from .step import evaluation_terms, training_step
+
+__all__ = ["train", "make_dataset", "ELBO", "GECO", "KerasTrainingModel", "training_step", "evaluation_terms"]

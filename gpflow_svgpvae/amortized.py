@@ -1,0 +1,311 @@
+r"""The SVGP-VAE's amortised inducing-point posterior (Jazbec et al., 2021).
+
+For each latent channel :math:`l` the encoder turns a minibatch of :math:`b`
+points into a *latent dataset* :math:`(X_b, \tilde y_l, \tilde v_l)`: Gaussian
+sites :math:`\tilde q(z_{il}\mid y_i) = \mathcal N(\tilde y_{il}, \tilde v_{il})`.
+With :math:`s = N / b`, :math:`\Lambda_l = \mathrm{diag}(1/\tilde v_l)` the
+inducing posterior :math:`q(u_l) = \mathcal N(\mu_l, A_l)` is
+
+.. math::
+
+    \Sigma_l = K_{mm} + s K_{mb}\Lambda_l K_{bm},\quad
+    \mu_l = s K_{mm}\Sigma_l^{-1}K_{mb}\Lambda_l\tilde y_l,\quad
+    A_l = K_{mm}\Sigma_l^{-1}K_{mm}.
+
+Everything is computed in the whitened basis of :math:`L_m = \mathrm{chol}(K_{mm})`:
+with :math:`W = L_m^{-1}K_{mb}` the data enter only through the *statistics*
+
+.. math::
+
+    P_l = W\Lambda_l W^\top,\qquad r_l = W\Lambda_l\tilde y_l,
+
+which are sums over data points (so they can be accumulated over chunks, or
+summed across devices, before anything is factorised). Then
+:math:`B_l = I + sP_l = U_l U_l^\top` (:math:`U_l` *upper* triangular),
+:math:`L_m^{-1}\mu_l = sB_l^{-1}r_l`, :math:`A_l = L_m B_l^{-1} L_m^\top` and
+the lower-triangular square root is :math:`L_m U_l^{-\top}`.
+
+Only Cholesky factors and triangular solves are used; no matrix inverse.
+All functions below accept leading batch dimensions (e.g. one latent dataset
+per video: ``means [V, b, L]``, ``Kmb [V, 1 or L, M, b]``).
+"""
+from typing import NamedTuple, Tuple, Union
+
+import gpflow
+import tensorflow as tf
+from check_shapes import check_shapes
+from gpflow import covariances
+from gpflow.inducing_variables import (
+    InducingPoints,
+    InducingVariables,
+    MultioutputInducingVariables,
+    SharedIndependentInducingVariables,
+)
+from gpflow.kernels import Kernel, MultioutputKernel
+
+from .numerics import cholesky
+
+__all__ = [
+    "WhitenedPosterior",
+    "as_inducing_variable",
+    "prior_cholesky",
+    "cross_covariance",
+    "prior_variance_diag",
+    "whitened_statistics",
+    "posterior_from_statistics",
+    "upper_cholesky",
+    "amortized_inducing_posterior",
+    "amortized_whitened_posterior",
+    "inducing_distribution",
+    "prior_kl",
+    "predict_marginals",
+]
+
+
+class WhitenedPosterior(NamedTuple):
+    r"""The factors that define :math:`q(u)` in the whitened basis.
+
+    ``prior_chol`` is :math:`L_m` (shape ``[1, M, M]`` when one kernel is shared
+    by all channels, ``[L, M, M]`` otherwise), ``upper_chol`` is :math:`U`
+    with :math:`B = UU^\top` (``[L, M, M]``) and ``whitened_mean`` is
+    :math:`L_m^{-1}\mu` (``[L, M]``).
+    """
+
+    prior_chol: tf.Tensor
+    upper_chol: tf.Tensor
+    whitened_mean: tf.Tensor
+
+
+def as_inducing_variable(
+    inducing_variable: Union[InducingVariables, tf.Tensor], kernel: Kernel
+) -> InducingVariables:
+    """Accept an array of inducing inputs or a GPflow inducing variable.
+
+    A multi-output kernel needs a multi-output inducing variable; plain
+    ``InducingPoints`` are wrapped as ``SharedIndependentInducingVariables``.
+    """
+    if not isinstance(inducing_variable, InducingVariables):
+        inducing_variable = InducingPoints(inducing_variable)
+    if isinstance(kernel, MultioutputKernel) and not isinstance(
+        inducing_variable, MultioutputInducingVariables
+    ):
+        inducing_variable = SharedIndependentInducingVariables(inducing_variable)
+    return inducing_variable
+
+
+def _with_channel_axis(tensor: tf.Tensor, rank_without: int) -> tf.Tensor:
+    # GPflow returns [M, ...] for shared kernels and [L, M, ...] for separate ones.
+    return tensor[None] if tensor.shape.rank == rank_without else tensor
+
+
+def prior_cholesky(
+    kernel: Kernel, inducing_variable: InducingVariables, jitter: float
+) -> tf.Tensor:
+    """:math:`L_m = \\mathrm{chol}(K_{mm} + \\text{jitter}\\,I)`, shape ``[1 or L, M, M]``."""
+    Kmm = covariances.Kuu(inducing_variable, kernel, jitter=jitter)  # [M, M] or [L, M, M]
+    Kmm = _with_channel_axis(Kmm, 2)
+    return cholesky(Kmm, "Kuu (the prior covariance of the inducing variables)")
+
+
+def cross_covariance(
+    kernel: Kernel, inducing_variable: InducingVariables, X: tf.Tensor
+) -> tf.Tensor:
+    """:math:`K_{mb}`, shape ``[1 or L, M, b]``."""
+    Kmb = covariances.Kuf(inducing_variable, kernel, X)  # [M, b] or [L, M, b]
+    return _with_channel_axis(Kmb, 2)
+
+
+def prior_variance_diag(kernel: Kernel, X: tf.Tensor) -> tf.Tensor:
+    """Prior marginal variances :math:`k(x_i, x_i)`, shape ``[b, 1 or L]``."""
+    if isinstance(kernel, MultioutputKernel):
+        return kernel(X, full_cov=False, full_output_cov=False)  # [b, L]
+    return kernel(X, full_cov=False)[:, None]  # [b, 1]
+
+
+@check_shapes(
+    "prior_chol: [broadcast batch..., broadcast L, M, M]",
+    "Kmb: [broadcast batch..., broadcast L, M, N]",
+    "means: [batch..., N, L]",
+    "variances: [batch..., N, L]",
+    "return[0]: [batch..., L, M, M]",
+    "return[1]: [batch..., L, M]",
+)
+def whitened_statistics(
+    prior_chol: tf.Tensor, Kmb: tf.Tensor, means: tf.Tensor, variances: tf.Tensor
+) -> Tuple[tf.Tensor, tf.Tensor]:
+    r"""Sufficient statistics :math:`P_l = W\Lambda_l W^\top`, :math:`r_l = W\Lambda_l\tilde y_l`.
+
+    :math:`W = L_m^{-1}K_{mb}`. Both are sums over the data points, so the
+    statistics of a union of batches are the sums of their statistics.
+    """
+    W = tf.linalg.triangular_solve(prior_chol, Kmb, lower=True)  # [1 or L, M, N]
+    precisions = tf.linalg.matrix_transpose(1.0 / variances)[..., None, :]  # [..., L, 1, N]
+    weighted = W * precisions  # [L, M, N]
+    P = tf.linalg.matmul(weighted, W, transpose_b=True)  # [L, M, M]
+    r = tf.linalg.matvec(weighted, tf.linalg.matrix_transpose(means))  # [L, M]
+    return P, r
+
+
+def upper_cholesky(matrix: tf.Tensor, name: str) -> tf.Tensor:
+    r"""Upper-triangular :math:`U` with :math:`B = UU^\top` (a "reversed" Cholesky).
+
+    With :math:`J` the exchange matrix, :math:`JBJ = LL^\top` gives
+    :math:`B = (JLJ)(JLJ)^\top` and :math:`JLJ` is upper triangular. We use it
+    so that :math:`L_m U^{-\top}` (the square root of :math:`A`) is *lower*
+    triangular, as GPflow's ``q_sqrt`` convention requires.
+    """
+    flipped = tf.reverse(matrix, axis=[-2, -1])
+    return tf.reverse(cholesky(flipped, name), axis=[-2, -1])
+
+
+@check_shapes(
+    "prior_chol: [broadcast batch..., broadcast L, M, M]",
+    "P: [batch..., L, M, M]",
+    "r: [batch..., L, M]",
+    "return.prior_chol: [broadcast batch..., broadcast L, M, M]",
+    "return.upper_chol: [batch..., L, M, M]",
+    "return.whitened_mean: [batch..., L, M]",
+)
+def posterior_from_statistics(
+    prior_chol: tf.Tensor, P: tf.Tensor, r: tf.Tensor, scale: tf.Tensor
+) -> WhitenedPosterior:
+    r"""Factorise :math:`B = I + sP` and return the whitened posterior.
+
+    :param scale: :math:`s = N/b` (1 to condition on exactly the given data).
+    """
+    scale = tf.cast(scale, P.dtype)
+    M = tf.shape(P)[-1]
+    B = tf.eye(M, dtype=P.dtype) + scale * P  # [L, M, M]
+    U = upper_cholesky(B, "B = I + s Lm^-1 Kmb Lambda Kbm Lm^-T (the whitened posterior precision)")
+    # L_m^{-1} mu = s B^{-1} r = s U^{-T} U^{-1} r
+    tmp = tf.linalg.triangular_solve(U, scale * r[..., None], lower=False)  # [L, M, 1]
+    whitened_mean = tf.linalg.triangular_solve(U, tmp, lower=False, adjoint=True)[..., 0]
+    return WhitenedPosterior(prior_chol, U, whitened_mean)
+
+
+def amortized_whitened_posterior(
+    kernel: Kernel,
+    inducing_variable: InducingVariables,
+    X: tf.Tensor,
+    means: tf.Tensor,
+    variances: tf.Tensor,
+    num_data,
+    jitter: float = 1e-6,
+) -> WhitenedPosterior:
+    """Whitened factors of :math:`q(u)` for a batch; see :func:`amortized_inducing_posterior`."""
+    prior_chol = prior_cholesky(kernel, inducing_variable, jitter)
+    Kmb = cross_covariance(kernel, inducing_variable, X)
+    P, r = whitened_statistics(prior_chol, Kmb, means, variances)
+    batch_size = tf.cast(tf.shape(X)[0], P.dtype)
+    scale = tf.cast(num_data, P.dtype) / batch_size
+    return posterior_from_statistics(prior_chol, P, r, scale)
+
+
+@check_shapes(
+    "return[0]: [batch..., M, L]",
+    "return[1]: [batch..., L, M, M]",
+)
+def inducing_distribution(posterior: WhitenedPosterior) -> Tuple[tf.Tensor, tf.Tensor]:
+    r"""``(q_mu, q_sqrt)`` in GPflow's non-whitened SVGP convention.
+
+    :math:`\mu = L_m (L_m^{-1}\mu)` and :math:`A^{1/2} = L_m U^{-\top}` (lower triangular).
+    """
+    Lm, U, whitened_mean = posterior
+    q_mu = tf.linalg.matvec(Lm, whitened_mean)  # [L, M]
+    # X = Lm U^{-T}  <=>  U X^T = Lm^T; U^{-1} (upper) Lm^T (upper) is upper.
+    Lm = tf.broadcast_to(Lm, tf.shape(U))
+    q_sqrt_T = tf.linalg.triangular_solve(U, tf.linalg.matrix_transpose(Lm), lower=False)
+    q_sqrt = tf.linalg.band_part(tf.linalg.matrix_transpose(q_sqrt_T), -1, 0)  # [L, M, M]
+    return tf.linalg.matrix_transpose(q_mu), q_sqrt
+
+
+def amortized_inducing_posterior(
+    kernel: Kernel,
+    inducing_variable: Union[InducingVariables, tf.Tensor],
+    X: tf.Tensor,
+    means: tf.Tensor,
+    variances: tf.Tensor,
+    num_data,
+    jitter: float = 1e-6,
+) -> Tuple[tf.Tensor, tf.Tensor]:
+    r"""The SVGP-VAE inducing posterior :math:`q(u_l)=\mathcal N(\mu_l, A_l)` of a minibatch.
+
+    .. math::
+
+        \Sigma_l = K_{mm} + \tfrac{N}{b} K_{mb}\Lambda_l K_{bm},\quad
+        \mu_l = \tfrac{N}{b} K_{mm}\Sigma_l^{-1}K_{mb}\Lambda_l\tilde y_l,\quad
+        A_l = K_{mm}\Sigma_l^{-1}K_{mm}
+
+    :param kernel: a GPflow kernel shared by all channels, or a multi-output
+        kernel (``SharedIndependent``, ``SeparateIndependent`` with one kernel
+        per channel).
+    :param inducing_variable: GPflow inducing variable (or an ``[M, D]`` array).
+    :param X: auxiliary inputs of the batch, ``[b, D]``.
+    :param means: site means :math:`\tilde y`, ``[b, L]``.
+    :param variances: site variances :math:`\tilde v > 0`, ``[b, L]``.
+    :param num_data: :math:`N`, the size of the dataset the batch is drawn from
+        (``N = b`` conditions on exactly this batch).
+    :param jitter: added to the diagonal of :math:`K_{mm}`.
+    :return: ``q_mu [M, L]`` and lower-triangular ``q_sqrt [L, M, M]``,
+        non-whitened, as in :class:`gpflow.models.SVGP`.
+    """
+    inducing_variable = as_inducing_variable(inducing_variable, kernel)
+    dtype = gpflow.default_float()
+    X, means, variances = (tf.cast(t, dtype) for t in (X, means, variances))
+    posterior = amortized_whitened_posterior(
+        kernel, inducing_variable, X, means, variances, num_data, jitter
+    )
+    return inducing_distribution(posterior)
+
+
+@check_shapes("return: [batch..., L]")
+def prior_kl(posterior: WhitenedPosterior) -> tf.Tensor:
+    r""":math:`\mathrm{KL}(\mathcal N(\mu_l, A_l)\,\|\,\mathcal N(0, K_{mm}))` per channel.
+
+    In the whitened basis :math:`K_{mm}^{-1}A = L_m^{-\top}B^{-1}L_m^\top` and
+    :math:`|A| = |K_{mm}|/|B|`, so
+
+    .. math::
+
+        \mathrm{KL}_l = \tfrac12\left[\mathrm{tr}(B_l^{-1})
+            + \|L_m^{-1}\mu_l\|^2 - M + \log|B_l|\right].
+    """
+    _, U, whitened_mean = posterior
+    M = tf.cast(tf.shape(U)[-1], U.dtype)
+    eye = tf.eye(tf.shape(U)[-1], batch_shape=tf.shape(U)[:-2], dtype=U.dtype)
+    U_inv = tf.linalg.triangular_solve(U, eye, lower=False)  # [L, M, M]
+    trace = tf.reduce_sum(tf.square(U_inv), axis=[-2, -1])  # tr(U^-T U^-1)
+    mahalanobis = tf.reduce_sum(tf.square(whitened_mean), axis=-1)
+    log_det = 2.0 * tf.reduce_sum(tf.math.log(tf.linalg.diag_part(U)), axis=-1)
+    return 0.5 * (trace + mahalanobis - M + log_det)
+
+
+@check_shapes(
+    "Kmr: [broadcast batch..., broadcast L, M, R]",
+    "prior_var: [broadcast batch..., R, broadcast L]",
+    "return[0]: [batch..., R, L]",
+    "return[1]: [batch..., R, L]",
+)
+def predict_marginals(
+    posterior: WhitenedPosterior, Kmr: tf.Tensor, prior_var: tf.Tensor
+) -> Tuple[tf.Tensor, tf.Tensor]:
+    r"""Sparse predictive marginals at inputs :math:`X_r`.
+
+    .. math::
+
+        m_r = K_{rm}K_{mm}^{-1}\mu,\qquad
+        v_r = k_{rr} - \|L_m^{-1}K_{mr}\|^2 + \|U^{-1}L_m^{-1}K_{mr}\|^2
+
+    (column-wise norms), i.e. GPflow's conditional with ``q_mu``/``q_sqrt``.
+    """
+    Lm, U, whitened_mean = posterior
+    W = tf.linalg.triangular_solve(Lm, Kmr, lower=True)  # [1 or L, M, R]
+    mean = tf.linalg.matvec(W, whitened_mean, transpose_a=True)  # [L, R]
+    W_per_channel = tf.broadcast_to(W, tf.concat([tf.shape(U)[:-1], tf.shape(W)[-1:]], 0))
+    V = tf.linalg.triangular_solve(U, W_per_channel, lower=False)  # [L, M, R]
+    var = (
+        tf.linalg.matrix_transpose(prior_var)
+        - tf.reduce_sum(tf.square(W), axis=-2)
+        + tf.reduce_sum(tf.square(V), axis=-2)
+    )  # [L, R]
+    return tf.linalg.matrix_transpose(mean), tf.linalg.matrix_transpose(var)

@@ -1,0 +1,219 @@
+r"""What every autoencoder in the package shares: networks, decoder likelihood,
+sampling, input checks and the Keras/loop training interface.
+
+Subclasses implement :meth:`LatentVariableAutoencoder.objective_terms`, which
+returns the pieces of the minibatch ELBO in GPflow's units
+
+.. math::
+
+    \mathcal L = \tfrac{N}{b}\sum_{i\in b} E_q[\log p(y_i\mid z_i)] - \mathrm{KL},
+
+so ``elbo = num_data / batch_size * reconstruction - kl``. The training
+objectives (plain/beta ELBO, GECO) in :mod:`gpflow_svgpvae.training` combine
+these terms, and both training paths call the same step function.
+"""
+import abc
+from typing import Dict, Optional, Tuple, Union
+
+import gpflow
+import numpy as np
+import tensorflow as tf
+from gpflow.models import BayesianModel, ExternalDataTrainingLossMixin
+
+from ..numerics import assert_finite, assert_positive, numerical_checks
+from ..likelihoods import DecoderLikelihood, as_likelihood
+from ..networks.validation import check_network
+
+__all__ = ["LatentVariableAutoencoder"]
+
+
+def _static_dim(tensor, axis):
+    dim = tensor.shape[axis] if tensor.shape.rank is not None else None
+    return None if dim is None else int(dim)
+
+
+class LatentVariableAutoencoder(BayesianModel, ExternalDataTrainingLossMixin, abc.ABC):
+    """Base class: ``data = (X, Y)`` with auxiliary inputs ``X`` and observations ``Y``.
+
+    :param encoder: ``Y -> (means [b, L], variances [b, L])`` (``tf_keras``).
+    :param decoder: ``Z [b, L] -> likelihood parameters [b, ...]`` (``tf_keras``).
+    :param likelihood: a :class:`~gpflow_svgpvae.likelihoods.DecoderLikelihood`
+        or ``"gaussian"`` / ``"bernoulli"``.
+    :param num_data: :math:`N`, the training-set size (minibatch scaling).
+    :param num_samples: Monte Carlo samples of :math:`z` per point for the
+        reconstruction term.
+    :param seed: seeds the model's random generator (saved in checkpoints).
+    """
+
+    def __init__(
+        self,
+        encoder,
+        decoder,
+        likelihood: Union[str, DecoderLikelihood] = "gaussian",
+        *,
+        num_data: int,
+        num_samples: int = 1,
+        seed: int = 0,
+        name: Optional[str] = None,
+    ):
+        super().__init__(name=name)
+        self.encoder = check_network(encoder, "encoder") if encoder is not None else None
+        self.decoder = check_network(decoder, "decoder")
+        self.likelihood = as_likelihood(likelihood)
+        if num_data is None or int(num_data) < 1:
+            raise ValueError(f"num_data must be a positive integer, got {num_data!r}")
+        self.num_data = int(num_data)
+        if int(num_samples) < 1:
+            raise ValueError(f"num_samples must be >= 1, got {num_samples}")
+        self.num_samples = int(num_samples)
+        self.rng = tf.random.Generator.from_seed(int(seed))
+
+    # ------------------------------------------------------------------ checks
+    def _check_batch(self, X: Optional[tf.Tensor], Y: Optional[tf.Tensor], num_data=None):
+        """Static shape checks raise ``ValueError`` at once; value checks become
+        graph assertions that fire before any variable is updated."""
+        dtype = gpflow.default_float()
+        if X is not None:
+            X = tf.convert_to_tensor(X)
+            if not X.dtype.is_floating:
+                X = tf.cast(X, dtype)
+            X = tf.cast(X, dtype)
+            if X.shape.rank != 2:
+                raise ValueError(f"X must have shape [batch, input_dim]; got shape {X.shape}")
+            expected = self.input_dim
+            if expected is not None and _static_dim(X, -1) not in (None, expected):
+                raise ValueError(
+                    f"X has {X.shape[-1]} input dimensions but the kernel/inducing inputs expect "
+                    f"{expected} (inducing inputs have shape [M, {expected}])."
+                )
+            X = assert_finite(X, "X (auxiliary inputs) contains NaN or inf.")
+        if Y is not None:
+            Y = tf.convert_to_tensor(Y)
+            if Y.shape.rank is not None and Y.shape.rank < 2:
+                raise ValueError(f"Y must have shape [batch, ...]; got shape {Y.shape}")
+            Y = assert_finite(
+                tf.cast(Y, tf.float32) if not Y.dtype.is_floating else Y,
+                "Y (observations) contains NaN or inf.",
+            )
+        if X is not None and Y is not None:
+            nx, ny = _static_dim(X, 0), _static_dim(Y, 0)
+            if nx is not None and ny is not None and nx != ny:
+                raise ValueError(f"X and Y have different batch sizes: {nx} and {ny}.")
+        n = num_data if num_data is not None else self.num_data
+        batch = X if X is not None else Y
+        b = _static_dim(batch, 0)
+        if b is not None and b > n:
+            raise ValueError(
+                f"The batch has {b} points but num_data is {n}: num_data must be the size of the "
+                "whole training set (at least the batch size)."
+            )
+        if b is None and numerical_checks() and np.isfinite(n):
+            check = tf.debugging.assert_less_equal(
+                tf.shape(batch)[0],
+                tf.cast(n, tf.int32),
+                "The batch is larger than num_data; num_data must be the training-set size.",
+            )
+            with tf.control_dependencies([check]):
+                X = tf.identity(X) if X is not None else X
+                Y = tf.identity(Y) if Y is not None else Y
+        return X, Y
+
+    @property
+    def input_dim(self) -> Optional[int]:
+        """Width of the auxiliary inputs ``X`` expected by the prior (None: unknown)."""
+        return None
+
+    # ---------------------------------------------------------------- networks
+    def _network_dtype(self, network) -> tf.DType:
+        return tf.as_dtype(getattr(network, "compute_dtype", None) or tf.float32)
+
+    def encode(self, Y: tf.Tensor, training: Optional[bool] = None) -> Tuple[tf.Tensor, tf.Tensor]:
+        """Site means and variances ``[b, L]`` in ``gpflow.default_float()``.
+
+        :raises tf.errors.InvalidArgumentError: if the encoder returns a
+            non-positive or non-finite variance.
+        """
+        Y = tf.cast(Y, self._network_dtype(self.encoder))
+        outputs = self.encoder(Y, training=training) if _accepts_training(self.encoder) else self.encoder(Y)
+        if not isinstance(outputs, (tuple, list)) or len(outputs) != 2:
+            raise TypeError(
+                "The encoder must return a pair (means [b, L], variances [b, L]); "
+                "end it with gpflow_svgpvae.networks.GaussianSiteHead."
+            )
+        dtype = gpflow.default_float()
+        means, variances = (tf.cast(t, dtype) for t in outputs)
+        if means.shape.rank != 2 or variances.shape.rank != 2:
+            raise ValueError(
+                f"The encoder must return [b, L] means and variances; got {means.shape} and {variances.shape}."
+            )
+        means = assert_finite(means, "The encoder returned non-finite means.")
+        variances = assert_finite(variances, "The encoder returned non-finite variances.")
+        variances = assert_positive(
+            variances,
+            "The encoder returned non-positive variances; variances must be > 0 (end the encoder "
+            "with gpflow_svgpvae.networks.GaussianSiteHead, which uses a softplus).",
+        )
+        return means, variances
+
+    def decode(self, Z: tf.Tensor, training: Optional[bool] = None) -> tf.Tensor:
+        """Decoder output (likelihood parameters) for latent codes ``Z [b, L]``."""
+        Z = tf.cast(Z, self._network_dtype(self.decoder))
+        return self.decoder(Z, training=training) if _accepts_training(self.decoder) else self.decoder(Z)
+
+    def _sample_normal(self, mean: tf.Tensor, var: tf.Tensor) -> tf.Tensor:
+        """Reparameterised draws ``[S, b, L]`` from independent Gaussians."""
+        seed = self.rng.make_seeds(1)[:, 0]
+        shape = tf.concat([[self.num_samples], tf.shape(mean)], 0)
+        eps = tf.random.stateless_normal(shape, seed, dtype=mean.dtype)
+        return mean + tf.sqrt(var) * eps
+
+    def _reconstruction(self, Y: tf.Tensor, z_mean: tf.Tensor, z_var: tf.Tensor, training=None):
+        r""":math:`\sum_i E_q[\log p(y_i \mid z_i)]` by Monte Carlo, and the decoded mean of
+        the samples (for GECO's reconstruction constraint)."""
+        Z = self._sample_normal(z_mean, z_var)  # [S, b, L]
+        S = self.num_samples
+        Z_flat = tf.reshape(Z, [-1, tf.shape(Z)[-1]])  # [S*b, L]
+        params = self.decode(Z_flat, training=training)  # [S*b, ...]
+        Y_rep = tf.tile(Y, tf.concat([[S], tf.ones([tf.rank(Y) - 1], tf.int32)], 0))
+        log_probs = self.likelihood.log_prob(Y_rep, params)  # [S*b]
+        reconstruction = tf.reduce_sum(log_probs) / S
+        decoded_mean = self.likelihood.mean(tf.cast(params, gpflow.default_float()))
+        return reconstruction, decoded_mean[: tf.shape(Y)[0]]
+
+    # --------------------------------------------------------------- objective
+    @abc.abstractmethod
+    def objective_terms(self, data, training: Optional[bool] = True) -> Dict[str, tf.Tensor]:
+        """``reconstruction``, ``kl``, ``batch_size``, ``scale`` (N/b), ``elbo`` and
+        ``decoded`` (decoder mean of the sampled codes) for one batch."""
+
+    def elbo(self, data) -> tf.Tensor:
+        """The minibatch ELBO estimate in GPflow's units (whole-dataset scale)."""
+        return self.objective_terms(data)["elbo"]
+
+    def maximum_log_likelihood_objective(self, data) -> tf.Tensor:
+        return self.elbo(data)
+
+    def _terms(self, reconstruction, kl, batch_size, num_data, decoded):
+        dtype = gpflow.default_float()
+        scale = tf.cast(num_data, dtype) / tf.cast(batch_size, dtype)
+        return {
+            "elbo": scale * reconstruction - kl,
+            "reconstruction": reconstruction,
+            "kl": kl,
+            "scale": scale,
+            "batch_size": batch_size,
+            "decoded": decoded,
+        }
+
+    def as_training_model(self, objective=None):
+        """A ``tf_keras.Model`` view for ``compile`` + ``fit``; see
+        :class:`gpflow_svgpvae.training.KerasTrainingModel`."""
+        from ..training.keras import KerasTrainingModel  # training sits above models
+
+        return KerasTrainingModel(self, objective=objective)
+
+
+def _accepts_training(network) -> bool:
+    from gpflow.keras import tf_keras
+
+    return isinstance(network, tf_keras.layers.Layer)

@@ -1,0 +1,69 @@
+"""Numerical guards shared by the GP algebra.
+
+A failed Cholesky in TensorFlow (CPU and GPU alike) does not raise: it fills the
+factor with NaNs, which then propagate silently into the loss. Every Cholesky
+in this package goes through :func:`cholesky`, which turns that into an error
+naming the matrix and the usual fix.
+"""
+from typing import Optional
+
+import tensorflow as tf
+
+__all__ = ["cholesky", "numerical_checks", "set_numerical_checks"]
+
+_NUMERICAL_CHECKS = True
+
+
+def numerical_checks() -> bool:
+    """Whether runtime finiteness assertions are inserted into the graph."""
+    return _NUMERICAL_CHECKS
+
+
+def set_numerical_checks(enabled: bool) -> None:
+    """Switch runtime assertions on or off.
+
+    They cost a host-side check per matrix. XLA (``jit_compile=True``) cannot
+    compile them, so the compiled training loop switches them off while it
+    traces an XLA step and checks the loss once per logging interval instead.
+    """
+    global _NUMERICAL_CHECKS
+    _NUMERICAL_CHECKS = bool(enabled)
+
+
+def cholesky(matrix: tf.Tensor, name: str, hint: Optional[str] = None) -> tf.Tensor:
+    """Lower Cholesky factor of ``matrix`` that fails loudly.
+
+    :param matrix: symmetric positive-definite matrix (or batch of them).
+    :param name: what the matrix is, used in the error message.
+    :param hint: how to fix a failure (defaults to increasing the jitter).
+    :raises tf.errors.InvalidArgumentError: (at run time) if the factor is not
+        finite, i.e. the matrix is not numerically positive definite.
+    """
+    chol = tf.linalg.cholesky(matrix)
+    if _NUMERICAL_CHECKS:
+        hint = hint or (
+            "Increase the model's `jitter` (e.g. 1e-4), spread out or remove duplicate "
+            "inducing inputs, or check the kernel hyperparameters for extreme values."
+        )
+        chol = tf.debugging.assert_all_finite(
+            chol,
+            f"Cholesky decomposition of {name} failed: the matrix is not numerically "
+            f"positive definite (or contains NaN/inf). {hint}",
+        )
+    return chol
+
+
+def assert_finite(tensor: tf.Tensor, message: str) -> tf.Tensor:
+    """``tensor``, with a run-time check that it has no NaN/inf (when checks are on)."""
+    if not _NUMERICAL_CHECKS:
+        return tensor
+    return tf.debugging.assert_all_finite(tensor, message)
+
+
+def assert_positive(tensor: tf.Tensor, message: str) -> tf.Tensor:
+    """``tensor``, with a run-time check that all entries are > 0 (when checks are on)."""
+    if not _NUMERICAL_CHECKS:
+        return tensor
+    check = tf.debugging.assert_positive(tensor, message=message)
+    with tf.control_dependencies([check]):
+        return tf.identity(tensor)

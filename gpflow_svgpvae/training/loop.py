@@ -1,0 +1,138 @@
+"""The compiled training loop: ``train(model, data, epochs=...)``.
+
+One ``tf.function`` (optionally XLA-compiled) per training step, the same
+step as the Keras path, a progress bar, per-epoch mean logs and optional
+checkpointing with resume.
+"""
+import contextlib
+import os
+from typing import Dict, List, Optional
+
+import numpy as np
+import tensorflow as tf
+from gpflow.keras import tf_keras
+from tqdm.auto import tqdm
+
+from .. import numerics
+from .objectives import as_objective
+from .step import evaluation_terms, training_step
+
+__all__ = ["train", "make_dataset"]
+
+
+def make_dataset(data, batch_size: int, shuffle: bool = True, seed: int = 0, drop_remainder: bool = False):
+    """``(X, Y)`` arrays -> a shuffled, batched, prefetching ``tf.data.Dataset``.
+
+    The shuffle order is fixed by ``seed`` and differs between epochs.
+    """
+    if isinstance(data, tf.data.Dataset):
+        return data
+    X, Y = data
+    if len(X) != len(Y):
+        raise ValueError(f"X and Y have different lengths: {len(X)} and {len(Y)}")
+    dataset = tf.data.Dataset.from_tensor_slices((X, Y))
+    if shuffle:
+        dataset = dataset.shuffle(len(X), seed=seed, reshuffle_each_iteration=True)
+    return dataset.batch(int(batch_size), drop_remainder=drop_remainder).prefetch(tf.data.AUTOTUNE)
+
+
+@contextlib.contextmanager
+def _checks(enabled: bool):
+    previous = numerics.numerical_checks()
+    numerics.set_numerical_checks(enabled)
+    try:
+        yield
+    finally:
+        numerics.set_numerical_checks(previous)
+
+
+def train(
+    model,
+    data,
+    *,
+    epochs: int,
+    optimizer: Optional[tf_keras.optimizers.Optimizer] = None,
+    objective=None,
+    batch_size: Optional[int] = None,
+    seed: int = 0,
+    jit_compile: bool = False,
+    validation_data=None,
+    checkpoint_dir: Optional[str] = None,
+    checkpoint_every: int = 1,
+    progress: bool = True,
+    callback=None,
+) -> Dict[str, List[float]]:
+    """Train ``model`` for ``epochs`` passes over ``data``.
+
+    :param data: a ``tf.data.Dataset`` of ``(X, Y)`` batches, or ``(X, Y)``
+        arrays with ``batch_size`` (shuffled with ``seed``).
+    :param optimizer: a ``tf_keras`` optimiser (default: Adam, learning rate 1e-3).
+    :param objective: :class:`~gpflow_svgpvae.training.ELBO` (default) or
+        :class:`~gpflow_svgpvae.training.GECO`.
+    :param jit_compile: compile the step with XLA. Runtime assertions (NaN
+        inputs, failed Cholesky) cannot be compiled, so the loop checks the
+        loss for finiteness at the end of each epoch instead.
+    :param checkpoint_dir: save model, optimiser, objective state and the
+        epoch counter there every ``checkpoint_every`` epochs, and resume from
+        the latest checkpoint if one exists.
+    :param callback: called as ``callback(epoch, logs)`` after each epoch.
+    :return: history, a dict of per-epoch mean logs (``loss``, ``elbo``,
+        ``reconstruction``, ``kl``, ...; ``val_*`` with validation data).
+    """
+    if int(epochs) < 0:
+        raise ValueError(f"epochs must be >= 0, got {epochs}")
+    if not isinstance(data, tf.data.Dataset) and batch_size is None:
+        raise ValueError("Pass batch_size when data are arrays (or pass a batched tf.data.Dataset).")
+    dataset = make_dataset(data, batch_size, shuffle=True, seed=seed) if batch_size else data
+    if validation_data is not None and not isinstance(validation_data, tf.data.Dataset):
+        validation_data = make_dataset(validation_data, batch_size or 1024, shuffle=False)
+    optimizer = optimizer or tf_keras.optimizers.Adam(1e-3)
+    objective = as_objective(objective)
+
+    step = tf.function(lambda batch: training_step(model, objective, optimizer, batch), jit_compile=jit_compile)
+    evaluate = tf.function(lambda batch: evaluation_terms(model, objective, batch))
+
+    epoch_counter = tf.Variable(0, dtype=tf.int64, trainable=False, name="epoch")
+    manager = None
+    if checkpoint_dir is not None:
+        checkpoint = tf.train.Checkpoint(model=model, optimizer=optimizer, objective=objective, epoch=epoch_counter)
+        manager = tf.train.CheckpointManager(checkpoint, os.fspath(checkpoint_dir), max_to_keep=3)
+        if manager.latest_checkpoint:
+            checkpoint.restore(manager.latest_checkpoint)
+
+    history: Dict[str, List[float]] = {}
+    start = int(epoch_counter.numpy())
+    bar = tqdm(range(start, int(epochs)), desc="training", disable=not progress, unit="epoch")
+    for epoch in bar:
+        sums: Dict[str, tf.Tensor] = {}
+        count = 0
+        with _checks(not jit_compile):
+            for batch in dataset:
+                logs = step(batch)
+                for key, value in logs.items():
+                    sums[key] = sums.get(key, 0.0) + tf.cast(value, tf.float64)
+                count += 1
+        if count == 0:
+            raise ValueError("The training data produced no batches.")
+        epoch_logs = {key: float(value.numpy()) / count for key, value in sums.items()}
+        if not np.isfinite(epoch_logs["loss"]):
+            raise FloatingPointError(
+                f"The training loss became non-finite in epoch {epoch}; with jit_compile=True the "
+                "per-step checks are off: rerun without XLA to locate the failing matrix or input."
+            )
+        if validation_data is not None:
+            val_sums, val_count = {}, 0
+            for batch in validation_data:
+                for key, value in evaluate(batch).items():
+                    val_sums[key] = val_sums.get(key, 0.0) + float(value.numpy())
+                val_count += 1
+            epoch_logs.update({f"val_{k}": v / max(val_count, 1) for k, v in val_sums.items()})
+        for key, value in epoch_logs.items():
+            history.setdefault(key, []).append(value)
+        epoch_counter.assign(epoch + 1)
+        if manager is not None and ((epoch + 1) % checkpoint_every == 0 or epoch + 1 == epochs):
+            manager.save(checkpoint_number=epoch + 1)
+        bar.set_postfix({k: f"{epoch_logs[k]:.4g}" for k in ("elbo", "reconstruction", "kl") if k in epoch_logs})
+        if callback is not None:
+            callback(epoch, epoch_logs)
+    return history
