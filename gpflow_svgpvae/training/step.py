@@ -28,8 +28,11 @@ def training_step(model, objective, optimizer, batch) -> Dict[str, tf.Tensor]:
     # Collected after the forward pass so that lazily built networks are included.
     variables = model.trainable_variables
     gradients = tape.gradient(loss, variables)
-    optimizer.apply_gradients(zip(gradients, variables))
-    objective.after_step()
+    # Every update (including the optimiser's step counter) waits for the loss,
+    # and so for the input and encoder checks inside it.
+    with tf.control_dependencies([loss]):
+        optimizer.apply_gradients(zip(gradients, variables))
+        objective.after_step()
     return _logs(loss, terms, extra)
 
 

@@ -1,0 +1,263 @@
+"""SVGPVAE: objective against its definition, gradients, learning, prediction, bad input."""
+import gpflow
+import numpy as np
+import pytest
+import tensorflow as tf
+from gpflow.keras import tf_keras
+
+import gpflow_svgpvae as gv
+from gpflow_svgpvae import amortized
+from gpflow_svgpvae.datasets.synthetic import gp_bump_images
+from gpflow_svgpvae.networks import mlp_decoder, mlp_encoder
+from gpflow_svgpvae.training import train
+from tests.conftest import make_tiny_model, tiny_data
+
+
+class FixedSites(tf.Module):
+    """An 'encoder' returning given site means/variances (a tf.Module callable)."""
+
+    def __init__(self, means, variances):
+        super().__init__()
+        self.means = tf.constant(means, tf.float64)
+        self.variances = tf.constant(variances, tf.float64)
+
+    def __call__(self, Y):
+        idx = tf.cast(Y[:, 0], tf.int32)
+        return tf.gather(self.means, idx), tf.gather(self.variances, idx)
+
+
+class LinearDecoder(tf.Module):
+    def __init__(self, weights):
+        super().__init__()
+        self.weights = tf.Variable(weights, dtype=tf.float64)
+
+    def __call__(self, Z):
+        return tf.matmul(tf.cast(Z, tf.float64), self.weights)
+
+
+def test_elbo_matches_numpy_with_gaussian_decoder(rng):
+    """With a linear decoder and Gaussian likelihood E_q[log p(y|z)] has a closed form;
+    average many MC samples of the model's estimate and compare."""
+    N, b, L, K = 20, 8, 2, 3
+    X = np.sort(rng.uniform(0, 5, size=(N, 1)), axis=0)
+    means, variances = rng.normal(size=(N, L)), rng.uniform(0.2, 1.0, size=(N, L))
+    W = rng.normal(size=(L, K))
+    noise = 0.3
+    Y = np.c_[np.arange(N), rng.normal(size=(N, K - 1))].astype(np.float64)  # column 0 = index for FixedSites
+    kernel = gpflow.kernels.SquaredExponential(lengthscales=1.5)
+    Z = np.linspace(0, 5, 4)[:, None]
+    model = gv.SVGPVAE(
+        FixedSites(means, variances), LinearDecoder(W), kernel, Z, gv.Gaussian(noise), num_data=N,
+        num_samples=20000, seed=3,
+    )
+    batch = (X[:b], Y[:b])
+    terms = model.objective_terms(batch)
+    post = amortized.amortized_whitened_posterior(
+        kernel, model.inducing_variable, X[:b], means[:b], variances[:b], N, jitter=model.jitter
+    )
+    m, v = amortized.predict_marginals(
+        post, amortized.cross_covariance(kernel, model.inducing_variable, X[:b]),
+        amortized.prior_variance_diag(kernel, X[:b]),
+    )
+    m, v = m.numpy(), v.numpy()
+    # E[(y - zW)^2] = (y - mW)^2 + sum_l v_l W_l^2 per pixel
+    sq = (Y[:b] - m @ W) ** 2 + v @ (W**2)
+    expected_rec = np.sum(-0.5 * (np.log(2 * np.pi * noise) + sq / noise))
+    expected_kl = amortized.prior_kl(post).numpy().sum()
+    assert abs(terms["kl"].numpy() - expected_kl) < 1e-10
+    assert abs(terms["reconstruction"].numpy() - expected_rec) < 0.01 * abs(expected_rec)
+    assert abs(terms["elbo"].numpy() - ((N / b) * terms["reconstruction"].numpy() - expected_kl)) < 1e-8
+    assert abs(model.training_loss(batch).numpy() + model.elbo(batch).numpy()) < 0.05 * abs(expected_rec) * N / b
+
+
+def test_prior_kl_and_inducing_posterior_use_model_parts(tiny_model, tiny):
+    X, Y = tiny
+    q_mu, q_sqrt = tiny_model.inducing_posterior(X[:10], Y[:10])  # s = 1
+    means, variances = tiny_model.encode(Y[:10])
+    ref_mu, ref_sqrt = amortized.amortized_inducing_posterior(
+        tiny_model.kernel, tiny_model.inducing_variable, X[:10], means, variances, 10, jitter=tiny_model.jitter
+    )
+    np.testing.assert_allclose(q_mu, ref_mu, atol=1e-12)
+    np.testing.assert_allclose(q_sqrt, ref_sqrt, atol=1e-12)
+    kl = tiny_model.prior_kl(X[:10], Y[:10])
+    q_mu, q_sqrt = tiny_model.inducing_posterior(X[:10], Y[:10], num_data=tiny_model.num_data)
+    Kmm = gpflow.covariances.Kuu(tiny_model.inducing_variable, tiny_model.kernel, jitter=tiny_model.jitter)
+    np.testing.assert_allclose(kl, gpflow.kullback_leiblers.gauss_kl(q_mu, q_sqrt, K=Kmm), rtol=1e-9)
+
+
+def test_gradients_reach_all_parts(tiny_model, tiny):
+    X, Y = tiny
+    with tf.GradientTape() as tape:
+        loss = tiny_model.training_loss((X[:20], Y[:20]))
+    groups = {
+        "encoder": tiny_model.encoder.trainable_variables,
+        "decoder": tiny_model.decoder.trainable_variables,
+        "kernel": tiny_model.kernel.trainable_variables,
+        "inducing inputs": tiny_model.inducing_variable.trainable_variables,
+    }
+    for name, variables in groups.items():
+        assert variables, name
+    grads = tape.gradient(loss, [v for vs in groups.values() for v in vs])
+    i = 0
+    for name, variables in groups.items():
+        g = grads[i : i + len(variables)]
+        i += len(variables)
+        assert all(x is not None for x in g), f"no gradient for the {name}"
+        assert sum(float(tf.reduce_sum(tf.abs(x))) for x in g) > 0, f"zero gradient for the {name}"
+
+
+def test_set_trainable_and_print_summary(tiny_model, capsys):
+    n_before = len(tiny_model.trainable_variables)
+    gpflow.set_trainable(tiny_model.kernel, False)
+    assert len(tiny_model.trainable_variables) == n_before - 2
+    gpflow.utilities.print_summary(tiny_model)
+    out = capsys.readouterr().out
+    assert "SVGPVAE.kernel.lengthscales" in out and "SVGPVAE.inducing_variable.Z" in out
+
+
+def test_training_recovers_known_latent_path():
+    """A tiny problem trains: the loss falls and the posterior mean tracks the true
+    GP path up to an affine map."""
+    data = gp_bump_images(120, num_pixels=16, seed=1)
+    model = make_tiny_model(seed=0, num_data=120, num_pixels=16, num_inducing=12, hidden=(32,))
+    history = train(model, (data.times, data.images), epochs=60, batch_size=40, seed=0, progress=False)
+    assert history["loss"][-1] < history["loss"][0] - 1000
+    mean, _ = model.predict_f(data.times, data=(data.times, data.images))
+    corr = abs(np.corrcoef(mean.numpy()[:, 0], data.latent)[0, 1])
+    assert corr > 0.9, corr
+
+
+def test_posterior_streaming_equals_one_shot(tiny_model, tiny):
+    X, Y = tiny
+    Xnew = np.linspace(-1, 11, 13)[:, None]
+    one_shot = tiny_model.posterior((X, Y), batch_size=len(X))
+    chunked = tiny_model.posterior((X, Y), batch_size=7)
+    ds = tf.data.Dataset.from_tensor_slices((X, Y)).batch(16)
+    streamed = tiny_model.posterior(ds)
+    m0, v0 = one_shot.predict_f(Xnew)
+    # The float32 encoder's outputs depend on the chunk size at the 1e-8 level.
+    for post in (chunked, streamed):
+        m, v = post.predict_f(Xnew)
+        np.testing.assert_allclose(m, m0, atol=1e-6)
+        np.testing.assert_allclose(v, v0, atol=1e-6)
+    assert chunked.num_conditioned == len(X)
+    # the cached posterior equals the s = 1 posterior built directly from all data
+    q_mu, q_sqrt = tiny_model.inducing_posterior(X, Y)
+    c_mu, c_sqrt = chunked.inducing_distribution()
+    np.testing.assert_allclose(c_mu, q_mu, atol=1e-6)
+    np.testing.assert_allclose(c_sqrt, q_sqrt, atol=1e-6)
+    m1, _ = tiny_model.predict_f(Xnew, data=(X, Y))
+    np.testing.assert_allclose(m1, m0, atol=1e-6)
+
+
+def test_predict_y_mean_and_samples(tiny_model, tiny):
+    X, Y = tiny
+    post = tiny_model.posterior((X, Y))
+    Xnew = X[:5]
+    mean_image = post.predict_y(Xnew)
+    z_mean, _ = post.predict_f(Xnew)
+    np.testing.assert_allclose(mean_image, tiny_model.decoder(tf.cast(z_mean, tf.float32)), atol=1e-6)
+    mean_image2, samples = post.predict_y(Xnew, num_samples=4, seed=1)
+    assert samples.shape == (4, 5, Y.shape[1])
+    np.testing.assert_allclose(mean_image2, mean_image)
+    assert float(tf.reduce_max(tf.abs(samples[0] - samples[1]))) > 0
+
+
+def test_bernoulli_predict_y_is_probability(tiny):
+    X, Y = tiny
+    model = make_tiny_model(likelihood="bernoulli")
+    images = model.predict_y(X[:4], data=(X, np.clip(Y, 0, 1)))
+    assert np.all((images.numpy() > 0) & (images.numpy() < 1))
+
+
+# ------------------------------------------------------------------ bad input
+def test_rejects_keras3_networks():
+    keras3 = pytest.importorskip("keras")
+    if not keras3.__version__.startswith("3"):
+        pytest.skip("needs Keras 3")
+    enc = keras3.Sequential([keras3.layers.Dense(2)])
+    dec = mlp_decoder(1, 8, hidden_units=(4,))
+    with pytest.raises(TypeError, match="Keras 3.*from gpflow.keras import tf_keras"):
+        gv.SVGPVAE(enc, dec, gpflow.kernels.SquaredExponential(), np.zeros((3, 1)), num_data=10)
+    with pytest.raises(TypeError, match="decoder is a Keras 3"):
+        gv.SVGPVAE(mlp_encoder(8, 1, hidden_units=(4,)), keras3.layers.Dense(8),
+                   gpflow.kernels.SquaredExponential(), np.zeros((3, 1)), num_data=10)
+
+
+def test_rejects_non_networks_and_bad_arguments():
+    enc, dec = mlp_encoder(8, 1, hidden_units=(4,)), mlp_decoder(1, 8, hidden_units=(4,))
+    k = gpflow.kernels.SquaredExponential()
+    with pytest.raises(TypeError, match="encoder must be a tf_keras"):
+        gv.SVGPVAE(lambda y: y, dec, k, np.zeros((3, 1)), num_data=10)
+    with pytest.raises(TypeError, match="likelihood"):
+        gv.SVGPVAE(enc, dec, k, np.zeros((3, 1)), "poisson", num_data=10)
+    with pytest.raises(ValueError, match="num_data"):
+        gv.SVGPVAE(enc, dec, k, np.zeros((3, 1)), num_data=0)
+    with pytest.raises(TypeError, match="kernel"):
+        gv.SVGPVAE(enc, dec, "rbf", np.zeros((3, 1)), num_data=10)
+
+
+def _snapshot(model):
+    return [v.numpy().copy() for v in model.variables]
+
+
+def _assert_unchanged(model, snapshot):
+    for before, var in zip(snapshot, model.variables):
+        np.testing.assert_array_equal(before, var.numpy())
+
+
+@pytest.mark.parametrize(
+    "corrupt, error, match",
+    [
+        (lambda X, Y: (np.c_[X, X], Y), ValueError, "2 input dimensions.*expect 1"),
+        (lambda X, Y: (X, Y[:-1]), ValueError, "different batch sizes"),
+        (lambda X, Y: (np.where(np.arange(len(X))[:, None] == 3, np.nan, X), Y), tf.errors.InvalidArgumentError, "X .*NaN or inf"),
+        (lambda X, Y: (X, np.where(np.arange(len(Y))[:, None] == 2, np.inf, Y)), tf.errors.InvalidArgumentError, "Y .*NaN or inf"),
+        (lambda X, Y: (np.r_[X, X, X, X][:80], np.r_[Y, Y, Y, Y][:80]), ValueError, "batch has 80 points but num_data is 60"),
+    ],
+)
+def test_bad_batches_raise_clear_errors_and_change_nothing(tiny, corrupt, error, match):
+    X, Y = tiny
+    model = make_tiny_model()
+    optimizer = tf_keras.optimizers.Adam(0.01)
+    snapshot = _snapshot(model)
+    bad = corrupt(X[:20].copy(), Y[:20].copy()) if "80" not in match else corrupt(X, Y)
+    with pytest.raises(error, match=match):
+        train(model, tf.data.Dataset.from_tensors(bad), epochs=1, optimizer=optimizer, progress=False)
+    _assert_unchanged(model, snapshot)
+    assert int(optimizer.iterations.numpy()) == 0
+
+
+class NegativeVarianceEncoder(tf_keras.layers.Layer):
+    def call(self, Y):
+        h = tf.reduce_mean(Y, axis=-1, keepdims=True)
+        return h, -tf.ones_like(h)
+
+
+def test_non_positive_encoder_variance_is_an_error(tiny):
+    X, Y = tiny
+    model = gv.SVGPVAE(
+        NegativeVarianceEncoder(), mlp_decoder(1, 8, hidden_units=(4,)), gpflow.kernels.SquaredExponential(),
+        np.linspace(0, 10, 4)[:, None], num_data=60,
+    )
+    snapshot = _snapshot(model)
+    with pytest.raises(tf.errors.InvalidArgumentError, match="non-positive variances"):
+        train(model, tf.data.Dataset.from_tensors((X[:10], Y[:10])), epochs=1, progress=False)
+    _assert_unchanged(model, snapshot)
+
+
+def test_encoder_channel_count_must_match_separate_kernels(tiny):
+    X, Y = tiny
+    kernel = gpflow.kernels.SeparateIndependent([gpflow.kernels.SquaredExponential() for _ in range(3)])
+    model = gv.SVGPVAE(mlp_encoder(8, 2, hidden_units=(4,)), mlp_decoder(2, 8, hidden_units=(4,)), kernel,
+                       np.linspace(0, 10, 4)[:, None], num_data=60)
+    with pytest.raises(ValueError, match="2 latent channels but the model expects 3"):
+        model.elbo((X[:10], Y[:10]))
+
+
+def test_singular_kuu_error_names_matrix_and_fix(tiny):
+    X, Y = tiny
+    model = make_tiny_model(jitter=0.0)
+    model.inducing_variable.Z.assign(np.zeros((6, 1)))
+    with pytest.raises(tf.errors.InvalidArgumentError, match="Cholesky decomposition of Kuu.*Increase the model's `jitter`"):
+        model.elbo((X[:10], Y[:10]))
