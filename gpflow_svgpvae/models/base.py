@@ -66,7 +66,7 @@ class LatentVariableAutoencoder(BayesianModel, ExternalDataTrainingLossMixin, ab
         if int(num_samples) < 1:
             raise ValueError(f"num_samples must be >= 1, got {num_samples}")
         self.num_samples = int(num_samples)
-        self.rng = tf.random.Generator.from_seed(int(seed))
+        self.rng = tf.random.Generator.from_seed(int(seed), alg="philox")
 
     # ------------------------------------------------------------------ checks
     def _check_batch(self, X: Optional[tf.Tensor], Y: Optional[tf.Tensor], num_data=None):
@@ -164,7 +164,7 @@ class LatentVariableAutoencoder(BayesianModel, ExternalDataTrainingLossMixin, ab
         """Reparameterised draws ``[S, b, L]`` from independent Gaussians."""
         seed = self.rng.make_seeds(1)[:, 0]
         shape = tf.concat([[self.num_samples], tf.shape(mean)], 0)
-        eps = tf.random.stateless_normal(shape, seed, dtype=mean.dtype)
+        eps = tf.random.stateless_normal(shape, seed, dtype=mean.dtype, alg="philox")  # same draws with and without XLA
         return mean + tf.sqrt(var) * eps
 
     def _reconstruction(self, Y: tf.Tensor, z_mean: tf.Tensor, z_var: tf.Tensor, training=None):

@@ -1,0 +1,165 @@
+"""Training paths: compiled loop vs Keras fit, GECO, checkpoints, SavedModel, callbacks."""
+import numpy as np
+import pytest
+import tensorflow as tf
+from gpflow.keras import tf_keras
+
+from gpflow_svgpvae.training import ELBO, GECO, train
+from tests.conftest import make_tiny_model, tiny_data
+
+
+def _dataset(X, Y, batch_size=20):
+    # Unshuffled: both paths must see the same batches in the same order.
+    return tf.data.Dataset.from_tensor_slices((X, Y)).batch(batch_size)
+
+
+def _flat(model):
+    return np.concatenate([v.numpy().ravel().astype(np.float64) for v in model.trainable_variables])
+
+
+@pytest.mark.parametrize("objective_factory", [lambda: ELBO(), lambda: ELBO(beta=0.5), lambda: GECO(0.02)])
+def test_loop_and_keras_fit_agree(objective_factory):
+    X, Y = tiny_data()
+    epochs = 3
+    loop_model = make_tiny_model(seed=0)
+    history = train(loop_model, _dataset(X, Y), epochs=epochs, optimizer=tf_keras.optimizers.Adam(1e-2),
+                    objective=objective_factory(), progress=False)
+
+    keras_model = make_tiny_model(seed=0)
+    view = keras_model.as_training_model(objective=objective_factory())
+    view.compile(tf_keras.optimizers.Adam(1e-2))
+    fit = view.fit(_dataset(X, Y), epochs=epochs, verbose=0)
+
+    for key in ("loss", "elbo", "reconstruction", "kl"):
+        np.testing.assert_allclose(history[key], fit.history[key], rtol=1e-5, err_msg=key)
+    np.testing.assert_allclose(_flat(loop_model), _flat(keras_model), rtol=1e-4, atol=1e-6)
+    if isinstance(view.objective, GECO):
+        np.testing.assert_allclose(history["geco_lambda"], fit.history["geco_lambda"], rtol=1e-6)
+
+
+def test_geco_update_rule_matches_numpy():
+    """C, its moving average and lambda follow the notes' recursions step by step."""
+    X, Y = tiny_data()
+    model = make_tiny_model()
+    geco = GECO(0.02, alpha=0.9, nu=0.5, lambda_bounds=(1e-3, 1e3))
+    opt = tf_keras.optimizers.Adam(1e-3)
+    from gpflow_svgpvae.training.step import training_step
+
+    c_ma, lam = None, 1.0
+    for i in range(4):
+        batch = (X[i * 10 : (i + 1) * 10], Y[i * 10 : (i + 1) * 10])
+        logs = training_step(model, geco, opt, batch)
+        C = float(logs["geco_constraint"])
+        c_ma = C if c_ma is None else 0.9 * c_ma + 0.1 * C
+        assert abs(float(logs["geco_constraint_ma"]) - c_ma) < 1e-12
+        assert abs(float(logs["geco_lambda"]) - lam) < 1e-12  # lambda used in this step
+        lam = float(np.clip(lam * np.exp(0.5 * c_ma), 1e-3, 1e3))
+        assert abs(float(geco.lagrange_multiplier.numpy()) - lam) < 1e-12
+        expected_loss = float(logs["kl"]) / float(model.num_data / 10) + float(logs["geco_lambda"]) * c_ma
+        assert abs(float(logs["loss"]) - expected_loss) < 1e-8
+
+
+def test_geco_bounds_hold():
+    geco = GECO(0.02, lambda_bounds=(0.5, 2.0))
+    geco.constraint_ma.assign(50.0)
+    for _ in range(3):
+        geco.after_step()
+    assert float(geco.lagrange_multiplier.numpy()) == 2.0
+    geco.constraint_ma.assign(-50.0)
+    geco.after_step()
+    assert float(geco.lagrange_multiplier.numpy()) == 0.5
+    with pytest.raises(ValueError):
+        GECO(0.0)
+
+
+def test_checkpoint_resume_equals_uninterrupted_run(tmp_path):
+    X, Y = tiny_data()
+    straight = make_tiny_model(seed=0)
+    geco = GECO(0.02)
+    train(straight, _dataset(X, Y), epochs=4, optimizer=tf_keras.optimizers.Adam(1e-2), objective=geco, progress=False)
+
+    first = make_tiny_model(seed=0)
+    train(first, _dataset(X, Y), epochs=2, optimizer=tf_keras.optimizers.Adam(1e-2), objective=GECO(0.02),
+          checkpoint_dir=tmp_path, progress=False)
+    # a fresh process would rebuild everything from scratch with a different init:
+    resumed = make_tiny_model(seed=123)
+    resumed_geco = GECO(0.02)
+    history = train(resumed, _dataset(X, Y), epochs=4, optimizer=tf_keras.optimizers.Adam(1e-2),
+                    objective=resumed_geco, checkpoint_dir=tmp_path, progress=False)
+    assert len(history["loss"]) == 2  # epochs 3 and 4 only
+    np.testing.assert_allclose(_flat(resumed), _flat(straight), rtol=1e-5, atol=1e-7)
+    assert abs(float(resumed_geco.lagrange_multiplier.numpy()) - float(geco.lagrange_multiplier.numpy())) < 1e-9
+
+
+def test_savedmodel_export_reloads_without_python_class(tmp_path):
+    X, Y = tiny_data()
+    model = make_tiny_model()
+    train(model, _dataset(X, Y), epochs=1, progress=False)
+    posterior = model.posterior((X, Y), batch_size=25)
+    Xnew = np.linspace(0, 10, 17)[:, None]
+    mean, var = posterior.predict_f(Xnew)
+    images = posterior.predict_y(Xnew)
+    posterior.export(str(tmp_path / "svgpvae"))
+    loaded = tf.saved_model.load(str(tmp_path / "svgpvae"))
+    out_f = loaded.predict_f(tf.constant(Xnew))
+    np.testing.assert_allclose(out_f["mean"], mean, atol=1e-12)
+    np.testing.assert_allclose(out_f["variance"], var, atol=1e-12)
+    np.testing.assert_allclose(loaded.predict_y(tf.constant(Xnew))["mean"], images, atol=1e-6)
+    serving = loaded.signatures["predict_f"](Xnew=tf.constant(Xnew))
+    np.testing.assert_allclose(serving["mean"], mean, atol=1e-12)
+
+
+def test_keras_callbacks(tmp_path):
+    X, Y = tiny_data()
+    model = make_tiny_model()
+    view = model.as_training_model()
+    view.compile(tf_keras.optimizers.Adam(1e-2))
+    ckpt = str(tmp_path / "weights.ckpt")
+    callbacks = [
+        tf_keras.callbacks.ModelCheckpoint(ckpt, save_weights_only=True, monitor="loss"),
+        tf_keras.callbacks.EarlyStopping(monitor="loss", patience=1, min_delta=1e9),
+        tf_keras.callbacks.ReduceLROnPlateau(monitor="loss", patience=1, min_delta=1e9, factor=0.5),
+        tf_keras.callbacks.BackupAndRestore(str(tmp_path / "backup")),
+    ]
+    hist = view.fit(_dataset(X, Y), epochs=10, verbose=0, callbacks=callbacks)
+    # min_delta is huge, so EarlyStopping stops after patience + 1 epochs and the LR was halved once.
+    assert len(hist.history["loss"]) == 2
+    assert abs(float(view.optimizer.learning_rate.numpy()) - 5e-3) < 1e-9
+    # ModelCheckpoint saved the GPflow model's variables: restoring them into a fresh model reproduces it.
+    other = make_tiny_model(seed=7)
+    other_view = other.as_training_model()
+    other_view.compile(tf_keras.optimizers.Adam(1e-2))
+    other_view.load_weights(ckpt).expect_partial()
+    np.testing.assert_allclose(_flat(other), _flat(model), atol=1e-7)
+
+
+def test_train_validates_arguments():
+    X, Y = tiny_data()
+    model = make_tiny_model()
+    with pytest.raises(ValueError, match="batch_size"):
+        train(model, (X, Y), epochs=1)
+    with pytest.raises(ValueError, match="no batches"):
+        train(model, tf.data.Dataset.from_tensor_slices((X, Y)).batch(10).take(0), epochs=1, progress=False)
+    with pytest.raises(TypeError, match="objective"):
+        train(model, (X, Y), batch_size=10, epochs=1, objective="geco")
+
+
+def test_xla_objective_matches_graph_objective():
+    """XLA draws other random numbers (TF's stateless RNG differs between the XLA
+    and CPU kernels), so compare the deterministic KL exactly and the Monte Carlo
+    reconstruction with many samples."""
+    X, Y = tiny_data()
+    model = make_tiny_model(seed=0, num_samples=4000)
+    batch = (X[:20], Y[:20])
+    graph = tf.function(lambda: model.objective_terms(batch))()
+    xla = tf.function(lambda: model.objective_terms(batch), jit_compile=True)()
+    assert abs(float(graph["kl"]) - float(xla["kl"])) < 1e-6 * abs(float(graph["kl"]))
+    assert abs(float(graph["reconstruction"]) - float(xla["reconstruction"])) < 0.01 * abs(float(graph["reconstruction"]))
+
+
+def test_xla_training_reduces_loss():
+    X, Y = tiny_data()
+    model = make_tiny_model(seed=0)
+    history = train(model, _dataset(X, Y), epochs=5, optimizer=tf_keras.optimizers.Adam(1e-2), progress=False,
+                    jit_compile=True)
+    assert history["loss"][-1] < history["loss"][0]
