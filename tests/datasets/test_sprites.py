@@ -1,10 +1,12 @@
 """Tests for the procedural SPRITES generator and the real-array loader."""
+import importlib
 import os
 
 import numpy as np
 import pytest
 
-from gpflow_svgpvae.datasets import sprites as S
+# The package re-exports the `sprites` *function*; the tests need the module.
+S = importlib.import_module("gpflow_svgpvae.datasets.sprites")
 
 
 def _colours(img: np.ndarray) -> set:
