@@ -19,7 +19,7 @@ INSTALL_REQUIRES = [
 ]
 
 EXTRAS_REQUIRE = {
-    "test": ["pytest==9.2.0", "jupytext==1.19.6", "nbformat", "ipykernel"],
+    "test": ["pytest==9.2.0", "jupytext==1.19.6"],
 }
 
 setup(
