@@ -1,0 +1,463 @@
+r"""Rotated MNIST, Table 1 of Jazbec et al. (2021): conditional generation at an unseen angle.
+
+Usage::
+
+    python -m gpflow_svgpvae.experiments.rotated_mnist table1 [--quick] [--seeds 5]
+        [--epochs 1000] [--models cvae,gppvae,svgpvae,deep_svigp] [--out results/rotated_mnist]
+
+Protocol (see :mod:`gpflow_svgpvae.datasets.rotated_mnist`): 400 threes x 16
+angles; angle index 5 (112.5 deg) held out; 40 eval instances (all angles);
+N = 4050 training images, 270 test images (known instances at the held-out
+angle). Auxiliary inputs ``X = [angle, instance id]``.
+
+Models (paper settings: L = 16, m = 32, Q = 8, b = 256, Adam 1e-3, GECO
+kappa^2 = 0.020, 1000 epochs): CVAE, GPPVAE (Casale et al.), SVGP-VAE with
+GP-LVM object vectors, Deep SVIGP (free q(u), no encoder). All use the same
+conv networks (:mod:`gpflow_svgpvae.networks.conv`), the periodic x linear
+kernel on ``[angle, object vector]`` (GPPVAE: the same periodic kernel on the
+16 angles times a linear kernel on object vectors, in low-rank form), object
+vectors initialised by PCA of the unrotated images, and m = 32 inducing
+points (2 per angle, object parts drawn from the PCA Gaussian).
+
+Evaluation.
+
+* **Model selection on the eval set only.** Every ``--eval-every`` epochs,
+  each model generates the 40 eval instances at the held-out angle from their
+  images at the 15 other angles (the *eval context*), and the parameters with
+  the lowest eval MSE are checkpointed; the test set is scored once, at the end,
+  with the restored best checkpoint. How each model uses the eval context:
+  SVGP-VAE and GPPVAE condition their GP posterior on train + eval context
+  (eval instances keep their PCA object vectors: they never enter training);
+  the CVAE averages the encodings of the context images; Deep SVIGP has no
+  encoder, so the eval instances' object vectors are fitted on the context
+  (``--deep-svigp-eval-steps`` Adam steps from their PCA values, everything
+  else frozen).
+* **Test.** Conditioned on the training set only: decoded posterior mean, and
+  a decoded single sample of the latent posterior; MSE per pixel, averaged over
+  the 270 test images.
+* **Time.** ``s/epoch`` is the median wall time of a training epoch, excluding
+  the first (tracing/compilation) and evaluation; GPPVAE's per-epoch refresh
+  (encoding all N images) is included.
+
+Outputs in ``--out``: ``config.json``, ``metrics.json`` (per model and seed:
+test/eval MSE, best epoch, s/epoch, per-epoch logs including GECO's lambda),
+``table1.md``, ``table1.csv`` and PNGs of generated test images beside the
+ground truth (``generated_<model>_seed<s>.png`` and ``generated_seed<s>.png``).
+"""
+import argparse
+import csv
+import json
+import os
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Dict, List, Optional, Sequence
+
+import gpflow
+import numpy as np
+import tensorflow as tf
+from gpflow.keras import tf_keras
+
+from ..auxiliary import ObjectVectors, init_inducing_per_view, pca_object_vectors, random_object_vectors
+from ..datasets.rotated_mnist import rotated_mnist
+from ..kernels import periodic_linear_kernel
+from ..models.auxiliary_svgpvae import AuxiliarySVGPVAE
+from ..models.cvae import CVAE
+from ..models.deep_svigp import DeepSVIGP
+from ..models.gppvae import GPPVAE
+from ..networks.conv import conv_decoder, conv_encoder
+from ..training import GECO, train
+
+__all__ = ["Config", "MODELS", "load_data", "build_model", "run_model", "run_table1", "main"]
+
+MODELS = ("cvae", "gppvae", "svgpvae", "deep_svigp")
+LABELS = {"cvae": "CVAE", "gppvae": "GPPVAE (Casale)", "svgpvae": "SVGP-VAE", "deep_svigp": "Deep SVIGP (Hensman)"}
+COMPLEXITY = {"cvae": "-", "gppvae": "O(N H^2)", "svgpvae": "O(b m^2 + m^3)", "deep_svigp": "O(b m^2 + m^3)"}
+PAPER_TABLE1 = {  # MSE mean, sd, s/epoch (11 GB GPU)
+    "cvae": (0.0796, 0.0023, 0.39),
+    "gppvae": (0.0370, 0.0012, 19.10),
+    "svgpvae": (0.0251, 0.0005, 1.90),
+    "deep_svigp": (0.0233, 0.0014, 1.15),
+}
+
+
+@dataclass
+class Config:
+    """Settings of a Table-1 run (defaults: the paper's)."""
+
+    epochs: int = 1000
+    seeds: int = 5
+    first_seed: int = 0
+    models: Sequence[str] = MODELS
+    digits: Sequence[int] = (3,)
+    n_per_digit: int = 400
+    data_seed: int = 0
+    num_latent: int = 16
+    num_inducing_per_angle: int = 2
+    object_dim: int = 8
+    object_init: str = "pca"
+    batch_size: int = 256
+    learning_rate: float = 1e-3
+    kappa_squared: float = 0.020
+    geco_alpha: float = 0.99
+    geco_nu: float = 1.0
+    geco_lambda_bounds: Sequence[float] = (1e-6, 1e6)
+    eval_every: int = 5
+    deep_svigp_eval_steps: int = 30
+    jit_compile: bool = False
+    num_plot: int = 10
+    out: str = "results/rotated_mnist"
+    notes: Dict[str, str] = field(default_factory=dict)
+
+
+# ----------------------------------------------------------------------------- data
+class Data:
+    """Arrays of one rotated-MNIST data set: ``X = [angle, instance]`` float64, ``Y`` float32 images."""
+
+    def __init__(self, ds):
+        self.ds = ds
+
+        def xy(split):
+            X = np.stack([split.angles, split.instance.astype(np.float64)], axis=1)
+            return X, np.asarray(split.images, dtype=np.float32)
+
+        self.X_train, self.Y_train = xy(ds.train)
+        self.X_test, self.Y_test = xy(ds.test)
+        X_eval, Y_eval = xy(ds.eval)
+        target = ds.eval.angle_index == ds.config["test_angle_index"]
+        self.X_eval_ctx, self.Y_eval_ctx = X_eval[~target], Y_eval[~target]
+        self.X_eval, self.Y_eval = X_eval[target], Y_eval[target]
+        self.eval_ids = np.asarray(ds.eval_instances)
+        self.num_objects = ds.num_instances
+        self.angles = np.asarray(ds.angles_grid)
+        self.X_ctx_all = np.concatenate([self.X_train, self.X_eval_ctx])
+        self.Y_ctx_all = np.concatenate([self.Y_train, self.Y_eval_ctx])
+
+    @property
+    def num_data(self) -> int:
+        return len(self.X_train)
+
+
+def load_data(cfg: Config) -> Data:
+    return Data(rotated_mnist(digits=tuple(cfg.digits), n_per_digit=cfg.n_per_digit, seed=cfg.data_seed))
+
+
+# --------------------------------------------------------------------------- models
+def _initial_object_vectors(data: Data, cfg: Config, seed: int) -> np.ndarray:
+    if cfg.object_init == "pca":
+        return pca_object_vectors(data.ds.unrotated, cfg.object_dim)
+    if cfg.object_init == "random":
+        return random_object_vectors(data.num_objects, cfg.object_dim, scale=1.5, seed=seed)
+    raise ValueError(f"object_init must be 'pca' or 'random'; got {cfg.object_init!r}")
+
+
+def build_model(name: str, data: Data, cfg: Config, seed: int):
+    """One of :data:`MODELS`, with seeded networks, object vectors and inducing inputs."""
+    tf_keras.utils.set_random_seed(int(seed))
+    L, Q, N = cfg.num_latent, cfg.object_dim, data.num_data
+    vectors = _initial_object_vectors(data, cfg, seed)
+
+    def table():
+        return ObjectVectors(data.num_objects, Q, id_column=-1, num_view_features=1, initial_vectors=vectors)
+
+    def kernel():
+        return periodic_linear_kernel(angle_dims=[0], object_dims=list(range(1, 1 + Q)))
+
+    def inducing():
+        return init_inducing_per_view(data.angles, cfg.num_inducing_per_angle, vectors, seed=seed)
+
+    if name == "cvae":
+        return CVAE(conv_encoder(L, condition_dim=2), conv_decoder(L + 2), num_data=N, seed=seed)
+    if name == "svgpvae":
+        return AuxiliarySVGPVAE(
+            conv_encoder(L), conv_decoder(L), kernel(), inducing(), table(), num_data=N, num_latent_gps=L, seed=seed
+        )
+    if name == "deep_svigp":
+        return DeepSVIGP(conv_decoder(L), kernel(), inducing(), num_latent=L, num_data=N, object_vectors=table(), seed=seed)
+    if name == "gppvae":
+        view_kernel = gpflow.kernels.Periodic(gpflow.kernels.SquaredExponential(), period=2 * np.pi)
+        gpflow.set_trainable(view_kernel.period, False)
+        return GPPVAE(
+            conv_encoder(L), conv_decoder(L), view_kernel, data.angles, table(), num_data=N, num_latent=L, seed=seed
+        )
+    raise ValueError(f"unknown model {name!r}; choose from {MODELS}")
+
+
+def predict(name: str, model, data: Data, split: str, seed: int = 0, cfg: Optional[Config] = None):
+    """Decoded means and one decoded sample ``[n, 28, 28, 1]`` for ``split`` in {"eval", "test"}."""
+    if split == "test":
+        X_new, X_ctx, Y_ctx = data.X_test, data.X_train, data.Y_train
+    elif split == "eval":
+        X_new, X_ctx, Y_ctx = data.X_eval, data.X_ctx_all, data.Y_ctx_all
+    else:
+        raise ValueError(split)
+    if name == "svgpvae":
+        mean, samples = model.posterior((X_ctx, Y_ctx)).predict_y(X_new, num_samples=1, seed=seed)
+    elif name in ("gppvae", "cvae"):
+        if name == "cvae" and split == "eval":
+            X_ctx, Y_ctx = data.X_eval_ctx, data.Y_eval_ctx
+        mean, samples = model.predict_y(X_new, (X_ctx, Y_ctx), num_samples=1, seed=seed)
+    elif name == "deep_svigp":
+        if split == "eval":
+            steps = cfg.deep_svigp_eval_steps if cfg is not None else 30
+            init = _initial_object_vectors(data, cfg or Config(), seed)[data.eval_ids]
+            model.fit_object_vectors(data.X_eval_ctx, data.Y_eval_ctx, data.eval_ids, steps=steps, initial_vectors=init)
+        mean, samples = model.predict_y(X_new, num_samples=1, seed=seed)
+    else:
+        raise ValueError(name)
+    return np.asarray(mean, np.float32), np.asarray(samples, np.float32)[0]
+
+
+def mse(pred, target) -> float:
+    return float(np.mean((np.asarray(pred, np.float64) - np.asarray(target, np.float64)) ** 2))
+
+
+# ------------------------------------------------------------------------- training
+def run_model(name: str, data: Data, cfg: Config, seed: int, workdir: str, progress: bool = False) -> dict:
+    """Train one model with GECO, select on eval MSE, score the test set once."""
+    model = build_model(name, data, cfg, seed)
+    objective = GECO(
+        cfg.kappa_squared, alpha=cfg.geco_alpha, nu=cfg.geco_nu, lambda_bounds=tuple(cfg.geco_lambda_bounds)
+    )
+    optimizer = tf_keras.optimizers.Adam(cfg.learning_rate)
+    if name == "gppvae":
+        model.refresh(data.X_train, data.Y_train)
+    ckpt = tf.train.Checkpoint(model=model)
+    ckpt_path = os.path.join(workdir, f"best_{name}_seed{seed}")
+    record = {"epoch_seconds": [], "eval_epochs": [], "eval_mse": []}
+    best = {"mse": np.inf, "epoch": None}
+    clock = {"start": time.perf_counter()}
+
+    def callback(epoch, logs):
+        if name == "gppvae":
+            model.refresh(data.X_train, data.Y_train)
+        record["epoch_seconds"].append(time.perf_counter() - clock["start"])
+        last = epoch + 1 == cfg.epochs
+        if (epoch + 1) % cfg.eval_every == 0 or last:
+            mean, _ = predict(name, model, data, "eval", seed=seed, cfg=cfg)
+            value = mse(mean, data.Y_eval)
+            record["eval_epochs"].append(epoch + 1)
+            record["eval_mse"].append(value)
+            if value < best["mse"]:
+                best.update(mse=value, epoch=epoch + 1)
+                ckpt.write(ckpt_path)
+            if progress:
+                lam = logs.get("geco_lambda", float("nan"))
+                print(f"  [{name} seed {seed}] epoch {epoch + 1}: eval MSE {value:.4f} (best {best['mse']:.4f} @ "
+                      f"{best['epoch']}), lambda {lam:.3g}, {record['epoch_seconds'][-1]:.2f} s", flush=True)
+        clock["start"] = time.perf_counter()
+
+    history = train(
+        model,
+        (data.X_train, data.Y_train),
+        epochs=cfg.epochs,
+        batch_size=cfg.batch_size,
+        optimizer=optimizer,
+        objective=objective,
+        seed=seed,
+        jit_compile=cfg.jit_compile,
+        progress=False,
+        callback=callback,
+    )
+    if best["epoch"] is not None:
+        ckpt.read(ckpt_path).expect_partial()
+    mean, sample = predict(name, model, data, "test", seed=seed, cfg=cfg)
+    times = record["epoch_seconds"]
+    return {
+        "model": name,
+        "seed": seed,
+        "test_mse_mean": mse(mean, data.Y_test),
+        "test_mse_sample": mse(sample, data.Y_test),
+        "best_eval_mse": float(best["mse"]),
+        "best_epoch": best["epoch"],
+        "seconds_per_epoch": float(np.median(times[1:] if len(times) > 1 else times)),
+        "first_epoch_seconds": float(times[0]) if times else None,
+        "epochs": cfg.epochs,
+        "num_data": data.num_data,
+        "gp_complexity": COMPLEXITY[name],
+        "eval_epochs": record["eval_epochs"],
+        "eval_mse": record["eval_mse"],
+        "history": {k: [float(v) for v in vals] for k, vals in history.items()},
+        "_images": (mean[: cfg.num_plot], sample[: cfg.num_plot]),
+    }
+
+
+# -------------------------------------------------------------------------- outputs
+def _plot(path: str, truth, rows: Dict[str, np.ndarray]):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    names = ["ground truth"] + list(rows)
+    images = [truth] + list(rows.values())
+    n = truth.shape[0]
+    fig, axes = plt.subplots(len(names), n, figsize=(n * 0.9, len(names) * 1.0), squeeze=False)
+    for r, (label, imgs) in enumerate(zip(names, images)):
+        for c in range(n):
+            ax = axes[r, c]
+            ax.imshow(np.clip(imgs[c, ..., 0], 0, 1), cmap="gray", vmin=0, vmax=1)
+            ax.set_xticks([])
+            ax.set_yticks([])
+        axes[r, 0].set_ylabel(label, rotation=0, ha="right", va="center", fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=80)
+    plt.close(fig)
+
+
+def _summary_rows(results: List[dict], models: Sequence[str]):
+    rows = []
+    for name in models:
+        rs = [r for r in results if r["model"] == name]
+        if not rs:
+            continue
+
+        def stat(key):
+            vals = np.array([r[key] for r in rs], dtype=np.float64)
+            return float(vals.mean()), float(vals.std(ddof=1)) if len(vals) > 1 else 0.0
+
+        paper = PAPER_TABLE1[name]
+        rows.append(
+            {
+                "model": LABELS[name],
+                "runs": len(rs),
+                "test_mse_mean": stat("test_mse_mean"),
+                "test_mse_sample": stat("test_mse_sample"),
+                "best_eval_mse": stat("best_eval_mse"),
+                "best_epochs": [r["best_epoch"] for r in rs],
+                "gp_complexity": COMPLEXITY[name],
+                "seconds_per_epoch": float(np.median([r["seconds_per_epoch"] for r in rs])),
+                "paper_mse": f"{paper[0]:.4f} +- {paper[1]:.4f}",
+                "paper_seconds_per_epoch": paper[2],
+            }
+        )
+    return rows
+
+
+def _write_tables(out: str, rows, cfg: Config):
+    def pm(t):
+        return f"{t[0]:.4f} +- {t[1]:.4f}"
+
+    header = ["model", "runs", "test MSE (decoded mean)", "test MSE (decoded sample)", "best eval MSE",
+              "best epoch(s)", "GP complexity", "s/epoch (this machine)", "paper MSE", "paper s/epoch (GPU)"]
+    lines = [
+        f"Rotated MNIST (digit(s) {list(cfg.digits)}, n_per_digit={cfg.n_per_digit}), {cfg.epochs} epochs, "
+        f"seeds {cfg.first_seed}..{cfg.first_seed + cfg.seeds - 1}, L={cfg.num_latent}, "
+        f"m={cfg.num_inducing_per_angle * 16}, b={cfg.batch_size}, Adam {cfg.learning_rate:g}, "
+        f"GECO kappa^2={cfg.kappa_squared}, jit_compile={cfg.jit_compile}. Mean +- sd over runs; "
+        "test scored once with the checkpoint of best eval MSE.",
+        "",
+        "| " + " | ".join(header) + " |",
+        "|" + "---|" * len(header),
+    ]
+    csv_rows = []
+    for r in rows:
+        cells = [r["model"], str(r["runs"]), pm(r["test_mse_mean"]), pm(r["test_mse_sample"]), pm(r["best_eval_mse"]),
+                 ",".join(str(e) for e in r["best_epochs"]), r["gp_complexity"], f"{r['seconds_per_epoch']:.2f}",
+                 r["paper_mse"], f"{r['paper_seconds_per_epoch']:.2f}"]
+        lines.append("| " + " | ".join(cells) + " |")
+        csv_rows.append(cells)
+    with open(os.path.join(out, "table1.md"), "w") as f:
+        f.write("\n".join(lines) + "\n")
+    with open(os.path.join(out, "table1.csv"), "w", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(header)
+        writer.writerows(csv_rows)
+    return "\n".join(lines)
+
+
+def run_table1(cfg: Config, progress: bool = True) -> dict:
+    """Train every model for every seed; write config, metrics, tables and figures to ``cfg.out``."""
+    unknown = [m for m in cfg.models if m not in MODELS]
+    if unknown:
+        raise ValueError(f"unknown models {unknown}; choose from {MODELS}")
+    os.makedirs(cfg.out, exist_ok=True)
+    workdir = os.path.join(cfg.out, "checkpoints")
+    os.makedirs(workdir, exist_ok=True)
+    with open(os.path.join(cfg.out, "config.json"), "w") as f:
+        json.dump(asdict(cfg), f, indent=2, default=list)
+    data = load_data(cfg)
+    if progress:
+        print(data.ds.summary(), flush=True)
+    results = []
+    for seed in range(cfg.first_seed, cfg.first_seed + cfg.seeds):
+        per_seed = {}
+        for name in cfg.models:
+            t0 = time.perf_counter()
+            res = run_model(name, data, cfg, seed, workdir, progress=progress)
+            res["wall_seconds"] = time.perf_counter() - t0
+            mean_imgs, sample_imgs = res.pop("_images")
+            per_seed[name] = mean_imgs
+            truth = data.Y_test[: cfg.num_plot]
+            _plot(os.path.join(cfg.out, f"generated_{name}_seed{seed}.png"), truth,
+                  {f"{LABELS[name]} mean": mean_imgs, f"{LABELS[name]} sample": sample_imgs})
+            results.append(res)
+            if progress:
+                print(f"{LABELS[name]} seed {seed}: test MSE mean {res['test_mse_mean']:.4f}, sample "
+                      f"{res['test_mse_sample']:.4f}, best eval {res['best_eval_mse']:.4f} @ {res['best_epoch']}, "
+                      f"{res['seconds_per_epoch']:.2f} s/epoch, {res['wall_seconds']:.0f} s total", flush=True)
+            with open(os.path.join(cfg.out, "metrics.json"), "w") as f:
+                json.dump({"results": results}, f, indent=1)
+        _plot(os.path.join(cfg.out, f"generated_seed{seed}.png"), data.Y_test[: cfg.num_plot],
+              {LABELS[n]: imgs for n, imgs in per_seed.items()})
+    rows = _summary_rows(results, cfg.models)
+    table = _write_tables(cfg.out, rows, cfg)
+    with open(os.path.join(cfg.out, "metrics.json"), "w") as f:
+        json.dump({"results": results, "summary": rows}, f, indent=1)
+    if progress:
+        print(table, flush=True)
+    return {"results": results, "summary": rows}
+
+
+# ------------------------------------------------------------------------------ CLI
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m gpflow_svgpvae.experiments.rotated_mnist")
+    sub = parser.add_subparsers(dest="command", required=True)
+    t1 = sub.add_parser("table1", help="Table 1: CVAE, GPPVAE, SVGP-VAE, Deep SVIGP on rotated MNIST")
+    t1.add_argument("--quick", action="store_true", help="3 epochs, 1 seed (a smoke run, ~2 min)")
+    t1.add_argument("--seeds", type=int, default=None, help="number of seeds (default 5; --quick: 1)")
+    t1.add_argument("--first-seed", type=int, default=0)
+    t1.add_argument("--epochs", type=int, default=None, help="epochs (default 1000; --quick: 3)")
+    t1.add_argument("--models", default=",".join(MODELS), help="comma-separated subset of " + ",".join(MODELS))
+    t1.add_argument("--out", default="results/rotated_mnist")
+    t1.add_argument("--n-per-digit", type=int, default=400, help="instances per digit (reduce for tests)")
+    t1.add_argument("--digits", default="3")
+    t1.add_argument("--batch-size", type=int, default=256)
+    t1.add_argument("--latent-dim", type=int, default=16)
+    t1.add_argument("--learning-rate", type=float, default=1e-3)
+    t1.add_argument("--kappa-squared", type=float, default=0.020)
+    t1.add_argument("--geco-nu", type=float, default=1.0)
+    t1.add_argument("--object-init", choices=("pca", "random"), default="pca")
+    t1.add_argument("--eval-every", type=int, default=None, help="epochs between eval-set evaluations (default 5; --quick: 1)")
+    t1.add_argument("--deep-svigp-eval-steps", type=int, default=30)
+    t1.add_argument("--jit", action="store_true", help="compile the training step with XLA")
+    t1.add_argument("--quiet", action="store_true")
+    return parser
+
+
+def main(argv: Optional[Sequence[str]] = None) -> dict:
+    args = _parser().parse_args(argv)
+    quick = args.quick
+    cfg = Config(
+        epochs=args.epochs if args.epochs is not None else (3 if quick else 1000),
+        seeds=args.seeds if args.seeds is not None else (1 if quick else 5),
+        first_seed=args.first_seed,
+        models=tuple(m.strip() for m in args.models.split(",") if m.strip()),
+        digits=tuple(int(d) for d in args.digits.split(",")),
+        n_per_digit=args.n_per_digit,
+        batch_size=args.batch_size,
+        num_latent=args.latent_dim,
+        learning_rate=args.learning_rate,
+        kappa_squared=args.kappa_squared,
+        geco_nu=args.geco_nu,
+        object_init=args.object_init,
+        eval_every=args.eval_every if args.eval_every is not None else (1 if quick else 5),
+        deep_svigp_eval_steps=args.deep_svigp_eval_steps,
+        jit_compile=args.jit,
+        out=args.out,
+    )
+    return run_table1(cfg, progress=not args.quiet)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

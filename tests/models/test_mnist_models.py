@@ -1,0 +1,296 @@
+"""The rotated-MNIST models: GPPVAE vs the exact low-rank GP term, GP-LVM gradients through
+the SVGP-VAE and Deep SVIGP, the CVAE's terms, and few-epoch smoke runs of each model."""
+import gpflow
+import numpy as np
+import pytest
+import tensorflow as tf
+from gpflow.keras import tf_keras
+
+from gpflow_svgpvae.auxiliary import ObjectVectors
+from gpflow_svgpvae.kernels import periodic_linear_kernel
+from gpflow_svgpvae.models.auxiliary_svgpvae import AuxiliarySVGPVAE
+from gpflow_svgpvae.models.cvae import CVAE, angle_condition
+from gpflow_svgpvae.models.deep_svigp import DeepSVIGP
+from gpflow_svgpvae.models.gppvae import GPPVAE
+from gpflow_svgpvae.models.svgpvae import SVGPVAE
+from gpflow_svgpvae.networks import mlp_decoder, mlp_encoder
+
+P, A, Q, L, K = 4, 5, 2, 3, 6  # objects, views, object dim, latent dim, pixels
+ANGLES = 2 * np.pi * np.arange(A) / A
+
+
+def toy_data(rng, drop=3):
+    pairs = [(p, a) for p in range(P) for a in range(A)]
+    keep = sorted(rng.permutation(len(pairs))[: len(pairs) - drop])
+    X = np.array([[ANGLES[pairs[i][1]], pairs[i][0]] for i in keep], dtype=np.float64)
+    Y = rng.uniform(size=(len(X), K)).astype(np.float32)
+    return X, Y
+
+
+def table(rng):
+    return ObjectVectors(P, Q, num_view_features=1, initial_vectors=rng.standard_normal((P, Q)))
+
+
+def networks(seed=0, decoder_inputs=L):
+    tf_keras.utils.set_random_seed(seed)
+    return mlp_encoder(K, L, hidden_units=(8,)), mlp_decoder(decoder_inputs, K, hidden_units=(8,))
+
+
+def kernel():
+    return periodic_linear_kernel(angle_dims=[0], object_dims=list(range(1, 1 + Q)), lengthscales=0.8)
+
+
+def inducing(rng, M=6):
+    return np.concatenate([rng.uniform(0, 2 * np.pi, (M, 1)), rng.standard_normal((M, Q))], axis=1)
+
+
+# ---------------------------------------------------------------------------- GPPVAE
+def exact_lowrank_nll(Z, V, alpha):
+    """sum_l -log N(Z[:, l] | 0, V V^T + alpha I) with a dense Cholesky."""
+    N = tf.shape(Z)[0]
+    Kmat = tf.matmul(V, V, transpose_b=True) + alpha * tf.eye(N, dtype=Z.dtype)
+    chol = tf.linalg.cholesky(Kmat)
+    white = tf.linalg.triangular_solve(chol, Z, lower=True)
+    logdet = 2.0 * tf.reduce_sum(tf.math.log(tf.linalg.diag_part(chol)))
+    n, l = tf.cast(N, Z.dtype), tf.cast(tf.shape(Z)[1], Z.dtype)
+    return 0.5 * (l * (n * np.log(2 * np.pi) + logdet) + tf.reduce_sum(tf.square(white)))
+
+
+def make_gppvae(rng, X, noise_variance=0.3):
+    encoder, decoder = networks()
+    view_kernel = gpflow.kernels.Periodic(gpflow.kernels.SquaredExponential(lengthscales=0.7), period=2 * np.pi)
+    gpflow.set_trainable(view_kernel.period, False)
+    return GPPVAE(encoder, decoder, view_kernel, ANGLES, table(rng), num_data=len(X), num_latent=L,
+                  noise_variance=noise_variance, seed=3)
+
+
+def test_gppvae_objective_matches_autodiff_of_exact_gp_term(rng):
+    X, Y = toy_data(rng)
+    model = make_gppvae(rng, X)
+    model.refresh(X, Y)
+    variables = model.trainable_variables
+    with tf.GradientTape() as tape:
+        kl = model.objective_terms((X, Y))["kl"]  # full batch: scale = 1
+    grads = tape.gradient(kl, variables)
+
+    ids, views = model.split_inputs(X)
+    eps = tf.gather_nd(model.eps_table, tf.stack([ids, views], 1))
+    with tf.GradientTape() as tape:
+        means, variances = model.encode(Y)
+        Z = means + tf.sqrt(variances) * eps
+        V = model.features(ids, views)
+        entropy = 0.5 * tf.reduce_sum(np.log(2 * np.pi * np.e) + tf.math.log(variances))
+        exact = exact_lowrank_nll(Z, V, tf.convert_to_tensor(model.noise_variance)) - entropy
+    exact_grads = tape.gradient(exact, variables)
+
+    np.testing.assert_allclose(kl.numpy(), exact.numpy(), rtol=1e-10)
+    checked = 0
+    for v, g, e in zip(variables, grads, exact_grads):
+        if e is None:  # the decoder does not enter the GP term
+            assert g is None or np.allclose(tf.convert_to_tensor(g).numpy(), 0.0), v.name
+            continue
+        g, e = tf.convert_to_tensor(g).numpy(), tf.convert_to_tensor(e).numpy()
+        assert np.abs(e).max() > 0, v.name
+        np.testing.assert_allclose(g, e, rtol=2e-5, atol=1e-8 * np.abs(e).max(), err_msg=v.name)
+        checked += 1
+    # encoder weights, object vectors, view-kernel lengthscale and variance, alpha
+    assert checked >= 6
+
+
+def test_gppvae_gradient_descent_on_surrogate_improves_exact_gp_term(rng):
+    """Sign check: a small step along -grad of the Taylor term lowers the exact NLL."""
+    X, Y = toy_data(rng)
+    model = make_gppvae(rng, X)
+    model.refresh(X, Y)
+    ids, views = model.split_inputs(X)
+    eps = tf.gather_nd(model.eps_table, tf.stack([ids, views], 1))
+
+    def exact_nll():
+        means, variances = model.encode(Y)
+        Z = means + tf.sqrt(variances) * eps
+        return float(model.gp_nll(Z, ids, views).numpy())
+
+    before = exact_nll()
+    encoder_vars = model.encoder.trainable_variables
+    with tf.GradientTape() as tape:
+        kl = model.objective_terms((X, Y))["kl"]
+        means, variances = model.encode(Y)
+        entropy = 0.5 * tf.reduce_sum(np.log(2 * np.pi * np.e) + tf.math.log(variances))
+        gp_part = kl + entropy  # the GP part only
+    for v, g in zip(encoder_vars, tape.gradient(gp_part, encoder_vars)):
+        v.assign_sub(1e-3 * g)
+    assert exact_nll() < before
+
+
+def test_gppvae_prediction_is_gp_posterior(rng):
+    X, Y = toy_data(rng)
+    model = make_gppvae(rng, X)
+    Xnew = np.array([[ANGLES[1], 2.0], [ANGLES[3], 0.0]])
+    mean, var = model.predict_f(Xnew, (X, Y))
+    means, _ = model.encode(Y)
+    ids, views = model.split_inputs(X)
+    idn, vwn = model.split_inputs(Xnew)
+    V, Vn = model.features(ids, views).numpy(), model.features(idn, vwn).numpy()
+    alpha = float(model.noise_variance.numpy())
+    Kc = V @ V.T + alpha * np.eye(len(V))
+    Kx = Vn @ V.T
+    np.testing.assert_allclose(mean.numpy(), Kx @ np.linalg.solve(Kc, means.numpy()), rtol=1e-8, atol=1e-10)
+    expected_var = np.sum(Vn**2, 1) + alpha - np.einsum("ij,ji->i", Kx, np.linalg.solve(Kc, Kx.T))
+    np.testing.assert_allclose(var.numpy()[:, 0], expected_var, rtol=1e-8)
+    assert np.all(var.numpy() >= alpha * (1 - 1e-8))
+
+
+def test_gppvae_requires_refresh(rng):
+    X, Y = toy_data(rng)
+    model = make_gppvae(rng, X)
+    with pytest.raises(RuntimeError, match="refresh"):
+        model.objective_terms((X, Y))
+
+
+# ---------------------------------------------------------------------- SVGP-VAE + GP-LVM
+def make_aux_svgpvae(rng, X, seed=5):
+    encoder, decoder = networks()
+    return AuxiliarySVGPVAE(encoder, decoder, kernel(), inducing(rng), table(rng), num_data=len(X), seed=seed)
+
+
+def test_object_vectors_get_gradients_through_svgpvae(rng):
+    X, Y = toy_data(rng)
+    batch = np.flatnonzero(X[:, 1] != 3)  # object 3 not in the batch
+    model = make_aux_svgpvae(rng, X)
+    with tf.GradientTape() as tape:
+        elbo = model.objective_terms((X[batch], Y[batch]))["elbo"]
+    vectors = model.object_vectors.vectors
+    lengthscale = model.kernel.kernels[0].base_kernel.lengthscales
+    g_vec, g_len = tape.gradient(elbo, [vectors.unconstrained_variable, lengthscale.unconstrained_variable])
+    g_vec = tf.convert_to_tensor(g_vec).numpy()
+    assert np.all(np.abs(g_vec[:3]).sum(1) > 0)  # objects in the batch
+    np.testing.assert_array_equal(g_vec[3], 0.0)  # object not in the batch
+    assert abs(float(g_len)) > 0
+    assert any(v is vectors.unconstrained_variable for v in model.trainable_variables)
+
+
+def test_auxiliary_svgpvae_equals_svgpvae_on_mapped_inputs(rng):
+    X, Y = toy_data(rng)
+    model = make_aux_svgpvae(rng, X, seed=11)
+    mapped = model.map_inputs(X)
+    plain = SVGPVAE(model.encoder, model.decoder, model.kernel, model.inducing_variable, num_data=len(X), seed=11)
+    a = model.objective_terms((X, Y))
+    b = plain.objective_terms((mapped, Y))
+    for key in ("elbo", "reconstruction", "kl"):
+        np.testing.assert_allclose(a[key].numpy(), b[key].numpy(), rtol=1e-12)
+    post, post_plain = model.posterior((X, Y)), plain.posterior((mapped.numpy(), Y))
+    Xnew = np.array([[0.3, 1.0], [2.0, 3.0]])
+    for u, v in zip(post.predict_f(Xnew), post_plain.predict_f(model.map_inputs(Xnew))):
+        np.testing.assert_allclose(u.numpy(), v.numpy(), rtol=1e-10)
+    assert post.predict_y(Xnew).shape == (2, K)
+
+
+def test_auxiliary_svgpvae_training_step_compiles_with_xla(rng):
+    """The whole step, GP-LVM lookup (with its id assertions) included, compiles with XLA."""
+    from gpflow_svgpvae.training import train
+
+    X, Y = toy_data(rng)
+    model = make_aux_svgpvae(rng, X)
+    before = model.object_vectors.vectors.numpy().copy()
+    history = train(model, (X, Y), epochs=1, batch_size=len(X), jit_compile=True, progress=False)
+    assert np.isfinite(history["loss"][0])
+    assert not np.allclose(model.object_vectors.vectors.numpy(), before)
+
+
+def test_auxiliary_svgpvae_checks_raw_width(rng):
+    X, Y = toy_data(rng)
+    model = make_aux_svgpvae(rng, X)
+    assert model.input_dim == 1 + Q and model.raw_input_dim == 2
+    with pytest.raises(ValueError, match="columns"):
+        model.objective_terms((np.concatenate([X, X[:, :1]], 1), Y))
+    with pytest.raises(ValueError, match="num_view_features"):
+        AuxiliarySVGPVAE(*networks(), kernel(), inducing(rng)[:, :2], table(rng), num_data=len(X))
+
+
+# ---------------------------------------------------------------------------- Deep SVIGP
+def test_deep_svigp_matches_gpflow_svgp_and_trains_object_vectors(rng):
+    X, Y = toy_data(rng)
+    _, decoder = networks()
+    model = DeepSVIGP(decoder, kernel(), inducing(rng), num_latent=L, num_data=len(X), object_vectors=table(rng))
+    model.q_mu.assign(rng.standard_normal(model.q_mu.shape))
+    svgp = gpflow.models.SVGP(model.kernel, gpflow.likelihoods.Gaussian(), model.inducing_variable,
+                              num_latent_gps=L, q_mu=model.q_mu.numpy(), q_sqrt=model.q_sqrt.numpy(), whiten=True)
+    for u, v in zip(model.predict_f(X), svgp.predict_f(model.map_inputs(X))):
+        np.testing.assert_allclose(u.numpy(), v.numpy(), rtol=1e-10)
+    np.testing.assert_allclose(model.prior_kl().numpy(), svgp.prior_kl().numpy(), rtol=1e-10)
+    assert model.encoder is None
+    with tf.GradientTape() as tape:
+        elbo = model.objective_terms((X, Y))["elbo"]
+    g = tape.gradient(elbo, model.object_vectors.vectors.unconstrained_variable)
+    assert np.all(np.abs(tf.convert_to_tensor(g).numpy()).sum(1) > 0)
+
+
+def test_deep_svigp_fit_object_vectors_touches_only_new_objects(rng):
+    X, Y = toy_data(rng)
+    _, decoder = networks()
+    model = DeepSVIGP(decoder, kernel(), inducing(rng), num_latent=L, num_data=len(X), object_vectors=table(rng))
+    before = model.object_vectors.vectors.numpy().copy()
+    ctx = X[:, 1] == 2
+    first = model.fit_object_vectors(X[ctx], Y[ctx], [2], steps=1)
+    last = model.fit_object_vectors(X[ctx], Y[ctx], [2], steps=40, learning_rate=0.05)
+    after = model.object_vectors.vectors.numpy()
+    np.testing.assert_array_equal(after[[0, 1, 3]], before[[0, 1, 3]])
+    assert not np.allclose(after[2], before[2])
+    assert last < first
+
+
+# --------------------------------------------------------------------------------- CVAE
+def make_cvae(X):
+    tf_keras.utils.set_random_seed(0)
+    inputs = [tf_keras.Input((K,)), tf_keras.Input((2,))]
+    h = tf_keras.layers.Dense(8, activation="tanh")(tf_keras.layers.Concatenate()(inputs))
+    from gpflow_svgpvae.networks import GaussianSiteHead
+
+    encoder = tf_keras.Model(inputs, GaussianSiteHead(L)(h))
+    _, decoder = networks(decoder_inputs=L + 2)
+    return CVAE(encoder, decoder, num_data=len(X), seed=2)
+
+
+def test_cvae_terms_and_object_codes(rng):
+    X, Y = toy_data(rng)
+    model = make_cvae(X)
+    terms = model.objective_terms((X[:8], Y[:8]))
+    m, v = model.encode_conditional(X[:8], Y[:8])
+    kl = 0.5 * np.sum(v.numpy() + m.numpy() ** 2 - 1 - np.log(v.numpy()))
+    np.testing.assert_allclose(terms["kl"].numpy(), len(X) / 8 * kl, rtol=1e-10)
+    np.testing.assert_allclose(terms["elbo"].numpy(), len(X) / 8 * (terms["reconstruction"].numpy() - kl), rtol=1e-10)
+    np.testing.assert_allclose(angle_condition([np.pi / 2]).numpy(), [[0.0, 1.0]], atol=1e-7)
+    # the code of an object is the average of its context encodings
+    means, variances, counts = model.object_codes(X, Y, P)
+    m_all, _ = model.encode_conditional(X, Y)
+    for p in range(P):
+        np.testing.assert_allclose(means[p], m_all.numpy()[X[:, 1] == p].mean(0), rtol=1e-6)
+    assert counts.sum() == len(X)
+    Xnew = np.array([[0.1, 0.0], [0.2, 3.0]])
+    mean, samples = model.predict_y(Xnew, (X, Y), num_samples=2)
+    assert mean.shape == (2, K) and samples.shape == (2, 2, K)
+    expected = model.decode_conditional(means[[0, 3]], angle_condition(Xnew[:, 0])).numpy()
+    np.testing.assert_allclose(mean.numpy(), expected, rtol=1e-5)
+
+
+# ------------------------------------------------------------------------------- smoke
+@pytest.fixture(scope="module")
+def tiny_mnist():
+    from gpflow_svgpvae.experiments.rotated_mnist import Config, load_data
+
+    cfg = Config(epochs=2, seeds=1, n_per_digit=12, eval_every=1, deep_svigp_eval_steps=2, batch_size=64)
+    return cfg, load_data(cfg)
+
+
+@pytest.mark.parametrize("name", ["cvae", "gppvae", "svgpvae", "deep_svigp"])
+def test_smoke_train_each_model(name, tiny_mnist, tmp_path):
+    from gpflow_svgpvae.experiments.rotated_mnist import run_model
+
+    cfg, data = tiny_mnist
+    result = run_model(name, data, cfg, seed=0, workdir=str(tmp_path))
+    assert len(result["history"]["loss"]) == 2
+    assert np.all(np.isfinite(result["history"]["loss"]))
+    assert 0 < result["test_mse_mean"] < 0.5 and 0 < result["test_mse_sample"] < 0.5
+    assert result["best_epoch"] in (1, 2)
+    mean, sample = result["_images"]
+    assert mean.shape[1:] == (28, 28, 1) and sample.shape == mean.shape
