@@ -1,0 +1,92 @@
+r"""The sparse GP-VAE with Titsias' collapsed bound (full batch only).
+
+Per video :math:`v` and channel :math:`l`, the latent dataset
+:math:`(X_v, \tilde y_{vl}, \tilde v_{vl})` is fitted with Titsias' (2009)
+collapsed bound for heteroscedastic noise :math:`\tilde D = \mathrm{diag}(\tilde v_{vl})`,
+with :math:`Q = K_{nm}K_{mm}^{-1}K_{mn}`:
+
+.. math::
+
+    \mathcal L_T^{vl} = \log\mathcal N(\tilde y_{vl}\mid 0, Q + \tilde D)
+        - \tfrac12\mathrm{tr}\big(\tilde D^{-1}(K_{nn} - Q)\big).
+
+The ELBO of a video replaces :math:`\log Z` of the exact GP-VAE by it:
+
+.. math::
+
+    \sum_t E_{q_S}[\log p(y_{vt}\mid z_{vt})] - \sum_{t,l}E_{q_S}[\log\tilde q(z_{vtl}\mid y_{vt})]
+        + \sum_l \mathcal L_T^{vl},
+
+where :math:`q_S` is the sparse predictive with Titsias' optimal :math:`q(u)`.
+The bound couples all frames of a video through :math:`\log|Q + \tilde D|`;
+it is not a sum over frames and has no unbiased minibatch estimate, so the
+model only accepts whole videos (``T == num_data``; anything else raises).
+At :math:`b = N` it equals the SVGP-VAE bound exactly (tested).
+
+The computation uses :math:`W = L_m^{-1}K_{mn}`,
+:math:`B = I + W\tilde D^{-1}W^\top = L_BL_B^\top` and :math:`c = L_B^{-1}W\tilde D^{-1}\tilde y`
+(as in GPflow's SGPR), independently of :mod:`gpflow_svgpvae.amortized`.
+"""
+import numpy as np
+import tensorflow as tf
+
+from ..numerics import cholesky
+from .video import InducingVideoAutoencoder, LatentPosterior, _channels_first, batched_prior_variance, expected_log_site
+
+__all__ = ["SparseGPVAE"]
+
+
+class SparseGPVAE(InducingVideoAutoencoder):
+    r"""Sparse GP-VAE trained with Titsias' collapsed bound; whole videos only.
+
+    Same arguments as :class:`~gpflow_svgpvae.models.video_svgpvae.VideoSVGPVAE`.
+    ``num_data`` must be the number of frames of every video: a batch whose videos
+    have a different number of frames (a "minibatch" of frames) raises
+    ``ValueError`` (static shapes) or ``InvalidArgumentError`` (dynamic shapes).
+    """
+
+    full_videos_only = True
+
+    def _titsias(self, X, means, variances):
+        Lm = self.prior_cholesky()  # [1, C, M, M]
+        Kmn = self.cross_covariance(X)  # [V, C, M, T]
+        W = tf.linalg.triangular_solve(Lm, Kmn, lower=True)  # [V, C, M, T]
+        ytil, vtil = _channels_first(means), _channels_first(variances)  # [V, L, T]
+        sqrt_prec = tf.math.rsqrt(vtil)[..., None, :]  # [V, L, 1, T]
+        Wd = W * sqrt_prec  # [V, L, M, T]
+        M = tf.shape(Wd)[-2]
+        B = tf.eye(M, dtype=Wd.dtype) + tf.linalg.matmul(Wd, Wd, transpose_b=True)
+        LB = cholesky(B, "I + Lm^-1 Kmn D^-1 Knm Lm^-T (Titsias' whitened posterior precision)")
+        c = tf.linalg.triangular_solve(LB, tf.linalg.matvec(Wd, ytil * sqrt_prec[..., 0, :])[..., None], lower=True)
+        c = c[..., 0]  # [V, L, M]
+        T = tf.cast(tf.shape(ytil)[-1], Wd.dtype)
+        kdiag = _channels_first(batched_prior_variance(self.kernel, X))  # [V, C, T]
+        qdiag = tf.reduce_sum(tf.square(W), axis=-2)  # [V, C, T]
+        bound = (
+            -0.5 * T * np.log(2.0 * np.pi)
+            - tf.reduce_sum(tf.math.log(tf.linalg.diag_part(LB)), axis=-1)
+            - 0.5 * tf.reduce_sum(tf.math.log(vtil), axis=-1)
+            - 0.5 * tf.reduce_sum(tf.square(ytil) / vtil, axis=-1)
+            + 0.5 * tf.reduce_sum(tf.square(c), axis=-1)
+            - 0.5 * tf.reduce_sum((kdiag - qdiag) / vtil, axis=-1)
+        )  # [V, L]
+        return W, LB, c, kdiag, qdiag, bound
+
+    def collapsed_bound(self, data) -> tf.Tensor:
+        r"""Titsias' bound :math:`\mathcal L_T^{vl}` of every video's latent dataset, ``[V, L]``."""
+        X, Y = data
+        X, Y = self._check_videos(X, Y)
+        means, variances = self.encode_videos(Y, training=False)
+        return self._titsias(X, means, variances)[-1]
+
+    def latent_posterior(self, X, means, variances, num_data=None) -> LatentPosterior:
+        W, LB, c, kdiag, qdiag, bound = self._titsias(X, means, variances)
+        # Optimal q(v) (v = Lm^-1 u): mean LB^-T c, covariance B^-1.
+        v_mean = tf.linalg.triangular_solve(LB, c[..., None], lower=True, adjoint=True)[..., 0]  # [V, L, M]
+        mean = tf.linalg.matvec(W, v_mean, transpose_a=True)  # [V, L, T]
+        shape = tf.concat([tf.shape(LB)[:-1], tf.shape(W)[-1:]], 0)
+        V_ = tf.linalg.triangular_solve(LB, tf.broadcast_to(W, shape), lower=True)  # [V, L, M, T]
+        var = kdiag - qdiag + tf.reduce_sum(tf.square(V_), axis=-2)  # [V, L, T]
+        mean, var = tf.linalg.matrix_transpose(mean), tf.linalg.matrix_transpose(var)  # [V, T, L]
+        cross = tf.reduce_sum(expected_log_site(mean, var, means, variances), axis=-2)  # [V, L]
+        return LatentPosterior(mean, var, tf.reduce_sum(cross - bound, axis=-1))

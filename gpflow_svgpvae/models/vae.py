@@ -1,0 +1,34 @@
+r"""The standard VAE baseline on videos: an i.i.d. :math:`\mathcal N(0, I)` prior per frame.
+
+The encoder's sites are the posterior, :math:`q(z_{vt}) = \mathcal N(\tilde y_{vt}, \mathrm{diag}\,\tilde v_{vt})`,
+and the ELBO of a video is
+
+.. math::
+
+    \sum_t E_q[\log p(y_{vt}\mid z_{vt})] - \sum_{t,l}\mathrm{KL}\big(\mathcal N(\tilde y_{vtl}, \tilde v_{vtl})
+        \,\|\,\mathcal N(0, 1)\big).
+
+The inputs ``X`` are checked for shape but otherwise ignored (frames are
+independent), so the same ``(X, Y)`` batches train every model of the family.
+"""
+import tensorflow as tf
+
+from .video import LatentPosterior, VideoAutoencoder
+
+__all__ = ["VAE"]
+
+
+class VAE(VideoAutoencoder):
+    """Standard VAE with the same networks and data format as the GP-VAEs.
+
+    :param encoder: ``tf_keras`` frame encoder ``Y [n, ...] -> (means [n, L], variances [n, L])``.
+    :param decoder: ``tf_keras`` decoder ``Z [n, L] -> likelihood parameters``.
+    :param likelihood: decoder likelihood.
+    :param num_data: frames per video (batches may hold fewer frames; scale ``N/b``).
+    """
+
+    def latent_posterior(self, X, means, variances, num_data=None) -> LatentPosterior:
+        kl_frames = 0.5 * (variances + tf.square(means) - 1.0 - tf.math.log(variances))  # [V, b, L]
+        b = tf.cast(tf.shape(means)[1], means.dtype)
+        scale = tf.ones([], means.dtype) if num_data is None else tf.cast(num_data, means.dtype) / b
+        return LatentPosterior(means, variances, scale * tf.reduce_sum(kl_frames, axis=[-2, -1]))

@@ -1,0 +1,445 @@
+r"""Autoencoders for many independent short latent datasets (videos).
+
+Data come as ``(X, Y)`` with ``X [V, T, D]`` (the auxiliary inputs of each
+frame, e.g. its time) and ``Y [V, T, ...]`` (the frames). Every video has its
+own latent dataset: per channel :math:`l` the encoder's Gaussian sites
+:math:`\tilde q(z_{vtl}\mid y_{vt}) = \mathcal N(\tilde y_{vtl}, \tilde v_{vtl})`
+at the inputs :math:`x_{vt}`, and every video has its own GP draw
+:math:`f_v^l \sim \mathcal{GP}(0, k)` (kernel hyperparameters and, for the
+sparse models, inducing inputs are shared by all videos). The GP dataset size
+of a video is its number of frames :math:`T` (``num_data``); the ELBO of a
+batch of videos is the *sum* of the per-video ELBOs
+
+.. math::
+
+    \mathcal L = \sum_v \Big(\tfrac{N}{b}\sum_{t\in b}
+        E_{q}[\log p(y_{vt}\mid z_{vt})] - \mathrm{KL}_v\Big),
+
+with :math:`b = N = T` for every model here except
+:class:`~gpflow_svgpvae.models.video_svgpvae.VideoSVGPVAE`, which may be given
+a random subset of :math:`b < N` frames per video. Everything is batched over
+videos with a leading dimension (no Python loop over videos).
+
+Each model implements :meth:`VideoAutoencoder.latent_posterior`, which maps
+the encoder's sites to the marginals :math:`q(z_{vt})` used by the
+reconstruction term and to :math:`\mathrm{KL}_v`; ``objective_terms`` returns
+the usual dictionary of :class:`~gpflow_svgpvae.models.base.LatentVariableAutoencoder`
+with ``batch_size`` = frames per video and ``scale`` = :math:`N/b`.
+
+The kernel helpers below evaluate GPflow kernels on batched inputs: a plain
+kernel is shared by all :math:`L` channels (one "channel kernel", ``C = 1``);
+a ``SeparateIndependent`` kernel has one per channel (``C = L``).
+"""
+import abc
+from typing import List, NamedTuple, Optional, Union
+
+import gpflow
+import numpy as np
+import tensorflow as tf
+from gpflow.inducing_variables import InducingPoints
+from gpflow.kernels import Kernel, MultioutputKernel, SeparateIndependent, SharedIndependent
+
+from ..likelihoods import DecoderLikelihood
+from ..numerics import assert_finite, cholesky, numerical_checks
+from .base import LatentVariableAutoencoder
+
+__all__ = [
+    "LatentPosterior",
+    "VideoAutoencoder",
+    "VideoGPAutoencoder",
+    "InducingVideoAutoencoder",
+    "channel_kernels",
+    "batched_gram",
+    "batched_cross_gram",
+    "inducing_cross_gram",
+    "batched_prior_variance",
+    "expected_log_site",
+]
+
+
+class LatentPosterior(NamedTuple):
+    """Marginals of the latent posterior at the frames and the per-video prior term.
+
+    ``mean``, ``variance``: ``[V, T, L]``; ``kl``: ``[V]``, the term the ELBO
+    subtracts for each video (summed over channels).
+    """
+
+    mean: tf.Tensor
+    variance: tf.Tensor
+    kl: tf.Tensor
+
+
+# --------------------------------------------------------------------- kernels
+def channel_kernels(kernel: Kernel) -> List[Kernel]:
+    """The kernels of the channels: ``[kernel]`` for a shared kernel, one per channel for
+    ``SeparateIndependent``."""
+    if isinstance(kernel, SeparateIndependent):
+        return list(kernel.kernels)
+    if isinstance(kernel, SharedIndependent):
+        return [kernel.kernel]
+    if isinstance(kernel, MultioutputKernel):
+        raise TypeError(
+            f"Unsupported multi-output kernel {type(kernel).__name__}: pass a plain kernel (shared by "
+            "all channels), SharedIndependent or SeparateIndependent."
+        )
+    if not isinstance(kernel, Kernel):
+        raise TypeError(f"kernel must be a gpflow.kernels.Kernel; got {type(kernel).__name__}")
+    return [kernel]
+
+
+def _flatten_inputs(X: tf.Tensor) -> tf.Tensor:
+    D = X.shape[-1] if X.shape[-1] is not None else tf.shape(X)[-1]
+    return tf.reshape(X, [-1, D])
+
+
+def batched_gram(kernel: Kernel, X: tf.Tensor) -> tf.Tensor:
+    """Per-video Gram matrices :math:`k(X_v, X_v)`: ``X [V, T, D] -> [V, C, T, T]``.
+
+    Uses ``k.K(X)`` with a leading batch dimension (supported by GPflow's
+    stationary, linear and polynomial kernels and their sums/products).
+    """
+    grams = [k.K(X) for k in channel_kernels(kernel)]
+    for gram in grams:
+        if gram.shape.rank is not None and gram.shape.rank != 3:
+            raise ValueError(
+                f"The kernel returned a Gram matrix of shape {gram.shape} for inputs {X.shape}; it does "
+                "not support a leading batch dimension."
+            )
+    return tf.stack(grams, axis=-3)
+
+
+def batched_cross_gram(kernel: Kernel, X: tf.Tensor, Xnew: tf.Tensor) -> tf.Tensor:
+    """Per-video cross-covariances :math:`k(X_v, X^{new}_v)`: ``[V, C, T, R]``.
+
+    GPflow's ``K(X, X2)`` pairs every batch element with every other one, so we
+    evaluate the Gram matrix of the concatenated inputs per video and slice.
+    """
+    T = tf.shape(X)[-2]
+    joint = batched_gram(kernel, tf.concat([X, Xnew], axis=-2))  # [V, C, T+R, T+R]
+    return joint[..., :T, T:]
+
+
+def inducing_cross_gram(kernel: Kernel, Z: tf.Tensor, X: tf.Tensor) -> tf.Tensor:
+    """:math:`K_{mb}` for inducing inputs shared by all videos: ``Z [M, D], X [V, T, D] -> [V, C, M, T]``."""
+    flat = _flatten_inputs(X)  # [V*T, D]
+    out_shape = tf.concat([[tf.shape(Z)[0]], tf.shape(X)[:-1]], 0)  # [M, V, T]
+    crosses = [tf.reshape(k.K(Z, flat), out_shape) for k in channel_kernels(kernel)]
+    return tf.transpose(tf.stack(crosses, axis=0), [2, 0, 1, 3])  # [V, C, M, T]
+
+
+def batched_prior_variance(kernel: Kernel, X: tf.Tensor) -> tf.Tensor:
+    """Prior marginal variances :math:`k(x, x)`: ``X [V, T, D] -> [V, T, C]``."""
+    flat = _flatten_inputs(X)
+    diags = [tf.reshape(k.K_diag(flat), tf.shape(X)[:-1]) for k in channel_kernels(kernel)]
+    return tf.stack(diags, axis=-1)
+
+
+def expected_log_site(mean: tf.Tensor, variance: tf.Tensor, site_mean: tf.Tensor, site_variance: tf.Tensor):
+    r""":math:`E_{z\sim\mathcal N(m, s)}[\log\mathcal N(z;\tilde y, \tilde v)]`, elementwise:
+
+    .. math::
+
+        -\tfrac12\log(2\pi\tilde v) - \frac{(m - \tilde y)^2 + s}{2\tilde v}.
+
+    It is both the encoder's expected log site :math:`E_q[\log\tilde q(z\mid y)]`
+    and Hensman's expected log likelihood of the latent dataset
+    :math:`E_q[\log\mathcal N(\tilde y; z, \tilde v)]`.
+    """
+    return -0.5 * (
+        np.log(2.0 * np.pi)
+        + tf.math.log(site_variance)
+        + (tf.square(mean - site_mean) + variance) / site_variance
+    )
+
+
+def _static(tensor, axis) -> Optional[int]:
+    if tensor.shape.rank is None:
+        return None
+    dim = tensor.shape[axis]
+    return None if dim is None else int(dim)
+
+
+def _channels_first(tensor: tf.Tensor) -> tf.Tensor:
+    """``[V, T, L] -> [V, L, T]``."""
+    return tf.linalg.matrix_transpose(tensor)
+
+
+# ---------------------------------------------------------------------- models
+class VideoAutoencoder(LatentVariableAutoencoder):
+    """Base class for autoencoders on batches of videos ``(X [V, T, D], Y [V, T, ...])``.
+
+    :param encoder: ``tf_keras`` network on single frames, ``Y [n, ...] -> (means [n, L],
+        variances [n, L])`` (end it with :class:`~gpflow_svgpvae.networks.GaussianSiteHead`).
+    :param decoder: ``tf_keras`` network, ``Z [n, L] -> likelihood parameters [n, ...]``.
+    :param likelihood: ``"gaussian"``, ``"bernoulli"`` or a
+        :class:`~gpflow_svgpvae.likelihoods.DecoderLikelihood`.
+    :param num_data: :math:`N`, the number of frames per video (the GP dataset size
+        of each video).
+    :param num_samples: Monte Carlo samples of :math:`z` per frame.
+    :param seed: seed of the model's random generator.
+
+    Subclasses set ``full_videos_only = True`` when their bound has no
+    minibatch estimator; such models reject batches whose number of frames per
+    video differs from ``num_data``.
+    """
+
+    full_videos_only: bool = False
+
+    def __init__(
+        self,
+        encoder,
+        decoder,
+        likelihood: Union[str, DecoderLikelihood] = "gaussian",
+        *,
+        num_data: int,
+        num_samples: int = 1,
+        seed: int = 0,
+        name: Optional[str] = None,
+    ):
+        super().__init__(encoder, decoder, likelihood, num_data=num_data, num_samples=num_samples, seed=seed, name=name)
+
+    # ------------------------------------------------------------ checks
+    def _check_videos(self, X, Y, full_videos: Optional[bool] = None):
+        """Cast and check a batch of videos; returns ``(X [V, T, D] float64, Y [V, T, ...])``.
+
+        :param full_videos: require ``T == num_data`` (default: ``full_videos_only``);
+            ``False`` only requires ``T <= num_data``.
+        """
+        full = self.full_videos_only if full_videos is None else full_videos
+        dtype = gpflow.default_float()
+        X = tf.cast(tf.convert_to_tensor(X), dtype)
+        Y = tf.convert_to_tensor(Y)
+        if not Y.dtype.is_floating:
+            Y = tf.cast(Y, tf.float32)
+        if X.shape.rank != 3:
+            raise ValueError(
+                f"X must have shape [num_videos, num_frames, input_dim] (one row of inputs per frame); got {X.shape}"
+            )
+        if Y.shape.rank is not None and Y.shape.rank < 3:
+            raise ValueError(f"Y must have shape [num_videos, num_frames, ...] (frames); got {Y.shape}")
+        for axis, what in ((0, "videos"), (1, "frames per video")):
+            nx, ny = _static(X, axis), _static(Y, axis)
+            if nx is not None and ny is not None and nx != ny:
+                raise ValueError(f"X and Y have different numbers of {what}: {nx} and {ny}.")
+        expected = self.input_dim
+        if expected is not None and _static(X, -1) not in (None, expected):
+            raise ValueError(f"X has {X.shape[-1]} input dimensions but the model expects {expected}.")
+        T = _static(X, 1)
+        if T is not None:
+            if full and T != self.num_data:
+                raise ValueError(self._full_video_message(T))
+            if T > self.num_data:
+                raise ValueError(
+                    f"The videos have {T} frames but num_data is {self.num_data}: num_data must be the number "
+                    "of frames per video (at least the number of frames given)."
+                )
+        elif numerical_checks():
+            T_dyn = tf.shape(X)[1]
+            check = (
+                tf.debugging.assert_equal(T_dyn, self.num_data, self._full_video_message("a different number of"))
+                if full
+                else tf.debugging.assert_less_equal(
+                    T_dyn, self.num_data, "The videos have more frames than num_data (frames per video)."
+                )
+            )
+            with tf.control_dependencies([check]):
+                X = tf.identity(X)
+        X = assert_finite(X, "X (auxiliary inputs) contains NaN or inf.")
+        Y = assert_finite(Y, "Y (frames) contains NaN or inf.")
+        return X, Y
+
+    def _full_video_message(self, T) -> str:
+        return (
+            f"{type(self).__name__} needs whole videos: got {T} frames per video but num_data (frames per video) "
+            f"is {self.num_data}. Its bound is not a sum over frames, so it has no unbiased minibatch "
+            "estimate; pass all frames of every video (num_data = frames per video)."
+        )
+
+    # ------------------------------------------------------------ networks
+    def encode_videos(self, Y: tf.Tensor, training: Optional[bool] = None):
+        """Site means and variances ``[V, T, L]`` (float64) of all frames, encoded in one call."""
+        frame_shape = Y.shape[2:]
+        if frame_shape.is_fully_defined():
+            flat = tf.reshape(Y, [-1] + frame_shape.as_list())
+        else:
+            flat = tf.reshape(Y, tf.concat([[-1], tf.shape(Y)[2:]], 0))
+        means, variances = self.encode(flat, training=training)  # [V*T, L]
+        self._check_num_latent(means)
+        shape = tf.concat([tf.shape(Y)[:2], tf.shape(means)[-1:]], 0)
+        return tf.reshape(means, shape), tf.reshape(variances, shape)
+
+    def reconstruct(self, Y: tf.Tensor, z_mean: tf.Tensor, z_var: tf.Tensor, training: Optional[bool] = None):
+        r""":math:`\sum_{v,t} E_q[\log p(y_{vt}\mid z_{vt})]` (Monte Carlo) and the decoded
+        means of the sampled codes, shaped like ``Y``."""
+        L = z_mean.shape[-1] if z_mean.shape[-1] is not None else tf.shape(z_mean)[-1]
+        frame_shape = Y.shape[2:]
+        if frame_shape.is_fully_defined():
+            Y_flat = tf.reshape(Y, [-1] + frame_shape.as_list())
+        else:
+            Y_flat = tf.reshape(Y, tf.concat([[-1], tf.shape(Y)[2:]], 0))
+        reconstruction, decoded = self._reconstruction(
+            Y_flat, tf.reshape(z_mean, [-1, L]), tf.reshape(z_var, [-1, L]), training=training
+        )
+        return reconstruction, tf.reshape(decoded, tf.shape(Y))
+
+    # ------------------------------------------------------- latent model
+    @property
+    def expected_num_latent(self) -> Optional[int]:
+        """:math:`L` as fixed by the prior (None: taken from the encoder)."""
+        return None
+
+    def _check_num_latent(self, means: tf.Tensor):
+        L, expected = means.shape[-1], self.expected_num_latent
+        if expected is not None and L is not None and int(L) != expected:
+            raise ValueError(f"The encoder returned {L} latent channels but the model expects {expected}.")
+
+    @abc.abstractmethod
+    def latent_posterior(self, X, means, variances, num_data=None) -> LatentPosterior:
+        """Posterior marginals of the codes at the frames and the per-video KL term.
+
+        :param X: ``[V, b, D]`` inputs of the given frames.
+        :param means: site means ``[V, b, L]`` (float64).
+        :param variances: site variances ``[V, b, L]`` (float64).
+        :param num_data: :math:`N` frames per video for the scale :math:`N/b`
+            (``None``: condition on exactly the given frames, :math:`N = b`).
+        """
+
+    def objective_terms(self, data, training: Optional[bool] = True):
+        X, Y = data
+        X, Y = self._check_videos(X, Y)
+        means, variances = self.encode_videos(Y, training=training)
+        posterior = self.latent_posterior(X, means, variances, num_data=self.num_data)
+        reconstruction, decoded = self.reconstruct(Y, posterior.mean, posterior.variance, training=training)
+        kl = tf.reduce_sum(posterior.kl)
+        return self._terms(reconstruction, kl, tf.shape(X)[1], self.num_data, decoded)
+
+    # ---------------------------------------------------------- prediction
+    def predict_f(self, data, Xnew=None):
+        """Posterior means and variances of the latent codes given the videos.
+
+        :param data: ``(X [V, T, D], Y [V, T, ...])``; the posterior of each video is
+            conditioned on exactly its given frames.
+        :param Xnew: optional ``[V, R, D]`` (or ``[R, D]``, shared) inputs to predict at;
+            default: the frames' own inputs.
+        :return: ``mean, variance``, each ``[V, T or R, L]``.
+        """
+        X, Y = data
+        X, Y = self._check_videos(X, Y, full_videos=False)
+        means, variances = self.encode_videos(Y, training=False)
+        if Xnew is None:
+            posterior = self.latent_posterior(X, means, variances, num_data=None)
+            return posterior.mean, posterior.variance
+        Xnew = tf.cast(tf.convert_to_tensor(Xnew), gpflow.default_float())
+        if Xnew.shape.rank == 2:
+            Xnew = tf.broadcast_to(Xnew[None], tf.concat([tf.shape(X)[:1], tf.shape(Xnew)], 0))
+        if Xnew.shape.rank != 3:
+            raise ValueError(f"Xnew must have shape [num_videos, R, input_dim] or [R, input_dim]; got {Xnew.shape}")
+        return self._predict_at(X, means, variances, Xnew)
+
+    def _predict_at(self, X, means, variances, Xnew):
+        raise NotImplementedError(f"{type(self).__name__} cannot predict at new inputs.")
+
+
+class VideoGPAutoencoder(VideoAutoencoder):
+    """A :class:`VideoAutoencoder` with a GP prior over the inputs of each video.
+
+    :param kernel: a GPflow kernel shared by all channels, or ``SharedIndependent`` /
+        ``SeparateIndependent`` (one kernel per channel). It must accept inputs with a
+        leading batch dimension (GPflow's stationary kernels do).
+    :param num_latent_gps: :math:`L`; checked against the encoder output when given.
+    :param jitter: added to the diagonal of the prior covariance before Cholesky.
+    """
+
+    def __init__(
+        self,
+        encoder,
+        decoder,
+        kernel: Kernel,
+        likelihood: Union[str, DecoderLikelihood] = "gaussian",
+        *,
+        num_data: int,
+        num_latent_gps: Optional[int] = None,
+        jitter: float = 1e-6,
+        num_samples: int = 1,
+        seed: int = 0,
+        name: Optional[str] = None,
+    ):
+        super().__init__(encoder, decoder, likelihood, num_data=num_data, num_samples=num_samples, seed=seed, name=name)
+        kernels = channel_kernels(kernel)
+        self.kernel = kernel
+        if not jitter >= 0:
+            raise ValueError(f"jitter must be >= 0, got {jitter}")
+        self.jitter = float(jitter)
+        self.num_latent_gps = None if num_latent_gps is None else int(num_latent_gps)
+        if len(kernels) > 1 and self.num_latent_gps is not None and len(kernels) != self.num_latent_gps:
+            raise ValueError(f"The kernel has {len(kernels)} channel kernels but num_latent_gps is {self.num_latent_gps}.")
+
+    @property
+    def expected_num_latent(self) -> Optional[int]:
+        kernels = channel_kernels(self.kernel)
+        return len(kernels) if len(kernels) > 1 else self.num_latent_gps
+
+
+class InducingVideoAutoencoder(VideoGPAutoencoder):
+    """A :class:`VideoGPAutoencoder` with :math:`M` inducing inputs shared by all videos and
+    channels (trainable unless made otherwise with ``gpflow.set_trainable``).
+
+    :param inducing_variable: an ``[M, D]`` array of inducing inputs or
+        ``gpflow.inducing_variables.InducingPoints``.
+    """
+
+    def __init__(
+        self,
+        encoder,
+        decoder,
+        kernel: Kernel,
+        inducing_variable: Union[InducingPoints, tf.Tensor, np.ndarray],
+        likelihood: Union[str, DecoderLikelihood] = "gaussian",
+        *,
+        num_data: int,
+        num_latent_gps: Optional[int] = None,
+        jitter: float = 1e-6,
+        num_samples: int = 1,
+        seed: int = 0,
+        name: Optional[str] = None,
+    ):
+        super().__init__(
+            encoder,
+            decoder,
+            kernel,
+            likelihood,
+            num_data=num_data,
+            num_latent_gps=num_latent_gps,
+            jitter=jitter,
+            num_samples=num_samples,
+            seed=seed,
+            name=name,
+        )
+        if not isinstance(inducing_variable, InducingPoints):
+            Z = np.asarray(inducing_variable, dtype=gpflow.default_float())
+            if Z.ndim != 2:
+                raise ValueError(f"inducing inputs must have shape [M, input_dim]; got {Z.shape}")
+            inducing_variable = InducingPoints(Z)
+        elif type(inducing_variable) is not InducingPoints:
+            raise TypeError("inducing_variable must be InducingPoints (shared by all videos and channels) or an array.")
+        self.inducing_variable = inducing_variable
+
+    @property
+    def input_dim(self) -> Optional[int]:
+        return int(self.inducing_variable.Z.shape[-1])
+
+    @property
+    def num_inducing(self) -> int:
+        return int(self.inducing_variable.Z.shape[0])
+
+    def prior_cholesky(self) -> tf.Tensor:
+        r""":math:`L_m = \mathrm{chol}(K_{mm} + \text{jitter}\,I)`, ``[1, C, M, M]`` (broadcasts over videos)."""
+        Z = self.inducing_variable.Z
+        M = tf.shape(Z)[0]
+        Kmm = tf.stack([k.K(Z) for k in channel_kernels(self.kernel)], axis=0)
+        Kmm += self.jitter * tf.eye(M, dtype=Kmm.dtype)
+        return cholesky(Kmm, "Kmm (the prior covariance of the inducing variables)")[None]
+
+    def cross_covariance(self, X: tf.Tensor) -> tf.Tensor:
+        """:math:`K_{mb}` for every video, ``[V, C, M, T]``."""
+        return inducing_cross_gram(self.kernel, self.inducing_variable.Z, X)
