@@ -21,6 +21,7 @@ import tensorflow as tf
 from gpflow.models import BayesianModel, ExternalDataTrainingLossMixin
 
 from ..numerics import assert_finite, assert_positive, numerical_checks
+from .. import distribute
 from ..likelihoods import DecoderLikelihood, as_likelihood
 from ..networks.validation import check_network
 
@@ -42,7 +43,7 @@ class LatentVariableAutoencoder(BayesianModel, ExternalDataTrainingLossMixin, ab
     :param num_data: :math:`N`, the training-set size (minibatch scaling).
     :param num_samples: Monte Carlo samples of :math:`z` per point for the
         reconstruction term.
-    :param seed: seeds the model's random generator (saved in checkpoints).
+    :param seed: seed of the Monte Carlo draws (the draw counter is saved in checkpoints).
     """
 
     def __init__(
@@ -66,7 +67,11 @@ class LatentVariableAutoencoder(BayesianModel, ExternalDataTrainingLossMixin, ab
         if int(num_samples) < 1:
             raise ValueError(f"num_samples must be >= 1, got {num_samples}")
         self.num_samples = int(num_samples)
-        self.rng = tf.random.Generator.from_seed(int(seed), alg="philox")
+        # Monte Carlo draws are keyed by (seed, draw counter): reproducible, saved in
+        # checkpoints, and identical on every replica of a distributed step.
+        first = tf.VariableAggregation.ONLY_FIRST_REPLICA
+        self.sample_seed = tf.Variable(int(seed), dtype=tf.int64, trainable=False, name="sample_seed", aggregation=first)
+        self.sample_counter = tf.Variable(0, dtype=tf.int64, trainable=False, name="sample_counter", aggregation=first)
 
     # ------------------------------------------------------------------ checks
     def _check_batch(self, X: Optional[tf.Tensor], Y: Optional[tf.Tensor], num_data=None):
@@ -160,11 +165,26 @@ class LatentVariableAutoencoder(BayesianModel, ExternalDataTrainingLossMixin, ab
         Z = tf.cast(Z, self._network_dtype(self.decoder))
         return self.decoder(Z, training=training) if _accepts_training(self.decoder) else self.decoder(Z)
 
+    def _next_seed(self) -> tf.Tensor:
+        step = self.sample_counter.read_value()
+        with tf.control_dependencies([step]):
+            self.sample_counter.assign_add(1)
+        return tf.stack([self.sample_seed.read_value(), step])
+
     def _sample_normal(self, mean: tf.Tensor, var: tf.Tensor) -> tf.Tensor:
-        """Reparameterised draws ``[S, b, L]`` from independent Gaussians."""
-        seed = self.rng.make_seeds(1)[:, 0]
-        shape = tf.concat([[self.num_samples], tf.shape(mean)], 0)
-        eps = tf.random.stateless_normal(shape, seed, dtype=mean.dtype, alg="philox")  # same draws with and without XLA
+        """Reparameterised draws ``[S, b, L]`` from independent Gaussians.
+
+        The noise is drawn for the whole *global* batch and each replica takes
+        its own rows, so R replicas draw exactly what one device would.
+        """
+        # After the inputs (and their checks): a rejected batch leaves the counter alone.
+        with tf.control_dependencies([mean, var]):
+            seed = self._next_seed()
+        b = tf.shape(mean)[0]
+        offset, total = distribute.batch_offset_and_total(b)
+        shape = tf.stack([self.num_samples, total, tf.shape(mean)[1]])
+        eps = tf.random.stateless_normal(shape, seed, dtype=mean.dtype, alg="philox")
+        eps = eps[:, offset : offset + b]
         return mean + tf.sqrt(var) * eps
 
     def _reconstruction(self, Y: tf.Tensor, z_mean: tf.Tensor, z_var: tf.Tensor, training=None):
@@ -194,11 +214,18 @@ class LatentVariableAutoencoder(BayesianModel, ExternalDataTrainingLossMixin, ab
         return self.elbo(data)
 
     def _terms(self, reconstruction, kl, batch_size, num_data, decoded):
+        """Assemble the terms. In a distributed step ``reconstruction`` and
+        ``decoded`` are this replica's, ``batch_size`` and ``kl`` are global; the
+        returned ``elbo``/``reconstruction`` are global (summed over replicas) and
+        ``local_reconstruction`` is what this replica's loss differentiates."""
         dtype = gpflow.default_float()
         scale = tf.cast(num_data, dtype) / tf.cast(batch_size, dtype)
+        (global_reconstruction,) = distribute.sum_across_replicas([reconstruction])
         return {
-            "elbo": scale * reconstruction - kl,
-            "reconstruction": reconstruction,
+            "num_replicas": distribute.num_replicas(),
+            "elbo": scale * global_reconstruction - kl,
+            "reconstruction": global_reconstruction,
+            "local_reconstruction": reconstruction,
             "kl": kl,
             "scale": scale,
             "batch_size": batch_size,

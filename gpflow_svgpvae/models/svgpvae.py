@@ -21,7 +21,7 @@ import tensorflow as tf
 from gpflow.inducing_variables import InducingVariables
 from gpflow.kernels import Kernel, SeparateIndependent
 
-from .. import amortized
+from .. import amortized, distribute
 from ..likelihoods import DecoderLikelihood
 from .base import LatentVariableAutoencoder
 
@@ -142,11 +142,19 @@ class SVGPVAE(LatentVariableAutoencoder):
         X, Y = data
         X, Y = self._check_batch(X, Y)
         means, variances = self.encode(Y, training=training)
-        posterior = self.whitened_posterior(X, means, variances, self.num_data)
+        self._check_num_latent(means)
+        prior_chol = amortized.prior_cholesky(self.kernel, self.inducing_variable, self.jitter)
+        Kmb = amortized.cross_covariance(self.kernel, self.inducing_variable, X)
+        P, r = amortized.whitened_statistics(prior_chol, Kmb, means, variances)
+        # Sums over points: summed across replicas they are the global batch's statistics.
+        P, r, batch_size = distribute.sum_across_replicas([P, r, tf.cast(tf.shape(X)[0], P.dtype)])
+        posterior = amortized.posterior_from_statistics(prior_chol, P, r, self.num_data / batch_size)
         kl = tf.reduce_sum(amortized.prior_kl(posterior))
-        z_mean, z_var = self._predict_with(posterior, X)  # [b, L]
+        z_mean, z_var = amortized.predict_marginals(
+            posterior, Kmb, amortized.prior_variance_diag(self.kernel, X)
+        )  # [b, L]
         reconstruction, decoded = self._reconstruction(Y, z_mean, z_var, training=training)
-        return self._terms(reconstruction, kl, tf.shape(X)[0], self.num_data, decoded)
+        return self._terms(reconstruction, kl, batch_size, self.num_data, decoded)
 
     # ------------------------------------------------------------ prediction
     def predict_f(self, Xnew, data):

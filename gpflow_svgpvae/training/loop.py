@@ -61,6 +61,7 @@ def train(
     checkpoint_every: int = 1,
     progress: bool = True,
     callback=None,
+    strategy: Optional[tf.distribute.Strategy] = None,
 ) -> Dict[str, List[float]]:
     """Train ``model`` for ``epochs`` passes over ``data``.
 
@@ -76,6 +77,10 @@ def train(
         epoch counter there every ``checkpoint_every`` epochs, and resume from
         the latest checkpoint if one exists.
     :param callback: called as ``callback(epoch, logs)`` after each epoch.
+    :param strategy: a ``tf.distribute`` strategy (default: the one in scope).
+        Build the model inside ``strategy.scope()``; each step's batch is the
+        global batch, split across replicas, and the GP statistics are summed
+        across replicas so the result equals single-device training.
     :return: history, a dict of per-epoch mean logs (``loss``, ``elbo``,
         ``reconstruction``, ``kl``, ...; ``val_*`` with validation data).
     """
@@ -86,10 +91,22 @@ def train(
     dataset = make_dataset(data, batch_size, shuffle=True, seed=seed) if batch_size else data
     if validation_data is not None and not isinstance(validation_data, tf.data.Dataset):
         validation_data = make_dataset(validation_data, batch_size or 1024, shuffle=False)
-    optimizer = optimizer or tf_keras.optimizers.Adam(1e-3)
-    objective = as_objective(objective)
+    strategy = strategy or tf.distribute.get_strategy()
+    with strategy.scope():
+        optimizer = optimizer or tf_keras.optimizers.Adam(1e-3)
+        objective = as_objective(objective)
+    distributed = strategy.num_replicas_in_sync > 1
+    if distributed:
+        dataset = strategy.experimental_distribute_dataset(dataset)
 
-    step = tf.function(lambda batch: training_step(model, objective, optimizer, batch), jit_compile=jit_compile)
+    def first_replica(logs):
+        # Logged values are all-reduced, hence identical on every replica.
+        return {k: strategy.experimental_local_results(v)[0] for k, v in logs.items()}
+
+    step = tf.function(
+        lambda batch: strategy.run(training_step, args=(model, objective, optimizer, batch)),
+        jit_compile=jit_compile,
+    )
     evaluate = tf.function(lambda batch: evaluation_terms(model, objective, batch))
 
     epoch_counter = tf.Variable(0, dtype=tf.int64, trainable=False, name="epoch")
@@ -108,7 +125,7 @@ def train(
         count = 0
         with _checks(not jit_compile):
             for batch in dataset:
-                logs = step(batch)
+                logs = first_replica(step(batch))
                 for key, value in logs.items():
                     sums[key] = sums.get(key, 0.0) + tf.cast(value, tf.float64)
                 count += 1

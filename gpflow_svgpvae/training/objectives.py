@@ -9,6 +9,8 @@ from typing import Dict, Optional, Tuple
 import gpflow
 import tensorflow as tf
 
+from .. import distribute
+
 __all__ = ["ELBO", "GECO", "as_objective"]
 
 
@@ -26,7 +28,9 @@ class ELBO(gpflow.Module):
         self.beta = float(beta)
 
     def loss(self, terms: Dict[str, tf.Tensor], Y: tf.Tensor) -> Tuple[tf.Tensor, Dict[str, tf.Tensor]]:
-        loss = -(terms["scale"] * terms["reconstruction"] - self.beta * terms["kl"])
+        # Per replica: the replicas' losses (and gradients) sum to the global loss.
+        R = terms.get("num_replicas", 1)
+        loss = -(terms["scale"] * terms["local_reconstruction"] - self.beta * terms["kl"] / R)
         return loss, {}
 
     def after_step(self) -> None:
@@ -79,26 +83,38 @@ class GECO(gpflow.Module):
         self.alpha = float(alpha)
         self.nu = float(nu)
         self.lambda_bounds = (float(low), float(high))
-        self.lagrange_multiplier = tf.Variable(float(lambda_init), dtype=dtype, trainable=False, name="geco_lambda")
-        self.constraint_ma = tf.Variable(0.0, dtype=dtype, trainable=False, name="geco_constraint_ma")
-        self.initialized = tf.Variable(False, trainable=False, name="geco_initialized")
+        # Identical on all replicas; written from the first one.
+        first = tf.VariableAggregation.ONLY_FIRST_REPLICA
+        self.lagrange_multiplier = tf.Variable(
+            float(lambda_init), dtype=dtype, trainable=False, name="geco_lambda", aggregation=first
+        )
+        self.constraint_ma = tf.Variable(0.0, dtype=dtype, trainable=False, name="geco_constraint_ma", aggregation=first)
+        self.initialized = tf.Variable(False, trainable=False, name="geco_initialized", aggregation=first)
 
-    def constraint(self, Y: tf.Tensor, decoded: tf.Tensor) -> tf.Tensor:
+    def _squared_error(self, Y: tf.Tensor, decoded: tf.Tensor):
         dtype = gpflow.default_float()
         Y = tf.reshape(tf.cast(Y, dtype), [tf.shape(Y)[0], -1])
         decoded = tf.reshape(tf.cast(decoded, dtype), [tf.shape(decoded)[0], -1])
-        return tf.reduce_mean(tf.square(Y - decoded)) - self.kappa_squared
+        return tf.reduce_sum(tf.square(Y - decoded)), tf.cast(tf.size(Y), dtype)
+
+    def constraint(self, Y: tf.Tensor, decoded: tf.Tensor) -> tf.Tensor:
+        """:math:`C` of one (global) batch."""
+        sse, count = self._squared_error(Y, decoded)
+        return sse / count - self.kappa_squared
 
     def loss(self, terms, Y):
-        C = self.constraint(Y, terms["decoded"])
-        C_ma = tf.where(
-            self.initialized, self.alpha * self.constraint_ma + (1.0 - self.alpha) * tf.stop_gradient(C), tf.stop_gradient(C)
-        )
+        R = terms.get("num_replicas", 1)
+        local_sse, local_count = self._squared_error(Y, terms["decoded"])
+        _, count = distribute.sum_across_replicas([tf.stop_gradient(local_sse), local_count])
+        # This replica's share of C; the shares sum to C of the global batch.
+        C_local = local_sse / count - self.kappa_squared / R
+        (C,) = distribute.sum_across_replicas([tf.stop_gradient(C_local)])
+        C_ma = tf.where(self.initialized, self.alpha * self.constraint_ma + (1.0 - self.alpha) * C, C)
         self.constraint_ma.assign(C_ma)
         self.initialized.assign(True)
-        lam = self.lagrange_multiplier
-        loss = terms["kl"] / terms["scale"] + lam * (C + tf.stop_gradient(C_ma - C))
-        return loss, {"geco_constraint": C, "geco_constraint_ma": C_ma, "geco_lambda": tf.identity(lam)}
+        lam = tf.identity(self.lagrange_multiplier)
+        loss = terms["kl"] / (terms["scale"] * R) + lam * (C_local + tf.stop_gradient(C_ma - C) / R)
+        return loss, {"geco_constraint": C, "geco_constraint_ma": C_ma, "geco_lambda": lam}
 
     def after_step(self) -> None:
         low, high = self.lambda_bounds

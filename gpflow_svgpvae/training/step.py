@@ -3,12 +3,16 @@ from typing import Dict
 
 import tensorflow as tf
 
+from .. import distribute
+
 __all__ = ["training_step", "evaluation_terms", "LOG_KEYS"]
 
 LOG_KEYS = ("loss", "elbo", "reconstruction", "kl")
 
 
 def _logs(loss, terms, extra) -> Dict[str, tf.Tensor]:
+    # Each replica's loss is its share; the logged loss is the global one.
+    (loss,) = distribute.sum_across_replicas([tf.stop_gradient(loss)])
     logs = {"loss": loss, "elbo": terms["elbo"], "reconstruction": terms["reconstruction"], "kl": terms["kl"]}
     logs.update(extra)
     return logs
@@ -30,8 +34,17 @@ def training_step(model, objective, optimizer, batch) -> Dict[str, tf.Tensor]:
     gradients = tape.gradient(loss, variables)
     # Every update (including the optimiser's step counter) waits for the loss,
     # and so for the input and encoder checks inside it.
+    pairs = [(g, v) for g, v in zip(gradients, variables) if g is not None]
     with tf.control_dependencies([loss]):
-        optimizer.apply_gradients(zip(gradients, variables))
+        if distribute.num_replicas() > 1:
+            # Keras all-reduces all gradients in one concatenation, which fails for a
+            # float64 GP block beside float32 networks: reduce per dtype instead.
+            reduced = distribute.sum_across_replicas_by_dtype([g for g, _ in pairs])
+            optimizer.apply_gradients(
+                zip(reduced, [v for _, v in pairs]), skip_gradients_aggregation=True
+            )
+        else:
+            optimizer.apply_gradients(pairs)
         objective.after_step()
     return _logs(loss, terms, extra)
 
