@@ -59,6 +59,8 @@ def train(
     validation_data=None,
     checkpoint_dir: Optional[str] = None,
     checkpoint_every: int = 1,
+    checkpoint_every_steps: Optional[int] = None,
+    steps_per_epoch: Optional[int] = None,
     progress: bool = True,
     callback=None,
     strategy: Optional[tf.distribute.Strategy] = None,
@@ -73,16 +75,22 @@ def train(
     :param jit_compile: compile the step with XLA. Runtime assertions (NaN
         inputs, failed Cholesky) cannot be compiled, so the loop checks the
         loss for finiteness at the end of each epoch instead.
-    :param checkpoint_dir: save model, optimiser, objective state and the
-        epoch counter there every ``checkpoint_every`` epochs, and resume from
-        the latest checkpoint if one exists.
+    :param checkpoint_dir: save the model (including its Monte Carlo draw
+        counter), optimiser, objective state (GECO), step counter and the data
+        iterator's position there every ``checkpoint_every`` epochs (and every
+        ``checkpoint_every_steps`` steps if given), and resume from the latest
+        checkpoint if one exists: a run killed at any point and restarted with
+        the same arguments continues as if uninterrupted.
+    :param steps_per_epoch: needed only when the dataset's length is unknown.
     :param callback: called as ``callback(epoch, logs)`` after each epoch.
     :param strategy: a ``tf.distribute`` strategy (default: the one in scope).
         Build the model inside ``strategy.scope()``; each step's batch is the
         global batch, split across replicas, and the GP statistics are summed
         across replicas so the result equals single-device training.
     :return: history, a dict of per-epoch mean logs (``loss``, ``elbo``,
-        ``reconstruction``, ``kl``, ...; ``val_*`` with validation data).
+        ``reconstruction``, ``kl``, ...; ``val_*`` with validation data) for the
+        epochs completed in this call (after a mid-epoch resume, the first
+        entry averages only the steps run after resuming).
     """
     if int(epochs) < 0:
         raise ValueError(f"epochs must be >= 0, got {epochs}")
@@ -96,8 +104,21 @@ def train(
         optimizer = optimizer or tf_keras.optimizers.Adam(1e-3)
         objective = as_objective(objective)
     distributed = strategy.num_replicas_in_sync > 1
-    if distributed:
-        dataset = strategy.experimental_distribute_dataset(dataset)
+
+    if steps_per_epoch is None:
+        cardinality = int(dataset.cardinality().numpy())
+        if cardinality == 0:
+            raise ValueError("The training data produced no batches.")
+        if cardinality < 0:
+            raise ValueError(
+                "The dataset's length is unknown (or infinite): pass steps_per_epoch."
+            )
+        steps_per_epoch = cardinality
+    steps_per_epoch = int(steps_per_epoch)
+    # One iterator over the repeated dataset for the whole run: its position and
+    # shuffle state go into checkpoints, so a resumed run sees the same batches.
+    repeated = dataset.repeat()
+    iterator = iter(strategy.experimental_distribute_dataset(repeated) if distributed else repeated)
 
     def first_replica(logs):
         # Logged values are all-reduced, hence identical on every replica.
@@ -109,47 +130,61 @@ def train(
     )
     evaluate = tf.function(lambda batch: evaluation_terms(model, objective, batch))
 
-    epoch_counter = tf.Variable(0, dtype=tf.int64, trainable=False, name="epoch")
+    global_step = tf.Variable(0, dtype=tf.int64, trainable=False, name="step")
     manager = None
     if checkpoint_dir is not None:
-        checkpoint = tf.train.Checkpoint(model=model, optimizer=optimizer, objective=objective, epoch=epoch_counter)
+        tracked = dict(model=model, optimizer=optimizer, objective=objective, step=global_step)
+        if not distributed:
+            tracked["iterator"] = iterator
+        checkpoint = tf.train.Checkpoint(**tracked)
         manager = tf.train.CheckpointManager(checkpoint, os.fspath(checkpoint_dir), max_to_keep=3)
         if manager.latest_checkpoint:
             checkpoint.restore(manager.latest_checkpoint)
 
     history: Dict[str, List[float]] = {}
-    start = int(epoch_counter.numpy())
-    bar = tqdm(range(start, int(epochs)), desc="training", disable=not progress, unit="epoch")
-    for epoch in bar:
-        sums: Dict[str, tf.Tensor] = {}
-        count = 0
-        with _checks(not jit_compile):
-            for batch in dataset:
-                logs = first_replica(step(batch))
-                for key, value in logs.items():
-                    sums[key] = sums.get(key, 0.0) + tf.cast(value, tf.float64)
-                count += 1
-        if count == 0:
-            raise ValueError("The training data produced no batches.")
-        epoch_logs = {key: float(value.numpy()) / count for key, value in sums.items()}
-        if not np.isfinite(epoch_logs["loss"]):
-            raise FloatingPointError(
-                f"The training loss became non-finite in epoch {epoch}; with jit_compile=True the "
-                "per-step checks are off: rerun without XLA to locate the failing matrix or input."
-            )
-        if validation_data is not None:
-            val_sums, val_count = {}, 0
-            for batch in validation_data:
-                for key, value in evaluate(batch).items():
-                    val_sums[key] = val_sums.get(key, 0.0) + float(value.numpy())
-                val_count += 1
-            epoch_logs.update({f"val_{k}": v / max(val_count, 1) for k, v in val_sums.items()})
-        for key, value in epoch_logs.items():
-            history.setdefault(key, []).append(value)
-        epoch_counter.assign(epoch + 1)
-        if manager is not None and ((epoch + 1) % checkpoint_every == 0 or epoch + 1 == epochs):
-            manager.save(checkpoint_number=epoch + 1)
-        bar.set_postfix({k: f"{epoch_logs[k]:.4g}" for k in ("elbo", "reconstruction", "kl") if k in epoch_logs})
-        if callback is not None:
-            callback(epoch, epoch_logs)
+    total_steps = int(epochs) * steps_per_epoch
+    done = int(global_step.numpy())
+    bar = tqdm(total=total_steps, initial=min(done, total_steps), desc="training", disable=not progress,
+               unit="step", dynamic_ncols=True)
+    sums: Dict[str, tf.Tensor] = {}
+    count = 0
+    with _checks(not jit_compile):
+        while done < total_steps:
+            logs = first_replica(step(next(iterator)))
+            for key, value in logs.items():
+                sums[key] = sums.get(key, 0.0) + tf.cast(value, tf.float64)
+            count += 1
+            done += 1
+            global_step.assign(done)
+            bar.update(1)
+            end_of_epoch = done % steps_per_epoch == 0
+            if manager is not None and (
+                (checkpoint_every_steps and done % int(checkpoint_every_steps) == 0)
+                or (end_of_epoch and (done // steps_per_epoch) % checkpoint_every == 0)
+                or done == total_steps
+            ):
+                manager.save(checkpoint_number=done)
+            if not end_of_epoch:
+                continue
+            epoch = done // steps_per_epoch - 1
+            epoch_logs = {key: float(value.numpy()) / count for key, value in sums.items()}
+            sums, count = {}, 0
+            if not np.isfinite(epoch_logs["loss"]):
+                raise FloatingPointError(
+                    f"The training loss became non-finite in epoch {epoch}; with jit_compile=True the "
+                    "per-step checks are off: rerun without XLA to locate the failing matrix or input."
+                )
+            if validation_data is not None:
+                val_sums, val_count = {}, 0
+                for batch in validation_data:
+                    for key, value in evaluate(batch).items():
+                        val_sums[key] = val_sums.get(key, 0.0) + float(value.numpy())
+                    val_count += 1
+                epoch_logs.update({f"val_{k}": v / max(val_count, 1) for k, v in val_sums.items()})
+            for key, value in epoch_logs.items():
+                history.setdefault(key, []).append(value)
+            bar.set_postfix({k: f"{epoch_logs[k]:.4g}" for k in ("elbo", "reconstruction", "kl") if k in epoch_logs})
+            if callback is not None:
+                callback(epoch, epoch_logs)
+    bar.close()
     return history
