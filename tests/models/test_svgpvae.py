@@ -261,3 +261,17 @@ def test_singular_kuu_error_names_matrix_and_fix(tiny):
     model.inducing_variable.Z.assign(np.zeros((6, 1)))
     with pytest.raises(tf.errors.InvalidArgumentError, match="Cholesky decomposition of Kuu.*Increase the model's `jitter`"):
         model.elbo((X[:10], Y[:10]))
+
+
+def test_gpflow_training_loss_closure_with_minimize(tiny):
+    """GPflow's ExternalDataTrainingLossMixin closure drives a tf_keras optimiser."""
+    X, Y = tiny
+    model = make_tiny_model()
+    batches = iter(tf.data.Dataset.from_tensor_slices((X, Y)).repeat().batch(20))
+    closure = model.training_loss_closure(batches, compile=True)
+    optimizer = tf_keras.optimizers.Adam(1e-2)
+    losses = []
+    for _ in range(60):
+        optimizer.minimize(closure, model.trainable_variables)
+        losses.append(float(closure()))
+    assert np.mean(losses[-10:]) < np.mean(losses[:10])
