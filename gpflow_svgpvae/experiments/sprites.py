@@ -1,0 +1,381 @@
+r"""SPRITES conditional generation (Jazbec et al. 2021, section 5.3) on procedural sprites.
+
+Usage::
+
+    python -m gpflow_svgpvae.experiments.sprites [--quick] [--epochs 50]
+        [--num-characters 1296] [--pretrain-epochs 400] [--out results/sprites]
+
+Data: :func:`gpflow_svgpvae.datasets.sprites` -- *procedural* SPRITES-like
+characters (the real LPC sprites cannot be downloaded here), 1296 characters x
+72 poses, 64 x 64 RGB. Protocol of the paper: 1000 training characters x 50
+random poses (N = 50,000 frames); 296 unseen test characters, each with 36
+context poses and 36 target poses.
+
+Model (paper settings, the defaults): :class:`~gpflow_svgpvae.models.sprites_svgpvae.SpritesSVGPVAE`
+with GP inputs ``[style (16), pose vector (8)]``; the style is the sum of the
+representation network's outputs over the character's frames in the batch
+(3 conv layers of 16 filters 2x2, one pooling layer, 16-dim output), optionally
+pretrained as a character classifier (``--pretrain-epochs``, paper 400) and
+then trained jointly; the pose vectors are a GP-LVM table (72 x 8) initialised
+by PCA of the mean frame per pose over the training frames; kernel
+:func:`~gpflow_svgpvae.kernels.sprites_kernel`; m = 72 inducing points (one
+per pose, styles drawn from the Gaussian fitted to the initial training
+styles); L = 64; encoder and decoder of six conv layers of 16 filters each;
+Gaussian decoder; GECO with kappa^2 = 0.0075; Adam 1e-3; batches of 10
+characters x 50 frames = 500; 50 epochs.
+
+Evaluation. After training (no model selection: the test set is scored once,
+with the final parameters), every test character is generated on its own:
+style from its 36 context frames, GP posterior conditioned on exactly those
+encoded frames, decoder mean at the predictive mean for the 36 target poses.
+Reported: MSE per pixel over all test target frames for the decoded mean and
+for one decoded sample of the latent posterior.
+
+Time. ``seconds_per_epoch`` is the median wall time of a training epoch,
+excluding the first (tracing) when there is more than one epoch; pretraining,
+rendering and evaluation are timed separately.
+
+Outputs in ``--out``: ``config.json``, ``metrics.json``, ``sprites_generation.png``
+(per shown test character: ground-truth target poses, then the generation).
+"""
+import argparse
+import json
+import os
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Dict, Optional, Sequence
+
+import numpy as np
+import tensorflow as tf
+from gpflow.keras import tf_keras
+
+from ..auxiliary import ObjectVectors
+from ..datasets.sprites import sprites
+from ..kernels import sprites_kernel
+from ..models.sprites_svgpvae import (
+    SpritesSVGPVAE,
+    character_batches,
+    init_sprites_inducing,
+    mean_frames_per_pose,
+    pca_pose_vectors,
+    sprites_decoder,
+    sprites_encoder,
+)
+from ..networks.representation import StyleRepresentation, pretrain_representation, representation_network
+from ..training import GECO, train
+
+__all__ = ["Config", "PAPER", "build_model", "run", "main"]
+
+PAPER = {"test_mse": 0.0079, "test_mse_sd": 0.0009, "seconds_per_epoch": 51.8, "hardware": "GPU (paper)"}
+
+
+@dataclass
+class Config:
+    """Settings of a SPRITES run (defaults: the paper's)."""
+
+    epochs: int = 50
+    num_characters: int = 1296
+    num_train_characters: int = 1000
+    train_poses_per_character: int = 50
+    num_context_poses: int = 36
+    data_seed: int = 0
+    seed: int = 0
+    num_latent: int = 64
+    num_inducing: int = 72
+    style_dim: int = 16
+    pose_dim: int = 8
+    style_reduction: str = "sum"
+    characters_per_batch: int = 10
+    learning_rate: float = 1e-3
+    kappa_squared: float = 0.0075
+    geco_alpha: float = 0.99
+    geco_nu: float = 1.0
+    geco_lambda_bounds: Sequence[float] = (1e-6, 1e6)
+    pretrain_epochs: int = 400
+    pretrain_batch_size: int = 500
+    pretrain_learning_rate: float = 1e-3
+    noise_variance: float = 1e-3
+    jitter: float = 1e-6
+    jit_compile: bool = False
+    frames: str = "memory"  # "memory": uint8 array in RAM; "render": render each batch
+    num_plot_characters: int = 6
+    num_plot_poses: int = 12
+    out: str = "results/sprites"
+    notes: Dict[str, str] = field(default_factory=dict)
+
+
+# ----------------------------------------------------------------------------- model
+def build_model(cfg: Config, train_frames: np.ndarray, train_characters, train_poses, progress: bool = False):
+    """Pose table (PCA), representation (pretrained), inducing inputs and the model.
+
+    :param train_frames: ``[C, P, 64, 64, 3]`` uint8 training frames.
+    :return: ``(model, info)``; ``info`` holds pretraining logs and timings.
+    """
+    tf_keras.utils.set_random_seed(int(cfg.seed))
+    info = {}
+    t0 = time.perf_counter()
+    mean_frames, counts = mean_frames_per_pose(train_frames, train_poses)
+    pose_init = pca_pose_vectors(mean_frames, counts, cfg.pose_dim, seed=cfg.seed)
+    info["pose_pca_seconds"] = time.perf_counter() - t0
+    info["poses_without_training_frames"] = int(np.sum(counts == 0))
+    representation = StyleRepresentation(representation_network(cfg.style_dim), reduction=cfg.style_reduction)
+    if cfg.pretrain_epochs > 0:
+        frames_ds = character_batches(
+            train_characters, train_poses, train_frames, group=False, batch_size=cfg.pretrain_batch_size,
+            seed=cfg.seed + 1,
+        )
+        history = pretrain_representation(
+            representation, frames_ds, train_characters, epochs=cfg.pretrain_epochs,
+            learning_rate=cfg.pretrain_learning_rate, seed=cfg.seed, progress=progress,
+        )
+        secs = history["seconds"]
+        info["pretrain"] = {
+            "epochs": cfg.pretrain_epochs,
+            "final_loss": history["loss"][-1],
+            "final_accuracy": history["accuracy"][-1],
+            "seconds_per_epoch": float(np.median(secs[1:] if len(secs) > 1 else secs)),
+            "history": history,
+        }
+    C, P = train_poses.shape
+    _, styles = representation.styles(
+        train_frames.reshape((C * P,) + train_frames.shape[2:]), np.repeat(train_characters, P)
+    )
+    Z = init_sprites_inducing(pose_init, styles, cfg.num_inducing, seed=cfg.seed)
+    d, Q = cfg.style_dim, cfg.pose_dim
+    kernel = sprites_kernel(list(range(d)), list(range(d, d + Q)), noise_variance=cfg.noise_variance)
+    table = ObjectVectors(72, Q, id_column=0, num_view_features=0, initial_vectors=pose_init, name="pose_vectors")
+    model = SpritesSVGPVAE(
+        sprites_encoder(cfg.num_latent),
+        sprites_decoder(cfg.num_latent),
+        kernel,
+        Z,
+        representation,
+        table,
+        num_data=C * P,
+        num_latent_gps=cfg.num_latent,
+        jitter=cfg.jitter,
+        seed=cfg.seed,
+    )
+    return model, info
+
+
+# -------------------------------------------------------------------------- outputs
+def plot_generation(path: str, truth: np.ndarray, generated: np.ndarray, context: Optional[np.ndarray] = None,
+                    title: str = ""):
+    """Grid: per character a row of ground-truth target frames and a row of generations
+    (and, if given, a row of context frames above them)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    V, T = truth.shape[:2]
+    rows, labels = [], []
+    for v in range(V):
+        if context is not None:
+            rows.append(context[v, :T])
+            labels.append(f"char {v}: context")
+        rows.append(truth[v])
+        labels.append(f"char {v}: truth")
+        rows.append(generated[v])
+        labels.append(f"char {v}: generated")
+    fig, axes = plt.subplots(len(rows), T, figsize=(T * 0.8 + 1.2, len(rows) * 0.8 + 0.4), squeeze=False)
+    for r, (row, label) in enumerate(zip(rows, labels)):
+        for c in range(T):
+            ax = axes[r, c]
+            if c < row.shape[0]:
+                ax.imshow(np.clip(row[c], 0.0, 1.0), interpolation="nearest")
+            ax.set_xticks([])
+            ax.set_yticks([])
+            for spine in ax.spines.values():
+                spine.set_visible(False)
+        axes[r, 0].set_ylabel(label, rotation=0, ha="right", va="center", fontsize=7)
+    if title:
+        fig.suptitle(title, fontsize=8)
+    fig.tight_layout(pad=0.2)
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+def _mse(a, b) -> float:
+    return float(np.mean((np.asarray(a, np.float64) - np.asarray(b, np.float64)) ** 2))
+
+
+# ----------------------------------------------------------------------------- run
+def run(cfg: Config, progress: bool = True) -> dict:
+    """Data, pretraining, training, test generation; writes config, metrics and the grid."""
+    os.makedirs(cfg.out, exist_ok=True)
+    t_start = time.perf_counter()
+    np.random.seed(cfg.seed)
+    tf_keras.utils.set_random_seed(int(cfg.seed))
+    ds = sprites(
+        cfg.num_characters,
+        seed=cfg.data_seed,
+        num_train_characters=cfg.num_train_characters,
+        train_poses_per_character=cfg.train_poses_per_character,
+        num_context_poses=cfg.num_context_poses,
+    )
+    C, P = ds.train_poses.shape
+    steps_per_epoch = int(np.ceil(C / cfg.characters_per_batch))
+    derived = {
+        "num_data": int(C * P),
+        "batch_size": int(cfg.characters_per_batch * P),
+        "steps_per_epoch": steps_per_epoch,
+        "num_test_characters": int(len(ds.test_characters)),
+        "data": "procedural SPRITES-like characters (gpflow_svgpvae.datasets.sprites), not the LPC sprites",
+    }
+    with open(os.path.join(cfg.out, "config.json"), "w") as f:
+        json.dump({**asdict(cfg), "derived": derived}, f, indent=2, default=list)
+
+    t0 = time.perf_counter()
+    train_frames = ds.frames_for(ds.train_characters[:, None], ds.train_poses, dtype=np.uint8)  # [C, P, 64, 64, 3]
+    render_seconds = time.perf_counter() - t0
+    if progress:
+        print(f"SPRITES (procedural): {C} training characters x {P} poses = {C * P} frames, "
+              f"{derived['num_test_characters']} test characters; rendered in {render_seconds:.1f} s", flush=True)
+
+    model, info = build_model(cfg, train_frames, ds.train_characters, ds.train_poses, progress=progress)
+    if cfg.frames == "memory":
+        data = character_batches(ds.train_characters, ds.train_poses, train_frames,
+                                 characters_per_batch=cfg.characters_per_batch, seed=cfg.seed)
+    elif cfg.frames == "render":
+        data = character_batches(ds.train_characters, ds.train_poses,
+                                 render=lambda c, p: ds.frames_for(c, p, dtype=np.float32),
+                                 characters_per_batch=cfg.characters_per_batch, seed=cfg.seed)
+    else:
+        raise ValueError(f"frames must be 'memory' or 'render'; got {cfg.frames!r}")
+
+    objective = GECO(cfg.kappa_squared, alpha=cfg.geco_alpha, nu=cfg.geco_nu,
+                     lambda_bounds=tuple(cfg.geco_lambda_bounds))
+    optimizer = tf_keras.optimizers.Adam(cfg.learning_rate)
+    epoch_seconds = []
+    clock = {"start": time.perf_counter()}
+
+    def callback(epoch, logs):
+        epoch_seconds.append(time.perf_counter() - clock["start"])
+        if progress:
+            print(f"  epoch {epoch + 1}/{cfg.epochs}: {epoch_seconds[-1]:.1f} s, train MSE "
+                  f"{logs.get('geco_constraint', np.nan) + cfg.kappa_squared:.4f}, KL {logs['kl']:.4g}, "
+                  f"lambda {logs.get('geco_lambda', np.nan):.3g}", flush=True)
+        clock["start"] = time.perf_counter()
+
+    t_train = time.perf_counter()
+    history = train(model, data, epochs=cfg.epochs, optimizer=optimizer, objective=objective, seed=cfg.seed,
+                    jit_compile=cfg.jit_compile, progress=progress, callback=callback)
+    train_seconds = time.perf_counter() - t_train
+
+    # Test: each unseen character conditioned on its own 36 context frames.
+    t0 = time.perf_counter()
+    context = ds.test_context_frames(dtype=np.float32)
+    target = ds.test_target_frames(dtype=np.float32)
+    generated = model.generate(context, ds.test_context_poses, ds.test_target_poses, num_samples=1, seed=cfg.seed)
+    eval_seconds = time.perf_counter() - t0
+    per_character = np.mean((generated["mean"].astype(np.float64) - target) ** 2, axis=(1, 2, 3, 4))
+
+    npc, npp = min(cfg.num_plot_characters, len(target)), min(cfg.num_plot_poses, target.shape[1])
+    test_mse = _mse(generated["mean"], target)
+    grid = os.path.join(cfg.out, "sprites_generation.png")
+    plot_generation(
+        grid, target[:npc, :npp], generated["mean"][:npc, :npp],
+        title=f"SVGP-VAE, procedural SPRITES: unseen test characters, {npp} of {target.shape[1]} target poses "
+              f"(test MSE {test_mse:.4f}, {cfg.epochs} epochs, N={C * P})",
+    )
+    times = epoch_seconds
+    metrics = {
+        "test_mse_mean": test_mse,
+        "test_mse_sample": _mse(generated["samples"][0], target),
+        "test_mse_per_character_sd": float(np.std(per_character, ddof=1)) if len(per_character) > 1 else 0.0,
+        "seconds_per_epoch": float(np.median(times[1:] if len(times) > 1 else times)) if times else None,
+        "first_epoch_seconds": float(times[0]) if times else None,
+        "epoch_seconds": [float(t) for t in times],
+        "train_seconds": train_seconds,
+        "render_seconds": render_seconds,
+        "eval_seconds": eval_seconds,
+        "wall_seconds": time.perf_counter() - t_start,
+        "epochs": cfg.epochs,
+        **derived,
+        "pretrain": info.get("pretrain"),
+        "pose_pca_seconds": info["pose_pca_seconds"],
+        "poses_without_training_frames": info["poses_without_training_frames"],
+        "final_train_mse": (history["geco_constraint"][-1] + cfg.kappa_squared) if history else None,
+        "history": {k: [float(v) for v in vals] for k, vals in history.items()},
+        "paper": PAPER,
+        "grid": grid,
+    }
+    with open(os.path.join(cfg.out, "metrics.json"), "w") as f:
+        json.dump(metrics, f, indent=1)
+    if progress:
+        print(f"test MSE per pixel: decoded mean {metrics['test_mse_mean']:.5f}, decoded sample "
+              f"{metrics['test_mse_sample']:.5f} ({derived['num_test_characters']} characters x "
+              f"{target.shape[1]} poses); {metrics['seconds_per_epoch']:.1f} s/epoch; grid: {grid}", flush=True)
+    return metrics
+
+
+# ----------------------------------------------------------------------------- CLI
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m gpflow_svgpvae.experiments.sprites",
+                                description="SVGP-VAE conditional generation on (procedural) SPRITES")
+    p.add_argument("--quick", action="store_true",
+                   help="24 characters (18 train), 3 epochs, 2 pretraining epochs, 6 characters per batch (~1-2 min)")
+    p.add_argument("--epochs", type=int, default=None, help="training epochs (default 50; --quick: 3)")
+    p.add_argument("--num-characters", type=int, default=None, help="total characters (default 1296; --quick: 24)")
+    p.add_argument("--num-train-characters", type=int, default=None,
+                   help="training characters (default 1000 of 1296, else the same fraction)")
+    p.add_argument("--pretrain-epochs", type=int, default=None, help="classifier pretraining (default 400; --quick: 2)")
+    p.add_argument("--characters-per-batch", type=int, default=None, help="default 10 (x 50 poses = 500); --quick: 6")
+    p.add_argument("--latent-dim", type=int, default=64)
+    p.add_argument("--num-inducing", type=int, default=72)
+    p.add_argument("--style-reduction", choices=("sum", "mean"), default="sum")
+    p.add_argument("--learning-rate", type=float, default=1e-3)
+    p.add_argument("--kappa-squared", type=float, default=0.0075)
+    p.add_argument("--geco-nu", type=float, default=1.0)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--data-seed", type=int, default=0)
+    p.add_argument("--frames", choices=("memory", "render"), default="memory",
+                   help="keep training frames in RAM as uint8 (614 MB for the paper) or render per batch")
+    p.add_argument("--jit", action="store_true", help="compile the training step with XLA (slower on CPU here)")
+    p.add_argument("--out", default="results/sprites")
+    p.add_argument("--quiet", action="store_true")
+    return p
+
+
+def config_from_args(argv: Optional[Sequence[str]] = None) -> Config:
+    args = _parser().parse_args(argv)
+    quick = args.quick
+    n = args.num_characters if args.num_characters is not None else (24 if quick else 1296)
+    if args.num_train_characters is not None:
+        n_train = args.num_train_characters
+    elif quick and args.num_characters is None:
+        n_train = 18
+    else:
+        n_train = 1000 if n == 1296 else int(round(n * 1000 / 1296))
+    n_train = int(min(max(n_train, 1), n - 1))
+    return Config(
+        epochs=args.epochs if args.epochs is not None else (3 if quick else 50),
+        num_characters=n,
+        num_train_characters=n_train,
+        pretrain_epochs=args.pretrain_epochs if args.pretrain_epochs is not None else (2 if quick else 400),
+        characters_per_batch=args.characters_per_batch if args.characters_per_batch is not None else (6 if quick else 10),
+        num_latent=args.latent_dim,
+        num_inducing=args.num_inducing,
+        style_reduction=args.style_reduction,
+        learning_rate=args.learning_rate,
+        kappa_squared=args.kappa_squared,
+        geco_nu=args.geco_nu,
+        seed=args.seed,
+        data_seed=args.data_seed,
+        frames=args.frames,
+        jit_compile=args.jit,
+        num_plot_characters=4 if quick else 6,
+        out=args.out,
+    )
+
+
+def main(argv: Optional[Sequence[str]] = None) -> dict:
+    args = _parser().parse_args(argv)
+    return run(config_from_args(argv), progress=not args.quiet)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

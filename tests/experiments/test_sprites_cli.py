@@ -1,0 +1,36 @@
+"""`python -m gpflow_svgpvae.experiments.sprites --quick` on tiny settings."""
+import json
+import os
+
+import numpy as np
+
+from gpflow_svgpvae.experiments import sprites
+
+
+def test_quick_defaults_and_paper_defaults():
+    quick = sprites.config_from_args(["--quick"])
+    assert (quick.num_characters, quick.num_train_characters, quick.epochs, quick.pretrain_epochs) == (24, 18, 3, 2)
+    paper = sprites.config_from_args([])
+    assert (paper.num_characters, paper.num_train_characters, paper.epochs) == (1296, 1000, 50)
+    assert (paper.num_latent, paper.num_inducing, paper.characters_per_batch, paper.kappa_squared) == (64, 72, 10, 0.0075)
+    assert paper.pretrain_epochs == 400 and paper.style_reduction == "sum"
+    assert sprites.config_from_args(["--num-characters", "130"]).num_train_characters == 100
+
+
+def test_quick_cli_smoke_writes_config_metrics_and_grid(tmp_path):
+    out = str(tmp_path / "sprites")
+    metrics = sprites.main(
+        ["--quick", "--num-characters", "6", "--num-train-characters", "4", "--epochs", "2", "--pretrain-epochs", "1",
+         "--characters-per-batch", "2", "--latent-dim", "8", "--out", out, "--quiet"]
+    )
+    for name in ("config.json", "metrics.json", "sprites_generation.png"):
+        assert os.path.exists(os.path.join(out, name)), name
+    config = json.load(open(os.path.join(out, "config.json")))
+    assert config["epochs"] == 2 and config["num_characters"] == 6 and config["num_inducing"] == 72
+    assert config["derived"]["num_data"] == 4 * 50 and config["derived"]["batch_size"] == 100
+    saved = json.load(open(os.path.join(out, "metrics.json")))
+    for key in ("test_mse_mean", "test_mse_sample", "seconds_per_epoch"):
+        assert np.isfinite(saved[key]) and saved[key] > 0, key
+    assert saved["num_test_characters"] == 2 and len(saved["epoch_seconds"]) == 2
+    assert len(saved["history"]["geco_lambda"]) == 2 and saved["pretrain"]["epochs"] == 1
+    assert metrics["test_mse_mean"] == saved["test_mse_mean"]
