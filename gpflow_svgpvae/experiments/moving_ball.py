@@ -389,7 +389,7 @@ def cmd_trajectories(cfg: Config, cache: str, out: str, test) -> dict:
                              "true_x": test.paths[v, t, 0], "true_y": test.paths[v, t, 1],
                              "aligned_x": aligned[v, t, 0], "aligned_y": aligned[v, t, 1]})
     axes[0, 0].legend(fontsize=6, loc="upper left")
-    fig.suptitle("Moving ball test paths (black) and affine-aligned latent means; " + _settings_note(cfg), fontsize=8)
+    fig.suptitle("Moving ball test paths (black) and affine-aligned latent means\n" + _settings_note(cfg), fontsize=8)
     fig.tight_layout()
     fig.savefig(os.path.join(out, "trajectories.png"), dpi=130)
     plt.close(fig)
@@ -439,7 +439,7 @@ def cmd_inducing(cfg: Config, cache: str, out: str, test) -> dict:
     runs = [train_run("svgpvae", cfg, s, m=cfg.inducing_m, inducing_init=init, cache_dir=cache, test=test)
             for s in tqdm(cfg.seeds, desc="inducing runs", position=0)]
     plt = _plt()
-    fig, axes = plt.subplots(1, len(runs), figsize=(5 * len(runs), 4), squeeze=False)
+    fig, axes = plt.subplots(1, len(runs), figsize=(max(6, 5 * len(runs)), 4.3), squeeze=False)
     rows = []
     for ax, r in zip(axes[0], runs):
         steps, Z = r["history"]["step"], r["history"]["inducing"]
@@ -452,7 +452,7 @@ def cmd_inducing(cfg: Config, cache: str, out: str, test) -> dict:
         ax.legend(fontsize=8, loc="upper left")
         for s, z in zip(steps, Z):
             rows.append({"seed": r["seed"], "step": int(s), **{f"z{j}": float(v) for j, v in enumerate(z)}})
-    fig.suptitle("Inducing times during training from a bunched initialisation; " + _settings_note(cfg), fontsize=8)
+    fig.suptitle("Inducing times during training from a bunched initialisation\n" + _settings_note(cfg), fontsize=8)
     fig.tight_layout()
     fig.savefig(os.path.join(out, "inducing.png"), dpi=130)
     plt.close(fig)

@@ -330,7 +330,7 @@ def test_smoke_training_all_models_on_moving_ball():
         enc = mlp_encoder(64, 2, hidden_units=(32,))
         dec = mlp_decoder(2, 64, hidden_units=(32,))
         model = build(enc, dec)
-        history = train(model, dataset, epochs=10, optimizer=tf_keras.optimizers.Adam(1e-2), progress=False)
+        history = train(model, dataset, epochs=6, optimizer=tf_keras.optimizers.Adam(1e-2), progress=False)
         elbo = np.asarray(history["elbo"])
         assert np.all(np.isfinite(elbo)), name
-        assert elbo[-3:].mean() > elbo[:3].mean(), name
+        assert elbo[-2:].mean() > elbo[:2].mean(), name
