@@ -402,7 +402,7 @@ def cmd_lengthscale(cfg: Config, cache: str, out: str, test) -> dict:
     specs = [(s, "svgpvae", m) for m in cfg.lengthscale_m for s in cfg.seeds] + [(s, "gpvae", None) for s in cfg.seeds]
     runs = [train_run(k, cfg, s, m=m, cache_dir=cache, test=test) for s, k, m in tqdm(specs, desc="lengthscale runs", position=0)]
     plt = _plt()
-    fig, ax = plt.subplots(figsize=(6, 4))
+    fig, ax = plt.subplots(figsize=(7.5, 4))
     rows = []
     labels = [("svgpvae", m) for m in cfg.lengthscale_m] + [("gpvae", None)]
     for c, (kind, m) in enumerate(labels):
@@ -421,7 +421,7 @@ def cmd_lengthscale(cfg: Config, cache: str, out: str, test) -> dict:
     ax.set_ylabel("kernel lengthscale (frames)")
     ax.set_title(f"Learned lengthscale ({len(cfg.seeds)} seed(s): mean, min-max band)", fontsize=10)
     ax.text(0.01, 0.99, _settings_note(cfg), transform=ax.transAxes, fontsize=7, va="top")
-    ax.legend(fontsize=8, loc="lower right")
+    ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.01, 0.5))
     fig.tight_layout()
     fig.savefig(os.path.join(out, "lengthscale.png"), dpi=130)
     plt.close(fig)
