@@ -25,13 +25,16 @@ Evaluation.
   each model generates the 40 eval instances at the held-out angle from their
   images at the 15 other angles (the *eval context*), and the parameters with
   the lowest eval MSE are checkpointed; the test set is scored once, at the end,
-  with the restored best checkpoint. How each model uses the eval context:
-  SVGP-VAE and GPPVAE condition their GP posterior on train + eval context
-  (eval instances keep their PCA object vectors: they never enter training);
-  the CVAE averages the encodings of the context images; Deep SVIGP has no
-  encoder, so the eval instances' object vectors are fitted on the context
-  (``--deep-svigp-eval-steps`` Adam steps from their PCA values, everything
-  else frozen).
+  with the restored best checkpoint. Eval instances never enter training, so
+  their object vectors are not learned; the learned vectors of the training
+  instances drift away from their PCA initialisation. Before each evaluation
+  the eval instances are therefore placed in the learned coordinates by the
+  least-squares affine map from initial to current vectors of the training
+  instances (:func:`place_new_objects`; a post-hoc linear back-projection).
+  Then SVGP-VAE and GPPVAE condition their GP posterior on train + eval
+  context; the CVAE averages the encodings of the context images; Deep SVIGP
+  has no encoder, so the eval instances' vectors are further fitted on the
+  context (``--deep-svigp-eval-steps`` Adam steps, everything else frozen).
 * **Test.** Conditioned on the training set only: decoded posterior mean, and
   a decoded single sample of the latent posterior; MSE per pixel, averaged over
   the 270 test images.
@@ -68,7 +71,7 @@ from ..models.gppvae import GPPVAE
 from ..networks.conv import conv_decoder, conv_encoder
 from ..training import GECO, train
 
-__all__ = ["Config", "MODELS", "load_data", "build_model", "run_model", "run_table1", "main"]
+__all__ = ["Config", "MODELS", "load_data", "build_model", "place_new_objects", "run_model", "run_table1", "main"]
 
 MODELS = ("cvae", "gppvae", "svgpvae", "deep_svigp")
 LABELS = {"cvae": "CVAE", "gppvae": "GPPVAE (Casale)", "svgpvae": "SVGP-VAE", "deep_svigp": "Deep SVIGP (Hensman)"}
@@ -128,6 +131,7 @@ class Data:
         self.X_eval_ctx, self.Y_eval_ctx = X_eval[~target], Y_eval[~target]
         self.X_eval, self.Y_eval = X_eval[target], Y_eval[target]
         self.eval_ids = np.asarray(ds.eval_instances)
+        self.fit_ids = np.asarray(ds.fit_instances)
         self.num_objects = ds.num_instances
         self.angles = np.asarray(ds.angles_grid)
         self.X_ctx_all = np.concatenate([self.X_train, self.X_eval_ctx])
@@ -191,6 +195,8 @@ def predict(name: str, model, data: Data, split: str, seed: int = 0, cfg: Option
         X_new, X_ctx, Y_ctx = data.X_eval, data.X_ctx_all, data.Y_ctx_all
     else:
         raise ValueError(split)
+    if split == "eval" and name != "cvae":
+        place_new_objects(model, data, _initial_object_vectors(data, cfg or Config(), seed))
     if name == "svgpvae":
         mean, samples = model.posterior((X_ctx, Y_ctx)).predict_y(X_new, num_samples=1, seed=seed)
     elif name in ("gppvae", "cvae"):
@@ -200,12 +206,27 @@ def predict(name: str, model, data: Data, split: str, seed: int = 0, cfg: Option
     elif name == "deep_svigp":
         if split == "eval":
             steps = cfg.deep_svigp_eval_steps if cfg is not None else 30
-            init = _initial_object_vectors(data, cfg or Config(), seed)[data.eval_ids]
-            model.fit_object_vectors(data.X_eval_ctx, data.Y_eval_ctx, data.eval_ids, steps=steps, initial_vectors=init)
+            model.fit_object_vectors(data.X_eval_ctx, data.Y_eval_ctx, data.eval_ids, steps=steps)
         mean, samples = model.predict_y(X_new, num_samples=1, seed=seed)
     else:
         raise ValueError(name)
     return np.asarray(mean, np.float32), np.asarray(samples, np.float32)[0]
+
+
+def place_new_objects(model, data: Data, initial: np.ndarray) -> np.ndarray:
+    """Set the eval instances' object vectors to ``[x0, 1] W``, where ``W`` is the least-squares
+    affine map from the initial vectors ``x0`` to the current ones over the training instances.
+
+    Returns ``W`` (``[Q + 1, Q]``). Only eval rows change; they never enter a training loss.
+    """
+    vectors = model.object_vectors.vectors
+    current = vectors.numpy()
+    fit, new = data.fit_ids, data.eval_ids
+    design = np.concatenate([initial, np.ones((len(initial), 1))], axis=1)
+    W, *_ = np.linalg.lstsq(design[fit], current[fit], rcond=None)
+    current[new] = design[new] @ W
+    vectors.assign(current)
+    return W
 
 
 def mse(pred, target) -> float:

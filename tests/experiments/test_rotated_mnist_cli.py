@@ -30,3 +30,24 @@ def test_table1_quick_smoke_writes_all_outputs(tmp_path):
     assert [row[6] for row in rows[1:]] == ["-", "O(N H^2)", "O(b m^2 + m^3)", "O(b m^2 + m^3)"]
     assert "| SVGP-VAE |" in open(os.path.join(out, "table1.md")).read()
     assert len(result["summary"]) == 4
+
+
+def test_place_new_objects_follows_the_learned_coordinates(rng):
+    """Eval objects get the affine map that takes the initial training vectors to the learned ones."""
+    from types import SimpleNamespace
+
+    from gpflow_svgpvae.auxiliary import ObjectVectors
+
+    initial = rng.standard_normal((10, 3))
+    model = SimpleNamespace(object_vectors=ObjectVectors(10, 3, initial_vectors=initial))
+    data = SimpleNamespace(fit_ids=np.arange(7), eval_ids=np.arange(7, 10))
+    rotated_mnist.place_new_objects(model, data, initial)  # nothing learned yet: unchanged
+    np.testing.assert_allclose(model.object_vectors.vectors.numpy(), initial, atol=1e-12)
+    A, c = rng.standard_normal((3, 3)), rng.standard_normal(3)
+    learned = initial.copy()
+    learned[:7] = initial[:7] @ A + c
+    learned[7:] = 99.0  # whatever the eval rows hold is overwritten
+    model.object_vectors.vectors.assign(learned)
+    W = rotated_mnist.place_new_objects(model, data, initial)
+    np.testing.assert_allclose(W, np.vstack([A, c]), atol=1e-10)
+    np.testing.assert_allclose(model.object_vectors.vectors.numpy(), initial @ A + c, atol=1e-10)
