@@ -4,10 +4,22 @@ The SVGP-VAE of Jazbec et al. (AISTATS 2021) as a GPflow model, with the pure
 math in :mod:`gpflow_svgpvae.amortized`, training in
 :mod:`gpflow_svgpvae.training` and data in :mod:`gpflow_svgpvae.datasets`.
 """
-from . import amortized, auxiliary, kernels, likelihoods, lowrank, metrics, networks, numerics
+from . import amortized, auxiliary, distribute, kernels, likelihoods, lowrank, metrics, networks, numerics
 from .amortized import amortized_inducing_posterior
 from .likelihoods import Bernoulli, Gaussian
-from .models import SVGPVAE
+from .models import (
+    CVAE,
+    GPPVAE,
+    GPVAE,
+    SVGPVAE,
+    VAE,
+    AuxiliarySVGPVAE,
+    DeepSVIGP,
+    HensmanGPVAE,
+    SparseGPVAE,
+    SpritesSVGPVAE,
+    VideoSVGPVAE,
+)
 from .posterior import SVGPVAEPosterior
 
 __version__ = "0.1.0"
@@ -15,6 +27,16 @@ __version__ = "0.1.0"
 __all__ = [
     "SVGPVAE",
     "SVGPVAEPosterior",
+    "AuxiliarySVGPVAE",
+    "SpritesSVGPVAE",
+    "GPVAE",
+    "VideoSVGPVAE",
+    "SparseGPVAE",
+    "HensmanGPVAE",
+    "VAE",
+    "CVAE",
+    "GPPVAE",
+    "DeepSVIGP",
     "amortized_inducing_posterior",
     "Gaussian",
     "Bernoulli",

@@ -39,6 +39,7 @@ import tensorflow as tf
 from gpflow.inducing_variables import InducingPoints
 from gpflow.kernels import Kernel, MultioutputKernel, SeparateIndependent, SharedIndependent
 
+from .. import distribute
 from ..likelihoods import DecoderLikelihood
 from ..numerics import assert_finite, cholesky, numerical_checks
 from .base import LatentVariableAutoencoder
@@ -310,7 +311,9 @@ class VideoAutoencoder(LatentVariableAutoencoder):
         means, variances = self.encode_videos(Y, training=training)
         posterior = self.latent_posterior(X, means, variances, num_data=self.num_data)
         reconstruction, decoded = self.reconstruct(Y, posterior.mean, posterior.variance, training=training)
-        kl = tf.reduce_sum(posterior.kl)
+        # Videos are independent GP datasets: under tf.distribute each replica holds
+        # whole videos, and the KL of the global batch is the sum over replicas.
+        (kl,) = distribute.sum_across_replicas([tf.reduce_sum(posterior.kl)])
         return self._terms(reconstruction, kl, tf.shape(X)[1], self.num_data, decoded)
 
     # ---------------------------------------------------------- prediction

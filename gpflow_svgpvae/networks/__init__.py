@@ -1,6 +1,20 @@
 """Encoder/decoder building blocks shared by all models."""
+from .conv import RepeatUpsampling2D, conv_decoder, conv_encoder
 from .heads import GaussianSiteHead
 from .mlp import mlp_decoder, mlp_encoder
+from .representation import StyleRepresentation, aggregate_by_group, pretrain_representation, representation_network
 from .validation import check_network
 
-__all__ = ["GaussianSiteHead", "mlp_encoder", "mlp_decoder", "check_network"]
+__all__ = [
+    "GaussianSiteHead",
+    "mlp_encoder",
+    "mlp_decoder",
+    "conv_encoder",
+    "conv_decoder",
+    "RepeatUpsampling2D",
+    "representation_network",
+    "StyleRepresentation",
+    "aggregate_by_group",
+    "pretrain_representation",
+    "check_network",
+]
