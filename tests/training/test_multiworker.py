@@ -14,6 +14,7 @@ import subprocess
 import sys
 
 import numpy as np
+import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SCRIPT = os.path.join(ROOT, "tests", "training", "multiworker_script.py")
@@ -32,14 +33,17 @@ def _free_ports(n):
             s.close()
 
 
-def test_two_workers_equal_one_device(tmp_path):
+def _run_cluster(tmp_path, extra_args=()):
+    """Start both workers, wait for them; returns [(returncode, stderr)] per worker."""
     ports = _free_ports(2)
     cluster = {"worker": [f"127.0.0.1:{p}" for p in ports]}
     procs = []
     for index in range(2):
         env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2",
                    TF_CONFIG=json.dumps({"cluster": cluster, "task": {"type": "worker", "index": index}}))
-        cmd = [sys.executable, SCRIPT, ROOT, str(tmp_path / f"worker{index}.json")] + (["--reference"] if index == 0 else [])
+        cmd = [sys.executable, SCRIPT, ROOT, str(tmp_path / f"worker{index}.json")] + list(extra_args)
+        if index == 0 and not extra_args:
+            cmd.append("--reference")
         procs.append(subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
     try:
         outputs = [p.communicate(timeout=300) for p in procs]
@@ -47,8 +51,12 @@ def test_two_workers_equal_one_device(tmp_path):
         for p in procs:
             if p.poll() is None:
                 p.kill()
-    for p, (_, err) in zip(procs, outputs):
-        assert p.returncode == 0, err[-4000:]
+    return [(p.returncode, err) for p, (_, err) in zip(procs, outputs)]
+
+
+def test_two_workers_equal_one_device(tmp_path):
+    for returncode, err in _run_cluster(tmp_path):
+        assert returncode == 0, err[-4000:]
     w0, w1 = (json.loads((tmp_path / f"worker{i}.json").read_text()) for i in range(2))
     assert w0["num_replicas"] == w1["num_replicas"] == 2
 
@@ -65,3 +73,14 @@ def test_two_workers_equal_one_device(tmp_path):
     assert weight_dev < 1e-5
     assert abs(dist0["geco_lambda"] - single["geco_lambda"]) < 1e-7 * abs(single["geco_lambda"])
     assert dist0["sample_counter"] == single["sample_counter"] == 9
+
+
+@pytest.mark.slow
+@pytest.mark.xfail(strict=True, reason=(
+    "package bug (training/loop.py): with a multi-worker strategy every worker saves to the same checkpoint_dir; "
+    "the workers race on its temporary files (MergeV2Checkpoints: 'ckpt-2_temp/part-00000-of-00001 not found') "
+    "and the run dies. Non-chief workers must write to a private directory (TF's write_filepath pattern)"))
+def test_two_workers_with_checkpoints(tmp_path):
+    results = _run_cluster(tmp_path, ["--checkpoint-dir", str(tmp_path / "ckpt")])
+    for returncode, err in results:
+        assert returncode == 0, err[-2000:]
