@@ -369,7 +369,38 @@ class SpritesSVGPVAE(SVGPVAE):
         return super().prior_kl(self.map_inputs(X_raw, Y, training=False), Y, num_data=num_data)
 
     # ------------------------------------------------------------ generation
-    def _generate_chunk(self, context_frames, context_poses, target_poses):
+    def _batch_statistics(self, X_raw, Y):
+        X = self.map_inputs(X_raw, Y, training=False)
+        X, Y = self._check_batch(X, Y, num_data=np.inf)
+        means, variances = self.encode(Y, training=False)
+        self._check_num_latent(means)
+        prior_chol = amortized.prior_cholesky(self.kernel, self.inducing_variable, self.jitter)
+        Kmb = amortized.cross_covariance(self.kernel, self.inducing_variable, X)
+        return amortized.whitened_statistics(prior_chol, Kmb, means, variances)
+
+    def statistics(self, dataset: tf.data.Dataset) -> Tuple[tf.Tensor, tf.Tensor, int]:
+        r"""Whitened statistics :math:`P_l = \sum_i w_i\lambda_{il}w_i^\top`,
+        :math:`r_l = \sum_i w_i\lambda_{il}\tilde y_{il}` summed over a dataset.
+
+        :param dataset: ``(X_raw, Y)`` batches that hold whole characters (e.g.
+            :func:`character_batches` with ``shuffle=False``), so each frame's
+            style is its character's style.
+        :return: ``(P [L, M, M], r [L, M], number of frames)``; pass ``(P, r)``
+            as ``prior_statistics`` to :meth:`generate` to condition on this data too.
+        """
+        fn = tf.function(self._batch_statistics)
+        P = r = None
+        count = 0
+        for X_raw, Y in dataset:
+            P_b, r_b = fn(X_raw, Y)
+            P = P_b if P is None else P + P_b
+            r = r_b if r is None else r + r_b
+            count += int(tf.shape(Y)[0])
+        if P is None:
+            raise ValueError("The dataset produced no batches.")
+        return P, r, count
+
+    def _generate_chunk(self, context_frames, context_poses, target_poses, prior_P=None, prior_r=None):
         shape = tf.shape(context_frames)
         V, Qc = shape[0], shape[1]
         T = tf.shape(target_poses)[1]
@@ -390,7 +421,9 @@ class SpritesSVGPVAE(SVGPVAE):
         P, r = amortized.whitened_statistics(
             prior_chol, Kmb, tf.reshape(means, [V, Qc, L]), tf.reshape(variances, [V, Qc, L])
         )
-        posterior = amortized.posterior_from_statistics(prior_chol, P, r, scale=1.0)  # condition on exactly Qc
+        if prior_P is not None:  # also condition on other data (e.g. the training set), s = 1 for all
+            P, r = P + prior_P[None], r + prior_r[None]
+        posterior = amortized.posterior_from_statistics(prior_chol, P, r, scale=1.0)
         styles = tf.reshape(style_rows, [V, Qc, -1])[:, 0]  # [V, d]
         X_tgt = tf.concat([tf.repeat(styles, T, axis=0), self.pose_vectors.lookup(tf.reshape(target_poses, [-1]))], -1)
         Kmr = per_character(amortized.cross_covariance(self.kernel, self.inducing_variable, X_tgt), T)
@@ -411,19 +444,23 @@ class SpritesSVGPVAE(SVGPVAE):
         num_samples: Optional[int] = None,
         seed: int = 0,
         characters_per_chunk: int = 16,
+        prior_statistics: Optional[Tuple[tf.Tensor, tf.Tensor]] = None,
     ) -> Dict[str, np.ndarray]:
         r"""Conditional generation for characters seen only through their context frames.
 
         For each character ``v`` independently: style from its context frames
         (the representation's aggregation), GP posterior :math:`q(u)`
-        conditioned on exactly its encoded context frames (:math:`s = 1`),
-        predictive :math:`q(z)` at ``[style, pose vector]`` of each target pose,
-        decoded.
+        conditioned on exactly its encoded context frames (:math:`s = 1`; plus
+        ``prior_statistics`` if given), predictive :math:`q(z)` at
+        ``[style, pose vector]`` of each target pose, decoded.
 
         :param context_frames: ``[V, Qc, H, W, C]`` (float in [0, 1] or uint8).
         :param context_poses: ``[V, Qc]`` pose ids of the context frames.
         :param target_poses: ``[V, T]`` pose ids to generate.
         :param num_samples: also decode this many samples of :math:`z` per frame.
+        :param prior_statistics: ``(P, r)`` from :meth:`statistics`: condition each
+            character's posterior on that data as well as on its context frames
+            (all with :math:`s = 1`). Default: the context frames only.
         :return: ``{"mean": [V, T, H, W, C]}`` (decoder mean at the latent
             posterior mean), ``"z_mean"``, ``"z_var"`` ``[V, T, L]``, and
             ``"samples": [S, V, T, H, W, C]`` with ``num_samples``.
@@ -447,8 +484,9 @@ class SpritesSVGPVAE(SVGPVAE):
         gen = np.random.default_rng(seed)
         for start in range(0, V, int(characters_per_chunk)):
             sl = slice(start, min(V, start + int(characters_per_chunk)))
+            extra = () if prior_statistics is None else tuple(prior_statistics[:2])
             z_mean, z_var = generate_chunk(
-                tf.constant(context_frames[sl]), tf.constant(context_poses[sl]), tf.constant(target_poses[sl])
+                tf.constant(context_frames[sl]), tf.constant(context_poses[sl]), tf.constant(target_poses[sl]), *extra
             )
             v, t, L = z_mean.shape
             frames = decode(tf.reshape(z_mean, [v * t, L])).numpy()

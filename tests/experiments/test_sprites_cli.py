@@ -23,7 +23,7 @@ def test_quick_cli_smoke_writes_config_metrics_and_grid(tmp_path):
         ["--quick", "--num-characters", "6", "--num-train-characters", "4", "--epochs", "2", "--pretrain-epochs", "1",
          "--characters-per-batch", "2", "--latent-dim", "8", "--out", out, "--quiet"]
     )
-    for name in ("config.json", "metrics.json", "sprites_generation.png"):
+    for name in ("config.json", "metrics.json", "sprites_generation.png", "generation_examples.npz", "model.index"):
         assert os.path.exists(os.path.join(out, name)), name
     config = json.load(open(os.path.join(out, "config.json")))
     assert config["epochs"] == 2 and config["num_characters"] == 6 and config["num_inducing"] == 72

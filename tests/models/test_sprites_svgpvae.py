@@ -185,6 +185,24 @@ def test_generation_equals_svgpvae_posterior_on_the_context_frames(data, model):
     np.testing.assert_allclose(both["mean"], out["mean"], atol=1e-5)  # characters are independent
 
 
+def test_generation_with_training_statistics_equals_posterior_on_train_plus_context(data, model):
+    ds, frames = data
+    batches = character_batches(ds.train_characters, ds.train_poses, frames, characters_per_batch=4, shuffle=False)
+    P, r, count = model.statistics(batches)
+    assert count == frames.shape[0] * frames.shape[1] and P.shape == (4, 8, 8) and r.shape == (4, 8)
+    mapped_train = np.concatenate([model.map_inputs(X, Y).numpy() for X, Y in batches])
+    Y_train = np.concatenate([Y.numpy() for _, Y in batches])
+    ctx, ctx_poses, tgt_poses = ds.test_context_frames()[:1], ds.test_context_poses[:1], ds.test_target_poses[:1]
+    out = model.generate(ctx, ctx_poses, tgt_poses, prior_statistics=(P, r))
+    X_ctx = np.stack([np.zeros(36), ctx_poses[0]], 1)
+    mapped_ctx = model.map_inputs(X_ctx, ctx[0]).numpy()
+    post = SVGPVAE.posterior(model, (np.concatenate([mapped_train, mapped_ctx]), np.concatenate([Y_train, ctx[0]])))
+    X_tgt = np.concatenate([np.repeat(mapped_ctx[:1, :16], 36, 0), model.pose_vectors.vectors.numpy()[tgt_poses[0]]], 1)
+    mean, var = post.predict_f(X_tgt)
+    np.testing.assert_allclose(out["z_mean"][0], mean.numpy(), rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(out["z_var"][0], var.numpy(), rtol=1e-6, atol=1e-8)
+
+
 def test_raw_posterior_predicts_for_conditioning_characters(data, model):
     ds, frames = data
     C, P = ds.train_poses.shape
