@@ -137,9 +137,17 @@ def train(
         if not distributed:
             tracked["iterator"] = iterator
         checkpoint = tf.train.Checkpoint(**tracked)
-        manager = tf.train.CheckpointManager(checkpoint, os.fspath(checkpoint_dir), max_to_keep=3)
-        if manager.latest_checkpoint:
-            checkpoint.restore(manager.latest_checkpoint)
+        checkpoint_dir = os.fspath(checkpoint_dir)
+        latest = tf.train.latest_checkpoint(checkpoint_dir)
+        if latest:
+            checkpoint.restore(latest)
+        # Every worker of a multi-worker strategy must take part in saving, but only
+        # the chief may write to checkpoint_dir; the others write to private folders.
+        write_dir = checkpoint_dir
+        if not strategy.extended.should_checkpoint:
+            task = getattr(getattr(strategy, "cluster_resolver", None), "task_id", 0)
+            write_dir = os.path.join(checkpoint_dir, f"_worker_{task}_tmp")
+        manager = tf.train.CheckpointManager(checkpoint, write_dir, max_to_keep=1 if write_dir != checkpoint_dir else 3)
 
     history: Dict[str, List[float]] = {}
     total_steps = int(epochs) * steps_per_epoch
