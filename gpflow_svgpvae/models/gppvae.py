@@ -219,8 +219,9 @@ class GPPVAE(LatentVariableAutoencoder):
         ids, views = self.split_inputs(X)
         index = tf.stack([ids, views], axis=1)
         means, variances = self.encode(Y, training=training)
-        eps = tf.gather_nd(self.eps_table, index)
-        G = tf.gather_nd(self.coef_table, index)
+        # Read the tables first: XLA on CPU has no kernel for a gather on a resource variable.
+        eps = tf.gather_nd(self.eps_table.read_value(), index)
+        G = tf.gather_nd(self.coef_table.read_value(), index)
         Z = means + tf.sqrt(variances) * eps  # [b, L]
         params = self.decode(Z, training=training)
         reconstruction = tf.reduce_sum(self.likelihood.log_prob(Y, params))
