@@ -289,10 +289,11 @@ def run(cfg: Config, progress: bool = True) -> dict:
     per_character = np.mean((generated["mean"].astype(np.float64) - target) ** 2, axis=(1, 2, 3, 4))
     # Variant: condition each test character on the whole training set as well (s = 1).
     t0 = time.perf_counter()
-    P, r, _ = model.statistics(character_batches(ds.train_characters, ds.train_poses, train_frames,
-                                                 characters_per_batch=cfg.characters_per_batch, shuffle=False))
+    train_statistics = model.statistics(character_batches(
+        ds.train_characters, ds.train_poses, train_frames, characters_per_batch=cfg.characters_per_batch, shuffle=False
+    ))
     with_train = model.generate(context, ds.test_context_poses, ds.test_target_poses, num_samples=1,
-                                seed=cfg.seed, prior_statistics=(P, r))
+                                seed=cfg.seed, prior_statistics=train_statistics[:2])
     eval_train_seconds = time.perf_counter() - t0
 
     npc, npp = min(cfg.num_plot_characters, len(target)), min(cfg.num_plot_poses, target.shape[1])
@@ -313,7 +314,7 @@ def run(cfg: Config, progress: bool = True) -> dict:
         {"given context": generated["mean"][:npc, :npp], "given train+ctx": with_train["mean"][:npc, :npp]},
         title=f"SVGP-VAE, procedural SPRITES, unseen test characters, {npp} of {target.shape[1]} target poses; "
               f"test MSE given the 36 context frames {test_mse:.4f}, given training set + context "
-              f"{test_mse_train:.4f} ({cfg.epochs} epochs, N={C * P})",
+              f"{test_mse_train:.4f} ({cfg.epochs} epochs, N={derived['num_data']})",
     )
     times = epoch_seconds
     metrics = {
