@@ -11,6 +11,7 @@ The cache is a snapshot: it holds :math:`L_m`, :math:`U` and
 when it was built (like GPflow's ``posterior()`` with a tensor cache). Build a
 new one after training further.
 """
+import weakref
 from typing import Optional
 
 import gpflow
@@ -33,6 +34,27 @@ def _as_dataset(data, batch_size: int) -> tf.data.Dataset:
     if len(X) == 0:
         raise ValueError("Cannot condition a posterior on an empty dataset.")
     return tf.data.Dataset.from_tensor_slices((X, Y)).batch(int(batch_size))
+
+
+# One compiled statistics function per model, reused by every posterior built
+# from it (building a posterior after each epoch must not retrace).
+_STATISTICS_FUNCTIONS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def _chunk_statistics_function(model):
+    function = _STATISTICS_FUNCTIONS.get(model)
+    if function is None:
+
+        @tf.function(reduce_retracing=True)
+        def function(prior_chol, X, Y):
+            X, Y = model._check_batch(X, Y, num_data=np.inf)
+            means, variances = model.encode(Y, training=False)
+            model._check_num_latent(means)
+            Kmb = amortized.cross_covariance(model.kernel, model.inducing_variable, X)
+            return amortized.whitened_statistics(prior_chol, Kmb, means, variances)
+
+        _STATISTICS_FUNCTIONS[model] = function
+    return function
 
 
 class SVGPVAEPosterior(tf.Module):
@@ -62,19 +84,11 @@ class SVGPVAEPosterior(tf.Module):
         """Stream ``data`` through the encoder, sum the statistics, factorise once."""
         dataset = _as_dataset(data, batch_size)
         prior_chol = amortized.prior_cholesky(model.kernel, model.inducing_variable, model.jitter)
-
-        @tf.function
-        def chunk_statistics(X, Y):
-            X, Y = model._check_batch(X, Y, num_data=np.inf)
-            means, variances = model.encode(Y, training=False)
-            model._check_num_latent(means)
-            Kmb = amortized.cross_covariance(model.kernel, model.inducing_variable, X)
-            return amortized.whitened_statistics(prior_chol, Kmb, means, variances)
-
+        chunk_statistics = _chunk_statistics_function(model)
         P = r = None
         count = 0
         for X, Y in dataset:
-            P_chunk, r_chunk = chunk_statistics(tf.cast(X, gpflow.default_float()), Y)
+            P_chunk, r_chunk = chunk_statistics(prior_chol, tf.cast(X, gpflow.default_float()), Y)
             P = P_chunk if P is None else P + P_chunk
             r = r_chunk if r is None else r + r_chunk
             count += int(tf.shape(X)[0])
