@@ -46,6 +46,14 @@ def _checks(enabled: bool):
         numerics.set_numerical_checks(previous)
 
 
+def _raise_if_non_finite(loss_sum, epoch: int) -> None:
+    if not np.isfinite(float(loss_sum.numpy())):
+        raise FloatingPointError(
+            f"The training loss became non-finite in epoch {epoch}; with jit_compile=True the "
+            "per-step checks are off: rerun without XLA to locate the failing matrix or input."
+        )
+
+
 def train(
     model,
     data,
@@ -166,22 +174,21 @@ def train(
             global_step.assign(done)
             bar.update(1)
             end_of_epoch = done % steps_per_epoch == 0
+            epoch = (done - 1) // steps_per_epoch
+            if end_of_epoch:
+                _raise_if_non_finite(sums["loss"], epoch)
             if manager is not None and (
                 (checkpoint_every_steps and done % int(checkpoint_every_steps) == 0)
                 or (end_of_epoch and (done // steps_per_epoch) % checkpoint_every == 0)
                 or done == total_steps
             ):
+                # Never save a state reached through a non-finite loss.
+                _raise_if_non_finite(sums["loss"], epoch)
                 manager.save(checkpoint_number=done)
             if not end_of_epoch:
                 continue
-            epoch = done // steps_per_epoch - 1
             epoch_logs = {key: float(value.numpy()) / count for key, value in sums.items()}
             sums, count = {}, 0
-            if not np.isfinite(epoch_logs["loss"]):
-                raise FloatingPointError(
-                    f"The training loss became non-finite in epoch {epoch}; with jit_compile=True the "
-                    "per-step checks are off: rerun without XLA to locate the failing matrix or input."
-                )
             if validation_data is not None:
                 val_sums, val_count = {}, 0
                 for batch in validation_data:
