@@ -19,6 +19,7 @@ import numpy as np
 import tensorflow as tf
 
 from . import amortized
+from .numerics import assert_finite
 
 __all__ = ["SVGPVAEPosterior"]
 
@@ -111,7 +112,7 @@ class SVGPVAEPosterior(tf.Module):
             raise ValueError(f"Xnew must have shape [n, input_dim]; got {Xnew.shape}")
         if self.input_dim is not None and Xnew.shape[-1] not in (None, self.input_dim):
             raise ValueError(f"Xnew has {Xnew.shape[-1]} input dimensions; expected {self.input_dim}.")
-        return Xnew
+        return assert_finite(Xnew, "Xnew (query inputs) contains NaN or inf.")
 
     def predict_f(self, Xnew):
         """Latent predictive mean and variance, each ``[n, L]``."""

@@ -107,6 +107,15 @@ class LatentVariableAutoencoder(BayesianModel, ExternalDataTrainingLossMixin, ab
         n = num_data if num_data is not None else self.num_data
         batch = X if X is not None else Y
         b = _static_dim(batch, 0)
+        if b == 0:
+            raise ValueError("The batch is empty (0 points): an ELBO estimate needs at least one point.")
+        if b is None and numerical_checks():
+            nonempty = tf.debugging.assert_positive(
+                tf.shape(batch)[0], "The batch is empty (0 points): an ELBO estimate needs at least one point."
+            )
+            with tf.control_dependencies([nonempty]):
+                X = tf.identity(X) if X is not None else X
+                Y = tf.identity(Y) if Y is not None else Y
         if b is not None and b > n:
             raise ValueError(
                 f"The batch has {b} points but num_data is {n}: num_data must be the size of the "

@@ -30,6 +30,8 @@ def make_dataset(data, batch_size: int, shuffle: bool = True, seed: int = 0, dro
     X, Y = data
     if len(X) != len(Y):
         raise ValueError(f"X and Y have different lengths: {len(X)} and {len(Y)}")
+    if len(X) == 0:
+        raise ValueError("The training data are empty (0 points).")
     dataset = tf.data.Dataset.from_tensor_slices((X, Y))
     if shuffle:
         dataset = dataset.shuffle(len(X), seed=seed, reshuffle_each_iteration=True)
