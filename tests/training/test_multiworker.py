@@ -76,11 +76,22 @@ def test_two_workers_equal_one_device(tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(strict=True, reason=(
-    "package bug (training/loop.py): with a multi-worker strategy every worker saves to the same checkpoint_dir; "
-    "the workers race on its temporary files (MergeV2Checkpoints: 'ckpt-2_temp/part-00000-of-00001 not found') "
-    "and the run dies. Non-chief workers must write to a private directory (TF's write_filepath pattern)"))
-def test_two_workers_with_checkpoints(tmp_path):
-    results = _run_cluster(tmp_path, ["--checkpoint-dir", str(tmp_path / "ckpt")])
-    for returncode, err in results:
-        assert returncode == 0, err[-2000:]
+def test_two_workers_with_checkpoints_resume(tmp_path):
+    """Every worker passes the same checkpoint_dir: only the chief writes there (the
+    others write to private folders), the run completes, and the same command started
+    again restores every worker from it (all steps done: nothing left to train) with
+    the weights of the first run."""
+    checkpoint_dir = tmp_path / "ckpt"
+    args = ["--checkpoint-dir", str(checkpoint_dir)]
+    for returncode, err in _run_cluster(tmp_path, args):
+        assert returncode == 0, err[-3000:]
+    first = [json.loads((tmp_path / f"worker{i}.json").read_text())["distributed"] for i in range(2)]
+    assert (checkpoint_dir / "checkpoint").exists()
+    assert len(first[0]["history"]["loss"]) == 3
+    for returncode, err in _run_cluster(tmp_path, args):
+        assert returncode == 0, err[-3000:]
+    second = [json.loads((tmp_path / f"worker{i}.json").read_text())["distributed"] for i in range(2)]
+    for a, b in zip(first, second):
+        assert not b["history"].get("loss")  # restored at the last step
+        assert np.max(np.abs(np.subtract(a["weights"], b["weights"]))) == 0.0
+        assert a["geco_lambda"] == b["geco_lambda"] and a["sample_counter"] == b["sample_counter"]
