@@ -3,9 +3,9 @@ duplicate auxiliary inputs, huge and tiny input scales.
 
 Each case ends in either a correct result (checked against a numpy reference
 built from the definitions, with ``np.linalg.solve``) or a clear error that
-leaves the model unchanged. Cases where the package currently does neither are
-``xfail(strict=True)`` with the exact reason: they flip to XPASS (and fail the
-suite) once fixed, so the marker is removed with the fix.
+leaves the model unchanged. The one case where neither holds (inputs offset by
+~1e8 lengthscales: GPflow's expanded squared distance) is ``xfail(strict=True)``
+with the exact reason, so it fails the suite (XPASS) once fixed.
 """
 import os
 
@@ -143,10 +143,8 @@ def test_xla_nan_epoch_is_not_checkpointed(xla_nan_run):
     assert _finite(restored), f"{os.path.basename(latest)} holds non-finite weights"
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "package bug (posterior.py SVGPVAEPosterior._check_inputs): predict_f/predict_y return NaN for NaN or inf "
-    "query inputs instead of raising, unlike objective_terms, which rejects non-finite X"))
 def test_posterior_prediction_rejects_non_finite_inputs():
+    """predict_f on NaN/inf query inputs is an error, as non-finite X is in the objective."""
     X, Y = tiny_data()
     posterior = make_tiny_model().posterior((X, Y))
     with pytest.raises((tf.errors.InvalidArgumentError, ValueError), match="NaN|inf|finite"):
@@ -156,8 +154,7 @@ def test_posterior_prediction_rejects_non_finite_inputs():
 # ------------------------------------------------------------------ empty batches
 def test_empty_batches_raise_and_change_nothing():
     """An empty batch has no ELBO estimate (s = N/0): every entry point refuses it and
-    no variable changes. Empty arrays are rejected by ``posterior`` with a clear
-    message; see the xfail below for the messages elsewhere."""
+    no variable changes (the messages: next test)."""
     X, Y = tiny_data()
     model = make_tiny_model()
     snapshot = _snapshot(model)
@@ -176,13 +173,9 @@ def test_empty_batches_raise_and_change_nothing():
         train(model, (X[:0], Y[:0]), batch_size=10, epochs=1, progress=False)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "package bug (models/base.py _check_batch, training/loop.py make_dataset): an empty batch fails with the "
-    "misleading 'Cholesky decomposition of B ... failed ... Increase the model's jitter' (s = N/0 = inf puts NaN "
-    "into B), and train() on empty arrays with 'buffer_size must be greater than zero' from tf.data shuffle; "
-    "neither says the batch/data set is empty"))
 @pytest.mark.parametrize("entry", ["objective_terms", "inducing_posterior", "train_arrays"])
 def test_empty_batch_error_says_empty(entry):
+    """The error for an empty batch or data set says so (not a Cholesky failure)."""
     X, Y = tiny_data()
     model = make_tiny_model()
     with pytest.raises((ValueError, tf.errors.InvalidArgumentError), match="(?i)empty|no points|zero points"):
