@@ -220,7 +220,7 @@ def run_speed(quick: bool, cache: str):
 
 def run_scaling(quick: bool, cache: str):
     if quick:
-        series = {"N": [4050, 12150], "m": [32, 128], "b": [256, 1024]}
+        series = {"N": [4050, 8100], "m": [32, 64], "b": [256, 512]}
     else:
         series = {"N": [4050, 12150, 20250, 40500], "m": [16, 32, 64, 128, 256], "b": [64, 128, 256, 512, 1024]}
     epochs = 1 if quick else 3
