@@ -33,7 +33,7 @@ import gpflow
 import matplotlib.pyplot as plt
 import numpy as np
 import tensorflow as tf
-from gpflow.keras import tf_keras  # Keras 2: never tf.keras / keras here
+from gpflow.keras import tf_keras  # Keras 2, the Keras GPflow uses
 
 import gpflow_svgpvae as gv
 from gpflow_svgpvae.datasets.synthetic import gp_bump_images

@@ -1,7 +1,7 @@
 """Checks on user-supplied networks.
 
-Keras 3 objects (``tf.keras`` on TensorFlow >= 2.16, ``import keras``) are
-not ``tf.Module`` trackables: stored on a GPflow module their weights are
+Keras 3 objects (TensorFlow's built-in Keras from version 2.16 on, and the
+standalone Keras 3 package) are not ``tf.Module`` trackables: stored on a GPflow module their weights are
 silently missing from ``trainable_variables`` and never train. We accept only
 Keras 2 (``from gpflow.keras import tf_keras``) layers and models, or plain
 ``tf.Module`` callables.
@@ -28,7 +28,7 @@ def check_network(network, role: str):
             f"The {role} is a Keras 3 object ({type(network).__module__}.{type(network).__name__}). "
             "Keras 3 layers are not tracked by tf.Module, so their weights would silently never "
             "train. Build the network with Keras 2: `from gpflow.keras import tf_keras` and use "
-            "`tf_keras.Sequential`, `tf_keras.layers.Dense`, ... instead of `tf.keras` / `keras`."
+            "`tf_keras.Sequential`, `tf_keras.layers.Dense`, ... instead of Keras 3 layers."
         )
     if isinstance(network, (tf_keras.layers.Layer, tf.Module)) and callable(network):
         return network
