@@ -42,6 +42,7 @@ __all__ = [
     "Bernoulli",
     "amortized",
     "auxiliary",
+    "distribute",
     "kernels",
     "likelihoods",
     "lowrank",

@@ -52,6 +52,8 @@ __all__ = [
     "cross_covariance",
     "prior_variance_diag",
     "whitened_statistics",
+    "whiten",
+    "statistics_from_whitened",
     "posterior_from_statistics",
     "upper_cholesky",
     "amortized_inducing_posterior",
@@ -59,6 +61,7 @@ __all__ = [
     "inducing_distribution",
     "prior_kl",
     "predict_marginals",
+    "predict_from_whitened",
 ]
 
 
@@ -138,7 +141,17 @@ def whitened_statistics(
     :math:`W = L_m^{-1}K_{mb}`. Both are sums over the data points, so the
     statistics of a union of batches are the sums of their statistics.
     """
-    W = tf.linalg.triangular_solve(prior_chol, Kmb, lower=True)  # [1 or L, M, N]
+    return statistics_from_whitened(whiten(prior_chol, Kmb), means, variances)
+
+
+def whiten(prior_chol: tf.Tensor, Kmb: tf.Tensor) -> tf.Tensor:
+    """:math:`W = L_m^{-1}K_{mb}` (``[..., 1 or L, M, N]``), shared by the statistics
+    and the predictive of the same batch."""
+    return tf.linalg.triangular_solve(prior_chol, Kmb, lower=True)
+
+
+def statistics_from_whitened(W: tf.Tensor, means: tf.Tensor, variances: tf.Tensor) -> Tuple[tf.Tensor, tf.Tensor]:
+    """:func:`whitened_statistics` given :math:`W = L_m^{-1}K_{mb}`."""
     precisions = tf.linalg.matrix_transpose(1.0 / variances)[..., None, :]  # [..., L, 1, N]
     weighted = W * precisions  # [L, M, N]
     P = tf.linalg.matmul(weighted, W, transpose_b=True)  # [L, M, M]
@@ -298,8 +311,14 @@ def predict_marginals(
 
     (column-wise norms), i.e. GPflow's conditional with ``q_mu``/``q_sqrt``.
     """
-    Lm, U, whitened_mean = posterior
-    W = tf.linalg.triangular_solve(Lm, Kmr, lower=True)  # [1 or L, M, R]
+    return predict_from_whitened(posterior, whiten(posterior.prior_chol, Kmr), prior_var)
+
+
+def predict_from_whitened(
+    posterior: WhitenedPosterior, W: tf.Tensor, prior_var: tf.Tensor
+) -> Tuple[tf.Tensor, tf.Tensor]:
+    """:func:`predict_marginals` given :math:`W = L_m^{-1}K_{mr}` (``[..., 1 or L, M, R]``)."""
+    _, U, whitened_mean = posterior
     mean = tf.linalg.matvec(W, whitened_mean, transpose_a=True)  # [L, R]
     W_per_channel = tf.broadcast_to(W, tf.concat([tf.shape(U)[:-1], tf.shape(W)[-1:]], 0))
     V = tf.linalg.triangular_solve(U, W_per_channel, lower=False)  # [L, M, R]

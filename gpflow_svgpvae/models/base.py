@@ -79,10 +79,7 @@ class LatentVariableAutoencoder(BayesianModel, ExternalDataTrainingLossMixin, ab
         graph assertions that fire before any variable is updated."""
         dtype = gpflow.default_float()
         if X is not None:
-            X = tf.convert_to_tensor(X)
-            if not X.dtype.is_floating:
-                X = tf.cast(X, dtype)
-            X = tf.cast(X, dtype)
+            X = tf.cast(tf.convert_to_tensor(X), dtype)
             if X.shape.rank != 2:
                 raise ValueError(f"X must have shape [batch, input_dim]; got shape {X.shape}")
             expected = self.input_dim
@@ -206,8 +203,9 @@ class LatentVariableAutoencoder(BayesianModel, ExternalDataTrainingLossMixin, ab
         Y_rep = tf.tile(Y, tf.concat([[S], tf.ones([tf.rank(Y) - 1], tf.int32)], 0))
         log_probs = self.likelihood.log_prob(Y_rep, params)  # [S*b]
         reconstruction = tf.reduce_sum(log_probs) / S
-        decoded_mean = self.likelihood.mean(tf.cast(params, gpflow.default_float()))
-        return reconstruction, decoded_mean[: tf.shape(Y)[0]]
+        # GECO's constraint uses the first sample's decoded mean only.
+        decoded_mean = self.likelihood.mean(tf.cast(params[: tf.shape(Y)[0]], gpflow.default_float()))
+        return reconstruction, decoded_mean
 
     # --------------------------------------------------------------- objective
     @abc.abstractmethod

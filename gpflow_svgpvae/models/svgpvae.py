@@ -16,7 +16,6 @@ dataset cancels the encoder's cross-entropy exactly.)
 """
 from typing import Optional, Union
 
-import gpflow
 import tensorflow as tf
 from gpflow.inducing_variables import InducingVariables
 from gpflow.kernels import Kernel, SeparateIndependent
@@ -120,7 +119,7 @@ class SVGPVAE(LatentVariableAutoencoder):
             on exactly the given data (:math:`s = 1`).
         """
         n = num_data if num_data is not None else _batch_size(X)
-        X, Y = self._check_batch(X, Y, num_data=None if num_data is None else num_data)
+        X, Y = self._check_batch(X, Y, num_data=num_data)
         means, variances = self.encode(Y, training=False)
         return amortized.inducing_distribution(self.whitened_posterior(X, means, variances, n))
 
@@ -145,13 +144,14 @@ class SVGPVAE(LatentVariableAutoencoder):
         self._check_num_latent(means)
         prior_chol = amortized.prior_cholesky(self.kernel, self.inducing_variable, self.jitter)
         Kmb = amortized.cross_covariance(self.kernel, self.inducing_variable, X)
-        P, r = amortized.whitened_statistics(prior_chol, Kmb, means, variances)
+        W = amortized.whiten(prior_chol, Kmb)  # [1 or L, M, b], reused by the predictive
+        P, r = amortized.statistics_from_whitened(W, means, variances)
         # Sums over points: summed across replicas they are the global batch's statistics.
         P, r, batch_size = distribute.sum_across_replicas([P, r, tf.cast(tf.shape(X)[0], P.dtype)])
         posterior = amortized.posterior_from_statistics(prior_chol, P, r, self.num_data / batch_size)
         kl = tf.reduce_sum(amortized.prior_kl(posterior))
-        z_mean, z_var = amortized.predict_marginals(
-            posterior, Kmb, amortized.prior_variance_diag(self.kernel, X)
+        z_mean, z_var = amortized.predict_from_whitened(
+            posterior, W, amortized.prior_variance_diag(self.kernel, X)
         )  # [b, L]
         reconstruction, decoded = self._reconstruction(Y, z_mean, z_var, training=training)
         return self._terms(reconstruction, kl, batch_size, self.num_data, decoded)

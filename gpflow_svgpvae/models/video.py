@@ -186,19 +186,6 @@ class VideoAutoencoder(LatentVariableAutoencoder):
 
     full_videos_only: bool = False
 
-    def __init__(
-        self,
-        encoder,
-        decoder,
-        likelihood: Union[str, DecoderLikelihood] = "gaussian",
-        *,
-        num_data: int,
-        num_samples: int = 1,
-        seed: int = 0,
-        name: Optional[str] = None,
-    ):
-        super().__init__(encoder, decoder, likelihood, num_data=num_data, num_samples=num_samples, seed=seed, name=name)
-
     # ------------------------------------------------------------ checks
     def _check_videos(self, X, Y, full_videos: Optional[bool] = None):
         """Cast and check a batch of videos; returns ``(X [V, T, D] float64, Y [V, T, ...])``.

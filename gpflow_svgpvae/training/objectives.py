@@ -105,7 +105,7 @@ class GECO(gpflow.Module):
     def loss(self, terms, Y):
         R = terms.get("num_replicas", 1)
         local_sse, local_count = self._squared_error(Y, terms["decoded"])
-        _, count = distribute.sum_across_replicas([tf.stop_gradient(local_sse), local_count])
+        (count,) = distribute.sum_across_replicas([local_count])
         # This replica's share of C; the shares sum to C of the global batch.
         C_local = local_sse / count - self.kappa_squared / R
         (C,) = distribute.sum_across_replicas([tf.stop_gradient(C_local)])

@@ -16,7 +16,7 @@ import tensorflow as tf
 from gpflow.keras import tf_keras
 
 from gpflow_svgpvae import amortized
-from gpflow_svgpvae.training import ELBO, GECO, train
+from gpflow_svgpvae.training import GECO, train
 from gpflow_svgpvae.training.step import training_step
 from tests.conftest import make_tiny_model, tiny_data
 

@@ -1,11 +1,9 @@
 """SPRITES SVGP-VAE: per-character batching, pose PCA init, input mapping, generation, smoke training."""
-import gpflow
 import numpy as np
 import pytest
 import tensorflow as tf
 from gpflow.keras import tf_keras
 
-from gpflow_svgpvae import amortized
 from gpflow_svgpvae.auxiliary import ObjectVectors
 from gpflow_svgpvae.datasets.sprites import sprites
 from gpflow_svgpvae.kernels import sprites_kernel

@@ -10,7 +10,7 @@ from gpflow_svgpvae import amortized
 from gpflow_svgpvae.datasets.synthetic import gp_bump_images
 from gpflow_svgpvae.networks import mlp_decoder, mlp_encoder
 from gpflow_svgpvae.training import train
-from tests.conftest import make_tiny_model, tiny_data
+from tests.conftest import make_tiny_model
 
 
 class FixedSites(tf.Module):

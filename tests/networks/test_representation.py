@@ -1,5 +1,4 @@
 """The SPRITES representation network and the per-character style aggregation."""
-import gpflow
 import numpy as np
 import pytest
 import tensorflow as tf

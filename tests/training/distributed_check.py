@@ -20,7 +20,6 @@ sys.path.insert(0, sys.argv[1])
 from tests.conftest import make_tiny_model, tiny_data  # noqa: E402
 
 from gpflow_svgpvae.training import GECO, train  # noqa: E402
-from gpflow_svgpvae.training.step import training_step  # noqa: E402
 
 X, Y = tiny_data()
 batch = (tf.constant(X[:24]), tf.constant(Y[:24]))
