@@ -1,0 +1,22 @@
+"""The README's GPflow-user example runs as written (with fewer epochs)."""
+import os
+import re
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def test_readme_example_runs(tmp_path):
+    with open(os.path.join(ROOT, "README.md")) as f:
+        readme = f.read()
+    code = re.search(r"## For GPflow users\n\n```python\n(.*?)```", readme, re.S).group(1)
+    assert "keras_model.fit(dataset, epochs=100)" in code
+    code = code.replace("epochs=100", "epochs=2, verbose=0")
+    code += "\nassert mean.shape == (200, 1) and var.shape == (200, 1) and images.shape == (5, 32)\n"
+    script = tmp_path / "readme_example.py"
+    script.write_text(code)
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
+    result = subprocess.run([sys.executable, str(script)], cwd=tmp_path, env=env, capture_output=True, text=True,
+                            timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
