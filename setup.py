@@ -16,6 +16,7 @@ INSTALL_REQUIRES = [
     "matplotlib==3.11.2",
     "tqdm==4.70.1",
     "mlxtend==0.23.4",
+    "scikit-learn==1.9.1",
 ]
 
 EXTRAS_REQUIRE = {

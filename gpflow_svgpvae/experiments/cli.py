@@ -2,6 +2,7 @@
 
     svgpvae moving_ball {rmse_vs_m,trajectories,lengthscale,inducing} [--quick] ...
     svgpvae rotated_mnist table1 [--quick] ...
+    svgpvae rotated_mnist_figures {runtime,digits,batch_size,num_inducing,bias,tsne,init} [--quick] ...
     svgpvae sprites [--quick] ...
 
 Each subcommand forwards its arguments to ``python -m gpflow_svgpvae.experiments.<name>``.
@@ -10,7 +11,7 @@ import importlib
 import sys
 from typing import Optional, Sequence
 
-EXPERIMENTS = ("moving_ball", "rotated_mnist", "sprites")
+EXPERIMENTS = ("moving_ball", "rotated_mnist", "rotated_mnist_figures", "sprites")
 
 
 def main(argv: Optional[Sequence[str]] = None):

@@ -1,0 +1,757 @@
+r"""Rotated-MNIST figures of Jazbec et al. (2021) beyond Table 1.
+
+Usage::
+
+    python -m gpflow_svgpvae.experiments.rotated_mnist_figures <command> [--quick] [--epochs E]
+        [--seeds S] [--out DIR] [--cache DIR] ...
+
+Commands (each writes ``<command>.png``, ``<command>.csv`` and ``<command>.json``
+-- the configuration, the git commit, the numbers of every run and the summary --
+to ``--out``, default ``results/rotated_mnist_figures/<command>``, or
+``.../<command>_quick`` with ``--quick``):
+
+``runtime``
+    Test MSE against seconds per epoch: SVGP-VAE for ``m`` in {16, 32, 48, 64}
+    inducing points (``m / 16`` per angle) and GPPVAE for object-vector
+    dimensions ``Q`` in {8, 16, 24, 32}. **GPPVAE's rank.** In
+    :class:`~gpflow_svgpvae.models.GPPVAE` the kernel is ``V V^T + alpha I``
+    with ``V_i = x_{o(i)} (x) (L_v)_{v(i),:}`` (object vector Kronecker the
+    Cholesky row of the view kernel on the 16 angles), so its low-rank
+    dimension is ``H = Q * 16``: it is governed by the object-vector dimension
+    ``Q`` (the ``M`` of the paper's code, "dimension of GP-LVM vectors"). The
+    command therefore varies ``Q``, i.e. ``H = 16 Q`` in {128, 256, 384, 512};
+    the paper's values {8, 16, 24, 32} are read as ``Q``. The JSON records
+    ``Q`` and ``H`` of every GPPVAE run.
+``digits``
+    Test MSE and seconds per epoch against the number of digits
+    (N = 4050 x digits): digit sets (3), (1, 3, 6), (1, 3, 6, 7, 9) and
+    (0, ..., 9), i.e. the paper's 1, 3, 5 and 10 digits (our choice of
+    classes; the block of each digit is the same whatever the other digits).
+    SVGP-VAE; add GPPVAE with ``--models svgpvae,gppvae``.
+``batch_size``
+    Test MSE (and seconds per epoch) against the batch size
+    b in {64, 128, 256, 512}, SVGP-VAE.
+``num_inducing``
+    Test MSE (and seconds per epoch) against m in {16, 32, 64, 96}, SVGP-VAE.
+``bias``
+    Relative bias of the minibatch estimator of the inducing posterior mean
+    over training, for m in {16, 32, 64, 96} (:func:`inducing_mean_bias`):
+    after the epochs in ``--bias-epochs`` (0: the initial model), the
+    full-data mean ``mu`` (all N training points, ``s = 1``) is compared with
+    the average of the minibatch means ``mu_b`` (``s = N / b``) over one pass
+    of seeded random minibatches of the training batch size,
+    ``||avg_b mu_b - mu||_F / ||mu||_F``. The same average of the
+    minibatch precisions ``Sigma_b`` reproduces the full-data ``Sigma``
+    exactly (recorded as a check, ~1e-16): ``Sigma_b`` is unbiased, ``mu_b`` is not.
+``tsne``
+    t-SNE (:class:`sklearn.manifold.TSNE`) of the SVGP-VAE encoder means of
+    the training images of a multi-digit run (default digits 1, 3, 6, 7, 9;
+    at most ``--tsne-max-points`` images, a seeded subsample), two panels:
+    coloured by digit and by angle. The JSON also holds the 10-nearest-neighbour
+    digit agreement in the latent space and in the embedding.
+``init``
+    PCA against random (N(0, 1.5^2)) initialisation of the object vectors, for
+    SVGP-VAE and GPPVAE: test MSE mean +- sd over seeds, in ``init.md`` and
+    ``init.csv`` beside the paper's numbers (SVGP-VAE 0.0251 vs 0.0272;
+    GPPVAE 0.0370 vs 0.0374).
+
+All other settings are Table 1's (:class:`~gpflow_svgpvae.experiments.rotated_mnist.Config`:
+digit 3, L = 16, m = 32, Q = 8, b = 256, Adam 1e-3, GECO kappa^2 = 0.020,
+1000 epochs, 5 seeds, model selection on the eval set every 5 epochs, the test
+set scored once); a sweep changes only its own setting.
+``--quick``: 12 instances per digit (N = 124 per digit), b = 32, 2 epochs, 1 seed, two values per sweep
+(a smoke run of about a minute per command on a free 2-core machine).
+
+Runs and the cache. Every training run goes through
+:func:`~gpflow_svgpvae.experiments.rotated_mnist.run_cached` with
+``cfg.out = --cache`` (default ``results/rotated_mnist_figures/runs_cache``,
+shared by all commands): each finished (model, seed, settings) run is saved
+under ``<cache>/runs/`` keyed by a hash of its settings, so an interrupted
+sweep resumes and runs shared between figures (e.g. SVGP-VAE m = 32, b = 256,
+digit 3, PCA init, which is in ``runtime``, ``batch_size``,
+``num_inducing``, ``digits`` and ``init``) are trained once; runs of
+``table1`` with the same settings can be reused by pointing ``--cache`` at
+its ``--out``. Two exceptions need more than a finished run:
+
+* ``bias`` records during training (``on_epoch``), which a reused run cannot
+  replay; its runs live in ``<cache>/bias/`` with the recorded values in
+  ``<cache>/bias/records/`` (keyed like the run). A run found without a
+  complete record (e.g. a crash between the two writes, or new
+  ``--bias-epochs``) is trained again.
+* ``tsne`` needs the trained model: it trains with
+  :func:`~gpflow_svgpvae.experiments.rotated_mnist.run_model` (``keep_model=True``)
+  and caches the run's result and the encoder means in ``<cache>/tsne/``.
+
+``run_cached`` keeps the best-eval checkpoint at
+``<cache>/checkpoints/best_<model>_seed<s>`` (not keyed by the settings): do not
+train the same model and seed with different settings in two processes on one
+cache at the same time.
+
+Timings (``seconds_per_epoch``) are the median wall time of a training epoch
+after the first, on whatever machine runs the command; they are comparable
+only between runs made under the same load.
+"""
+import argparse
+import os
+import sys
+import time
+from dataclasses import asdict, dataclass, replace
+from typing import Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from . import rotated_mnist as rm
+from .common import git_commit, mean_sd, pyplot, read_json, run_key, write_csv, write_json
+
+__all__ = [
+    "COMMANDS", "Sweeps", "QUICK", "PAPER_INIT", "inducing_mean_bias", "encode_all", "run_sweep", "main",
+]
+
+COMMANDS = ("runtime", "digits", "batch_size", "num_inducing", "bias", "tsne", "init")
+NUM_ANGLES = 16
+#: Paper, "PCA vs random init" (test MSE, mean over 5 runs).
+PAPER_INIT = {"svgpvae": {"pca": 0.0251, "random": 0.0272}, "gppvae": {"pca": 0.0370, "random": 0.0374}}
+#: Paper, Table 1 (test MSE) for the reference lines of the sweeps.
+PAPER_MSE = {name: values[0] for name, values in rm.PAPER_TABLE1.items()}
+
+
+@dataclass
+class Sweeps:
+    """The values each command sweeps over (defaults: the paper's)."""
+
+    runtime_m: Sequence[int] = (16, 32, 48, 64)
+    runtime_object_dims: Sequence[int] = (8, 16, 24, 32)  # GPPVAE's Q; rank H = 16 Q
+    digit_sets: Sequence[Sequence[int]] = ((3,), (1, 3, 6), (1, 3, 6, 7, 9), tuple(range(10)))
+    digits_models: Sequence[str] = ("svgpvae",)
+    batch_sizes: Sequence[int] = (64, 128, 256, 512)
+    m_values: Sequence[int] = (16, 32, 64, 96)
+    bias_m: Sequence[int] = (16, 32, 64, 96)
+    bias_epochs: Sequence[int] = (0, 1, 2, 5, 10, 20, 50, 100, 200, 500, 1000)
+    tsne_digits: Sequence[int] = (1, 3, 6, 7, 9)
+    tsne_max_points: int = 5000
+    tsne_perplexity: float = 30.0
+    tsne_iterations: int = 1000
+    init_models: Sequence[str] = ("svgpvae", "gppvae")
+
+
+#: ``--quick``: a tiny data set, 2 epochs, 1 seed, two values per sweep.
+QUICK_CONFIG = dict(epochs=2, seeds=1, n_per_digit=12, eval_every=1, batch_size=32)
+QUICK = dict(
+    runtime_m=(16, 32), runtime_object_dims=(2, 4), digit_sets=((3,), (1, 3, 6)), batch_sizes=(32, 64),
+    m_values=(16, 32), bias_m=(16, 32), bias_epochs=(0, 1, 2), tsne_digits=(1, 3, 6), tsne_max_points=1000, tsne_iterations=250,
+)
+
+
+# ------------------------------------------------------------------------------ runs
+class _Context:
+    """What every command needs: base settings, sweep values, cache folder, progress, loaded data."""
+
+    def __init__(self, base: rm.Config, sweeps: Sweeps, cache: str, progress: bool):
+        self.base, self.sweeps, self.cache, self.progress = base, sweeps, cache, progress
+        self._data: Dict[tuple, rm.Data] = {}
+
+    @property
+    def seeds(self) -> List[int]:
+        return list(range(self.base.first_seed, self.base.first_seed + self.base.seeds))
+
+    def config(self, **changes) -> rm.Config:
+        """The base settings with ``changes``; runs are cached in ``self.cache``."""
+        return replace(self.base, out=self.cache, **changes)
+
+    def data(self, cfg: rm.Config) -> rm.Data:
+        key = (tuple(cfg.digits), cfg.n_per_digit, cfg.data_seed)
+        if key not in self._data:
+            self._data[key] = rm.load_data(cfg)
+        return self._data[key]
+
+
+def _per_angle(m: int) -> int:
+    if m % NUM_ANGLES or m <= 0:
+        raise ValueError(f"m must be a positive multiple of {NUM_ANGLES} (inducing points per angle); got {m}")
+    return m // NUM_ANGLES
+
+
+def _row(res: dict, **labels) -> dict:
+    """The numbers of one run, for the CSV and the JSON."""
+    spec = res.get("spec", {})
+    return {
+        **labels,
+        "model": res["model"],
+        "seed": int(res["seed"]),
+        "test_mse_mean": float(res["test_mse_mean"]),
+        "test_mse_sample": float(res["test_mse_sample"]),
+        "best_eval_mse": float(res["best_eval_mse"]),
+        "best_epoch": res["best_epoch"],
+        "seconds_per_epoch": float(res["seconds_per_epoch"]),
+        "epochs": int(res["epochs"]),
+        "num_data": int(res["num_data"]),
+        "m": 16 * int(spec["num_inducing_per_angle"]) if res["model"] in ("svgpvae", "deep_svigp") else None,
+        "object_dim": int(spec["object_dim"]) if spec else None,
+        "batch_size": int(spec["batch_size"]) if spec else None,
+        "digits": "-".join(str(d) for d in spec.get("digits", ())),
+        "object_init": spec.get("object_init"),
+        "cached": bool(res.get("cached", False)),
+    }
+
+
+def run_sweep(ctx: _Context, specs: List[Tuple[str, dict, dict]], desc: str) -> List[dict]:
+    """Train (or reuse) every ``(model, config changes, labels)`` for every seed; one row per run."""
+    from tqdm.auto import tqdm
+
+    jobs = [(name, changes, labels, seed) for seed in ctx.seeds for name, changes, labels in specs]
+    rows = []
+    bar = tqdm(jobs, desc=desc, disable=not ctx.progress, mininterval=1.0)
+    for name, changes, labels, seed in bar:
+        cfg = ctx.config(**changes)
+        bar.set_postfix_str(f"{name} {' '.join(f'{k}={v}' for k, v in changes.items())} seed {seed}")
+        res = rm.run_cached(name, ctx.data(cfg), cfg, seed, progress=False)
+        res.pop("_images", None)
+        rows.append({**_row(res, **labels), "run": run_key(f"{name}_seed{seed}", rm.run_spec(name, seed, cfg))})
+    bar.close()
+    return rows
+
+
+def _summary(rows: List[dict], keys: Sequence[str]) -> List[dict]:
+    """Mean +- sd of the test MSE and median s/epoch per group of ``keys`` (first-seen order)."""
+    groups: Dict[tuple, List[dict]] = {}
+    for r in rows:
+        groups.setdefault(tuple(r[k] for k in keys), []).append(r)
+    out = []
+    for key, rs in groups.items():
+        out.append({
+            **dict(zip(keys, key)),
+            "test_mse_mean": mean_sd(r["test_mse_mean"] for r in rs),
+            "test_mse_sample": mean_sd(r["test_mse_sample"] for r in rs),
+            "seconds_per_epoch": float(np.median([r["seconds_per_epoch"] for r in rs])),
+            "num_data": rs[0]["num_data"],
+            "seeds": [r["seed"] for r in rs],
+        })
+    return out
+
+
+def _settings_note(cfg: rm.Config, skip: Sequence[str] = ()) -> str:
+    parts = {
+        "digits": f"digit(s) {','.join(map(str, cfg.digits))}", "n": f"n_per_digit={cfg.n_per_digit}",
+        "m": f"m={16 * cfg.num_inducing_per_angle}", "b": f"b={cfg.batch_size}", "Q": f"Q={cfg.object_dim}",
+        "epochs": f"{cfg.epochs} epochs", "seeds": f"{cfg.seeds} seed(s)",
+    }
+    return ", ".join(v for k, v in parts.items() if k not in skip) + f", L={cfg.num_latent}, GECO kappa^2={cfg.kappa_squared}"
+
+
+def _errorbar(ax, summary: List[dict], x_key: str, label: str, **kwargs):
+    x = [s[x_key] for s in summary]
+    y = [s["test_mse_mean"]["mean"] for s in summary]
+    sd = [s["test_mse_mean"]["sd"] for s in summary]
+    ax.errorbar(x, y, yerr=sd, marker="o", capsize=3, label=label, **kwargs)
+
+
+# ---------------------------------------------------------------------- commands
+def cmd_runtime(ctx: _Context, out: str) -> dict:
+    sw = ctx.sweeps
+    specs = [("svgpvae", {"num_inducing_per_angle": _per_angle(m)}, {"setting": f"m={m}"}) for m in sw.runtime_m]
+    specs += [("gppvae", {"object_dim": int(q)}, {"setting": f"Q={q} (H={NUM_ANGLES * q})"})
+              for q in sw.runtime_object_dims]
+    rows = run_sweep(ctx, specs, "runtime runs")
+    for r in rows:
+        r["gppvae_rank_H"] = NUM_ANGLES * r["object_dim"] if r["model"] == "gppvae" else None
+    summary = _summary(rows, ("model", "setting"))
+    plt = pyplot()
+    fig, ax = plt.subplots(figsize=(6.5, 4.2))
+    for c, name in enumerate(("svgpvae", "gppvae")):
+        group = [s for s in summary if s["model"] == name]
+        x = [s["seconds_per_epoch"] for s in group]
+        y = [s["test_mse_mean"]["mean"] for s in group]
+        sd = [s["test_mse_mean"]["sd"] for s in group]
+        ax.errorbar(x, y, yerr=sd, marker="o", capsize=3, color=f"C{c}", label=rm.LABELS[name])
+        for s, xi, yi in zip(group, x, y):
+            ax.annotate(s["setting"], (xi, yi), textcoords="offset points", xytext=(4, 4), fontsize=7)
+    ax.set_xlabel("seconds per epoch (this machine)")
+    ax.set_ylabel("test MSE (decoded mean)")
+    fig.suptitle("Rotated MNIST: MSE vs runtime (mean ± sd over seeds)\n" + _settings_note(ctx.base, skip=("m", "Q")),
+                 fontsize=8)
+    ax.legend(fontsize=8, loc="upper right")
+    fig.tight_layout()
+    fig.savefig(os.path.join(out, "runtime.png"), dpi=130)
+    plt.close(fig)
+    note = ("GPPVAE's kernel V V^T + alpha I has rank H = Q x 16 (object vector (x) view-kernel Cholesky row), "
+            "so the GPPVAE sweep varies the object-vector dimension Q; H = 16 Q.")
+    return {"rows": rows, "summary": summary, "gppvae_rank_note": note,
+            "svgpvae_m": list(sw.runtime_m), "gppvae_object_dims": list(sw.runtime_object_dims),
+            "gppvae_rank_H": [NUM_ANGLES * int(q) for q in sw.runtime_object_dims]}
+
+
+def cmd_digits(ctx: _Context, out: str) -> dict:
+    sw = ctx.sweeps
+    specs = [(name, {"digits": tuple(int(d) for d in ds)}, {"num_digits": len(ds)})
+             for ds in sw.digit_sets for name in sw.digits_models]
+    rows = run_sweep(ctx, specs, "digits runs")
+    summary = _summary(rows, ("model", "num_digits", "digits"))
+    plt = pyplot()
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 4))
+    for c, name in enumerate(sw.digits_models):
+        group = [s for s in summary if s["model"] == name]
+        _errorbar(ax1, group, "num_digits", rm.LABELS[name], color=f"C{c}")
+        ax2.plot([s["num_data"] for s in group], [s["seconds_per_epoch"] for s in group], "o-", color=f"C{c}",
+                 label=rm.LABELS[name])
+    ax1.set_xlabel("number of digits")
+    ax1.set_ylabel("test MSE (decoded mean)")
+    ax1.set_xticks([len(ds) for ds in sw.digit_sets])
+    ax2.set_xlabel("number of training images N")
+    ax2.set_ylabel("seconds per epoch (this machine)")
+    for ax in (ax1, ax2):
+        ax.legend(fontsize=8)
+    fig.suptitle("Rotated MNIST: scaling with the number of digits\n" + _settings_note(ctx.base, skip=("digits",))
+                 + "; digit sets " + " | ".join(",".join(map(str, ds)) for ds in sw.digit_sets), fontsize=8)
+    fig.tight_layout()
+    fig.savefig(os.path.join(out, "digits.png"), dpi=130)
+    plt.close(fig)
+    return {"rows": rows, "summary": summary, "digit_sets": [list(ds) for ds in sw.digit_sets]}
+
+
+def _one_setting_figure(ctx: _Context, out: str, command: str, rows: List[dict], x_key: str, xlabel: str,
+                        skip: Sequence[str]):
+    summary = _summary(rows, ("model", x_key))
+    plt = pyplot()
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 4))
+    _errorbar(ax1, summary, x_key, "SVGP-VAE", color="C0")
+    ax1.axhline(PAPER_MSE["svgpvae"], color="k", ls=":", label="paper, m=32, b=256 (Table 1)")
+    ax2.plot([s[x_key] for s in summary], [s["seconds_per_epoch"] for s in summary], "o-", color="C0")
+    for ax in (ax1, ax2):
+        ax.set_xlabel(xlabel)
+        ax.set_xticks([s[x_key] for s in summary])
+    ax1.set_ylabel("test MSE (decoded mean)")
+    ax2.set_ylabel("seconds per epoch (this machine)")
+    ax1.legend(fontsize=8)
+    fig.suptitle(f"Rotated MNIST: SVGP-VAE vs {xlabel} (mean ± sd over seeds)\n" + _settings_note(ctx.base, skip),
+                 fontsize=8)
+    fig.tight_layout()
+    fig.savefig(os.path.join(out, f"{command}.png"), dpi=130)
+    plt.close(fig)
+    return summary
+
+
+def cmd_batch_size(ctx: _Context, out: str) -> dict:
+    specs = [("svgpvae", {"batch_size": int(b)}, {}) for b in ctx.sweeps.batch_sizes]
+    rows = run_sweep(ctx, specs, "batch_size runs")
+    summary = _one_setting_figure(ctx, out, "batch_size", rows, "batch_size", "batch size b", ("b",))
+    return {"rows": rows, "summary": summary, "batch_sizes": list(ctx.sweeps.batch_sizes)}
+
+
+def cmd_num_inducing(ctx: _Context, out: str) -> dict:
+    specs = [("svgpvae", {"num_inducing_per_angle": _per_angle(m)}, {}) for m in ctx.sweeps.m_values]
+    rows = run_sweep(ctx, specs, "num_inducing runs")
+    summary = _one_setting_figure(ctx, out, "num_inducing", rows, "m", "number of inducing points m", ("m",))
+    return {"rows": rows, "summary": summary, "m_values": list(ctx.sweeps.m_values)}
+
+
+# --------------------------------------------------------------------------- bias
+def encode_all(model, Y, batch_size: int = 1024):
+    """Encoder means and variances ``[n, L]`` (float64, ``training=False``) of all images, in chunks."""
+    import tensorflow as tf
+
+    means, variances = [], []
+    for start in range(0, len(Y), batch_size):
+        m, v = model.encode(tf.convert_to_tensor(Y[start:start + batch_size]), training=False)
+        means.append(m)
+        variances.append(v)
+    return tf.concat(means, 0), tf.concat(variances, 0)
+
+
+def inducing_mean_bias(model, X, Y, batch_size: int, seed: int = 0) -> dict:
+    r"""Relative bias of the minibatch estimator of the inducing posterior mean of an SVGP-VAE.
+
+    With :math:`W = L_m^{-1}K_{mN}` over all :math:`N` training points and the
+    encoder's sites, the full-data posterior (:math:`s = 1`) has mean
+    :math:`\mu`. One pass of minibatches -- a seeded random permutation cut
+    into batches of ``batch_size`` (the last one may be smaller, as in
+    training) -- gives estimates :math:`\mu_b` with :math:`s = N/|b|`. Their
+    average, weighted by :math:`|b|/N` (the plain mean when ``batch_size``
+    divides :math:`N`), is compared with :math:`\mu`:
+
+    .. math:: \mathrm{bias} = \lVert \bar\mu_b - \mu\rVert_F / \lVert\mu\rVert_F.
+
+    The same weighted average of the minibatch precisions
+    :math:`\Sigma_b = K_{mm} + s K_{mb}\Lambda K_{bm}` equals the full-data
+    :math:`\Sigma` exactly (the batches partition the data);
+    ``precision_relative_deviation`` is that check (round-off only).
+
+    :param model: an :class:`~gpflow_svgpvae.models.AuxiliarySVGPVAE` (raw
+        inputs, mapped through its object vectors) or an
+        :class:`~gpflow_svgpvae.models.SVGPVAE`.
+    :param X: ``[N, D]`` raw auxiliary inputs of all training points.
+    :param Y: ``[N, ...]`` their images.
+    :return: dict with ``relative_bias``, ``precision_relative_deviation``,
+        ``num_batches``, ``mu_norm``, and ``mu_full`` (``[M, L]``).
+    """
+    import tensorflow as tf
+
+    from .. import amortized
+
+    N = len(X)
+    batch_size = int(min(batch_size, N))
+    Xm = model.map_inputs(np.asarray(X)) if hasattr(model, "map_inputs") else tf.convert_to_tensor(X)
+    Xm = tf.cast(Xm, tf.float64)
+    means, variances = encode_all(model, Y)
+    Lm = amortized.prior_cholesky(model.kernel, model.inducing_variable, model.jitter)  # [1 or L, M, M]
+    W = amortized.whiten(Lm, amortized.cross_covariance(model.kernel, model.inducing_variable, Xm))  # [., M, N]
+
+    def mean_of(P, r, scale):
+        post = amortized.posterior_from_statistics(Lm, P, r, scale)
+        return tf.linalg.matvec(Lm, post.whitened_mean)  # [L, M]
+
+    P_full, r_full = amortized.statistics_from_whitened(W, means, variances)
+    mu_full = mean_of(P_full, r_full, 1.0)
+    order = np.random.default_rng([int(seed), 20210413]).permutation(N)
+    mu_avg = tf.zeros_like(mu_full)
+    P_avg = tf.zeros_like(P_full)  # weighted average of s * P_b (B_b = I + s P_b)
+    num_batches = 0
+    for start in range(0, N, batch_size):
+        idx = order[start:start + batch_size]
+        weight, scale = len(idx) / N, N / len(idx)
+        P_b, r_b = amortized.statistics_from_whitened(
+            tf.gather(W, idx, axis=-1), tf.gather(means, idx), tf.gather(variances, idx)
+        )
+        mu_avg += weight * mean_of(P_b, r_b, scale)
+        P_avg += weight * scale * P_b
+        num_batches += 1
+    M = int(P_full.shape[-1])
+    eye = tf.eye(M, dtype=P_full.dtype)
+
+    def precision(P):  # Sigma = Kmm + Kmb Lam Kbm = Lm (I + P) Lm^T
+        return tf.matmul(tf.matmul(Lm, eye + P), Lm, transpose_b=True)
+
+    mu_norm = float(tf.norm(mu_full))
+    return {
+        "relative_bias": float(tf.norm(mu_avg - mu_full)) / mu_norm,
+        "precision_relative_deviation": float(tf.norm(precision(P_avg) - precision(P_full)) / tf.norm(precision(P_full))),
+        "num_batches": num_batches,
+        "mu_norm": mu_norm,
+        "mu_full": tf.transpose(mu_full).numpy(),
+    }
+
+
+def _bias_record_path(cfg: rm.Config, name: str, seed: int) -> str:
+    spec = rm.run_spec(name, seed, cfg)
+    return os.path.join(cfg.out, "records", run_key(f"{name}_seed{seed}", spec) + ".json")
+
+
+def cmd_bias(ctx: _Context, out: str) -> dict:
+    from tqdm.auto import tqdm
+
+    sw = ctx.sweeps
+    wanted = sorted({int(e) for e in sw.bias_epochs if 0 <= int(e) <= ctx.base.epochs})
+    jobs = [(m, seed) for seed in ctx.seeds for m in sw.bias_m]
+    rows, runs = [], []
+    bar = tqdm(jobs, desc="bias runs", disable=not ctx.progress, mininterval=1.0)
+    for m, seed in bar:
+        bar.set_postfix_str(f"m={m} seed {seed}")
+        cfg = replace(ctx.config(num_inducing_per_angle=_per_angle(m)), out=os.path.join(ctx.cache, "bias"))
+        data = ctx.data(cfg)
+        record_path = _bias_record_path(cfg, "svgpvae", seed)
+        record = read_json(record_path) if os.path.exists(record_path) else None
+        if record is None or not set(wanted) <= {int(e) for e in record["epochs"]}:
+            record, res = _train_with_bias(ctx, cfg, data, seed, wanted, record_path)
+        else:
+            res = rm.run_cached("svgpvae", data, cfg, seed, progress=False)
+        res.pop("_images", None)
+        runs.append(_row(res, setting=f"m={m}"))
+        for e, value, dev, nb in zip(record["epochs"], record["relative_bias"],
+                                     record["precision_relative_deviation"], record["num_batches"]):
+            if int(e) in wanted:
+                rows.append({"m": m, "seed": seed, "epoch": int(e), "relative_bias": value,
+                             "precision_relative_deviation": dev, "num_batches": nb, "batch_size": cfg.batch_size,
+                             "num_data": data.num_data})
+    bar.close()
+    summary = []
+    for m in sw.bias_m:
+        for e in wanted:
+            vals = [r["relative_bias"] for r in rows if r["m"] == m and r["epoch"] == e]
+            summary.append({"m": m, "epoch": e, "relative_bias": mean_sd(vals)})
+    plt = pyplot()
+    fig, ax = plt.subplots(figsize=(6.5, 4.2))
+    for c, m in enumerate(sw.bias_m):
+        group = [s for s in summary if s["m"] == m]
+        x = np.array([s["epoch"] for s in group], float)
+        y = np.array([s["relative_bias"]["mean"] for s in group])
+        sd = np.array([s["relative_bias"]["sd"] for s in group])
+        ax.plot(x, y, "o-", color=f"C{c}", label=f"m={m}")
+        if len(ctx.seeds) > 1:
+            ax.fill_between(x, y - sd, y + sd, color=f"C{c}", alpha=0.2)
+    if wanted and wanted[-1] > 10:
+        ax.set_xscale("symlog", linthresh=1.0)
+    ax.set_yscale("log")
+    ax.set_xlabel("epoch (0: initial model)")
+    ax.set_ylabel(r"relative bias $\|\mathrm{avg}_b\,\mu_b - \mu\|_F / \|\mu\|_F$")
+    fig.suptitle("Bias of the minibatch estimator of the inducing mean (mean ± sd over seeds)\n"
+                 + _settings_note(ctx.base, skip=("m",)), fontsize=8)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(os.path.join(out, "bias.png"), dpi=130)
+    plt.close(fig)
+    return {"rows": rows, "summary": summary, "runs": runs, "bias_m": list(sw.bias_m), "bias_epochs": wanted}
+
+
+def _train_with_bias(ctx: _Context, cfg: rm.Config, data: rm.Data, seed: int, wanted: Sequence[int],
+                     record_path: str) -> Tuple[dict, dict]:
+    """Train the SVGP-VAE with ``on_epoch`` recording :func:`inducing_mean_bias`; save the record and
+    return it with the run's result."""
+    record = {"epochs": [], "relative_bias": [], "precision_relative_deviation": [], "num_batches": [],
+              "spec": rm.run_spec("svgpvae", seed, cfg), "git_commit": git_commit()}
+
+    def add(epoch, model):
+        value = inducing_mean_bias(model, data.X_train, data.Y_train, cfg.batch_size, seed=seed * 100_003 + epoch)
+        record["epochs"].append(int(epoch))
+        for key in ("relative_bias", "precision_relative_deviation", "num_batches"):
+            record[key].append(value[key])
+
+    if 0 in wanted:
+        add(0, rm.build_model("svgpvae", data, cfg, seed))  # the same initial model the run starts from
+
+    def on_epoch(epoch, model, logs):
+        if epoch + 1 in wanted:
+            add(epoch + 1, model)
+
+    # A finished run without a complete record cannot replay on_epoch: forget it and train again.
+    path = rm._run_path(os.path.join(cfg.out, "runs"), "svgpvae", seed, cfg)
+    for suffix in (".json", ".npz"):
+        if os.path.exists(path + suffix):
+            os.remove(path + suffix)
+    res = rm.run_cached("svgpvae", data, cfg, seed, progress=False, on_epoch=on_epoch)
+    write_json(record_path, record)
+    return record, res
+
+
+# --------------------------------------------------------------------------- t-SNE
+def _tsne_latents(ctx: _Context, cfg: rm.Config, data: rm.Data, seed: int) -> Tuple[dict, np.ndarray]:
+    """The trained run's result and the encoder means ``[N, L]`` of its training images (cached)."""
+    spec = rm.run_spec("svgpvae", seed, cfg)
+    folder = os.path.join(ctx.cache, "tsne")
+    path = os.path.join(folder, run_key(f"svgpvae_seed{seed}", spec))
+    if os.path.exists(path + ".json") and os.path.exists(path + ".npz"):
+        with np.load(path + ".npz") as f:
+            return {**read_json(path + ".json"), "cached": True}, f["latents"]
+    workdir = os.path.join(folder, "checkpoints", os.path.basename(path))
+    os.makedirs(workdir, exist_ok=True)
+    t0 = time.perf_counter()
+    res = rm.run_model("svgpvae", data, cfg, seed, workdir, progress=False, keep_model=True)
+    model = res.pop("_model")
+    res.pop("_images", None)
+    means, _ = encode_all(model, data.Y_train)
+    latents = means.numpy()
+    res.update(wall_seconds=time.perf_counter() - t0, spec=spec, git_commit=git_commit())
+    np.savez(path + ".npz", latents=latents)
+    write_json(path + ".json", res)
+    return {**res, "cached": False}, latents
+
+
+def _knn_agreement(points: np.ndarray, labels: np.ndarray, k: int = 10) -> float:
+    """Fraction of each point's ``k`` nearest neighbours (itself excluded) with its label."""
+    from sklearn.neighbors import NearestNeighbors
+
+    k = min(k, len(points) - 1)
+    _, idx = NearestNeighbors(n_neighbors=k + 1).fit(points).kneighbors(points)
+    return float(np.mean(labels[idx[:, 1:]] == labels[:, None]))
+
+
+def cmd_tsne(ctx: _Context, out: str) -> dict:
+    from sklearn.manifold import TSNE
+
+    sw = ctx.sweeps
+    seed = ctx.seeds[0]
+    cfg = ctx.config(digits=tuple(int(d) for d in sw.tsne_digits))
+    data = ctx.data(cfg)
+    if ctx.progress:
+        print(f"t-SNE: SVGP-VAE on digits {cfg.digits} (N = {data.num_data}), seed {seed}", flush=True)
+    res, latents = _tsne_latents(ctx, cfg, data, seed)
+    train = data.ds.train
+    digits, angles, instance = np.asarray(train.digit), np.asarray(train.angles), np.asarray(train.instance)
+    rng = np.random.default_rng([seed, 7])
+    n = min(int(sw.tsne_max_points), len(latents))
+    pick = np.sort(rng.choice(len(latents), size=n, replace=False))
+    perplexity = float(min(sw.tsne_perplexity, (n - 1) / 3.0))
+    t0 = time.perf_counter()
+    embedding = TSNE(n_components=2, perplexity=perplexity, init="pca", max_iter=int(sw.tsne_iterations),
+                     random_state=seed).fit_transform(
+        latents[pick].astype(np.float64))
+    tsne_seconds = time.perf_counter() - t0
+    agreement = {"latent": _knn_agreement(latents[pick], digits[pick]),
+                 "tsne": _knn_agreement(embedding, digits[pick])}
+
+    plt = pyplot()
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 5))
+    for c, d in enumerate(sorted(set(digits[pick].tolist()))):
+        sel = digits[pick] == d
+        ax1.scatter(embedding[sel, 0], embedding[sel, 1], s=3, color=f"C{c}", label=str(d))
+    ax1.legend(title="digit", markerscale=4, fontsize=8)
+    ax1.set_title("coloured by digit", fontsize=10)
+    sc = ax2.scatter(embedding[:, 0], embedding[:, 1], s=3, c=np.degrees(angles[pick]), cmap="twilight",
+                     vmin=0, vmax=360)
+    fig.colorbar(sc, ax=ax2, label="angle (degrees)")
+    ax2.set_title("coloured by angle", fontsize=10)
+    for ax in (ax1, ax2):
+        ax.set_xticks([])
+        ax.set_yticks([])
+    fig.suptitle(f"t-SNE of SVGP-VAE encoder means of {n} training images (test MSE {res['test_mse_mean']:.4f})\n"
+                 + _settings_note(cfg), fontsize=8)
+    fig.tight_layout()
+    fig.savefig(os.path.join(out, "tsne.png"), dpi=130)
+    plt.close(fig)
+    rows = [{"index": int(i), "digit": int(digits[i]), "angle_degrees": float(np.degrees(angles[i])),
+             "instance": int(instance[i]), "tsne_x": float(x), "tsne_y": float(y)}
+            for i, (x, y) in zip(pick, embedding)]
+    return {"rows": rows, "run": _row(res), "tsne_digits": list(cfg.digits), "num_points": n,
+            "perplexity": perplexity, "tsne_seconds": tsne_seconds, "knn10_digit_agreement": agreement}
+
+
+# ---------------------------------------------------------------------------- init
+def cmd_init(ctx: _Context, out: str) -> dict:
+    sw = ctx.sweeps
+    specs = [(name, {"object_init": init}, {}) for name in sw.init_models for init in ("pca", "random")]
+    rows = run_sweep(ctx, specs, "init runs")
+    summary = _summary(rows, ("model", "object_init"))
+    header = ["model", "object init", "runs", "test MSE (decoded mean)", "test MSE (decoded sample)",
+              "s/epoch (this machine)", "paper MSE"]
+    lines = ["Rotated MNIST, PCA vs random (N(0, 1.5^2)) object-vector initialisation: "
+             + _settings_note(ctx.base) + ". Mean +- sd over seeds; the paper's numbers are means over 5 runs.",
+             "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    table = []
+    for s in summary:
+        paper = PAPER_INIT.get(s["model"], {}).get(s["object_init"])
+        cells = [rm.LABELS[s["model"]], s["object_init"], str(s["test_mse_mean"]["n"]),
+                 f"{s['test_mse_mean']['mean']:.4f} +- {s['test_mse_mean']['sd']:.4f}",
+                 f"{s['test_mse_sample']['mean']:.4f} +- {s['test_mse_sample']['sd']:.4f}",
+                 f"{s['seconds_per_epoch']:.2f}", "-" if paper is None else f"{paper:.4f}"]
+        lines.append("| " + " | ".join(cells) + " |")
+        table.append(dict(zip(header, cells)))
+    with open(os.path.join(out, "init.md"), "w") as f:
+        f.write("\n".join(lines) + "\n")
+
+    plt = pyplot()
+    fig, ax = plt.subplots(figsize=(6.5, 4))
+    width = 0.2
+    for i, name in enumerate(sw.init_models):
+        for j, init in enumerate(("pca", "random")):
+            s = next(s for s in summary if s["model"] == name and s["object_init"] == init)
+            x = i + (j - 0.5) * 2 * width
+            ax.bar(x, s["test_mse_mean"]["mean"], width, yerr=s["test_mse_mean"]["sd"], capsize=3,
+                   color=f"C{j}", label=f"ours, {init}" if i == 0 else None)
+            paper = PAPER_INIT.get(name, {}).get(init)
+            if paper is not None:
+                ax.plot([x - width / 2, x + width / 2], [paper] * 2, "k-", lw=2,
+                        label="paper" if (i, j) == (0, 0) else None)
+    ax.set_xticks(range(len(sw.init_models)))
+    ax.set_xticklabels([rm.LABELS[n] for n in sw.init_models])
+    ax.set_ylabel("test MSE (decoded mean)")
+    fig.suptitle("Object-vector initialisation: PCA vs random (mean ± sd over seeds; black: paper)\n"
+                 + _settings_note(ctx.base), fontsize=8)
+    ax.legend(fontsize=8, loc="lower right")
+    fig.tight_layout()
+    fig.savefig(os.path.join(out, "init.png"), dpi=130)
+    plt.close(fig)
+    return {"rows": rows, "summary": summary, "table": table, "paper": PAPER_INIT}
+
+
+COMMAND_FUNCTIONS = {"runtime": cmd_runtime, "digits": cmd_digits, "batch_size": cmd_batch_size,
+                     "num_inducing": cmd_num_inducing, "bias": cmd_bias, "tsne": cmd_tsne, "init": cmd_init}
+
+
+# ----------------------------------------------------------------------------- CLI
+def _ints(text: str) -> Tuple[int, ...]:
+    return tuple(int(v) for v in text.split(",") if v.strip())
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m gpflow_svgpvae.experiments.rotated_mnist_figures",
+                                description="Rotated-MNIST figures of the SVGP-VAE paper (beyond Table 1).")
+    p.add_argument("command", choices=COMMANDS)
+    p.add_argument("--quick", action="store_true", help="a tiny smoke run (12 instances per digit, 2 epochs, 1 seed)")
+    p.add_argument("--epochs", type=int, help="training epochs (default 1000; --quick: 2)")
+    p.add_argument("--seeds", type=int, help="number of seeds (default 5; --quick: 1)")
+    p.add_argument("--first-seed", type=int, default=0)
+    p.add_argument("--out", help="output folder (default results/rotated_mnist_figures/<command>[_quick])")
+    p.add_argument("--cache", default=os.path.join("results", "rotated_mnist_figures", "runs_cache"),
+                   help="folder of cached runs shared by all commands (default %(default)s)")
+    p.add_argument("--n-per-digit", type=int, help="instances per digit (default 400; --quick: 12)")
+    p.add_argument("--batch-size", type=int, help="batch size of runs that do not sweep it (default 256)")
+    p.add_argument("--eval-every", type=int, help="epochs between eval-set evaluations (default 5; --quick: 1)")
+    p.add_argument("--jit", action="store_true", help="compile the training step with XLA")
+    p.add_argument("--m", type=_ints, help="runtime / num_inducing / bias: inducing-point counts (multiples of 16)")
+    p.add_argument("--object-dims", type=_ints, help="runtime: GPPVAE object-vector dimensions Q (rank H = 16 Q)")
+    p.add_argument("--digit-sets", help="digits: sets separated by ';', e.g. '3;1,3,6'")
+    p.add_argument("--models", help="digits / init: comma-separated models (svgpvae, gppvae)")
+    p.add_argument("--batch-sizes", type=_ints, help="batch_size: the batch sizes")
+    p.add_argument("--bias-epochs", type=_ints, help="bias: epochs after which to record (0: initial model)")
+    p.add_argument("--tsne-digits", type=_ints, help="tsne: the digits of the run")
+    p.add_argument("--tsne-max-points", type=int)
+    p.add_argument("--perplexity", type=float, help="tsne: t-SNE perplexity (default 30)")
+    p.add_argument("--quiet", action="store_true")
+    return p
+
+
+def _configure(args) -> Tuple[rm.Config, Sweeps]:
+    quick = QUICK_CONFIG if args.quick else {}
+    base = rm.Config(seeds=5, models=("svgpvae",))
+    changes = {k: v for k, v in quick.items()}
+    for key, value in (("epochs", args.epochs), ("seeds", args.seeds), ("n_per_digit", args.n_per_digit),
+                       ("batch_size", args.batch_size), ("eval_every", args.eval_every)):
+        if value is not None:
+            changes[key] = value
+    base = replace(base, first_seed=args.first_seed, jit_compile=args.jit, **changes)
+    sweeps = Sweeps(**(QUICK if args.quick else {}))
+    overrides = {}
+    if args.m is not None:
+        overrides.update(runtime_m=args.m, m_values=args.m, bias_m=args.m)
+    if args.object_dims is not None:
+        overrides["runtime_object_dims"] = args.object_dims
+    if args.digit_sets is not None:
+        overrides["digit_sets"] = tuple(_ints(s) for s in args.digit_sets.split(";") if s.strip())
+    if args.models is not None:
+        models = tuple(m.strip() for m in args.models.split(",") if m.strip())
+        unknown = [m for m in models if m not in ("svgpvae", "gppvae")]
+        if unknown:
+            raise SystemExit(f"--models: unknown {unknown}; choose from svgpvae, gppvae")
+        overrides.update(digits_models=models, init_models=models)
+    for key, value in (("batch_sizes", args.batch_sizes), ("bias_epochs", args.bias_epochs),
+                       ("tsne_digits", args.tsne_digits), ("tsne_max_points", args.tsne_max_points),
+                       ("tsne_perplexity", args.perplexity)):
+        if value is not None:
+            overrides[key] = value
+    return base, replace(sweeps, **overrides)
+
+
+def main(argv: Optional[Sequence[str]] = None) -> dict:
+    """Run one figure command; returns the payload written to ``<command>.json``."""
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    args = _parser().parse_args(argv)
+    base, sweeps = _configure(args)
+    out = args.out or os.path.join("results", "rotated_mnist_figures", args.command + ("_quick" if args.quick else ""))
+    os.makedirs(out, exist_ok=True)
+    ctx = _Context(base, sweeps, args.cache, progress=not args.quiet)
+    start = time.perf_counter()
+    result = COMMAND_FUNCTIONS[args.command](ctx, out)
+    wall = time.perf_counter() - start
+    rows = result.pop("rows")
+    payload = {
+        "command": args.command, "argv": list(sys.argv[1:] if argv is None else argv), "quick": args.quick,
+        "out": out, "cache": args.cache, "config": asdict(replace(base, out=args.cache)), "sweeps": asdict(sweeps),
+        "git_commit": git_commit(), "wall_seconds": wall, **result, "rows": rows,
+    }
+    write_csv(os.path.join(out, f"{args.command}.csv"), rows)
+    write_json(os.path.join(out, f"{args.command}.json"), payload)
+    if not args.quiet:
+        for s in payload.get("summary", []):
+            if "test_mse_mean" in s:
+                label = ", ".join(f"{k}={s[k]}" for k in s if k not in ("test_mse_mean", "test_mse_sample",
+                                                                        "seconds_per_epoch", "num_data", "seeds"))
+                st = s["test_mse_mean"]
+                print(f"{label}: test MSE {st['mean']:.4f} +- {st['sd']:.4f} (n={st['n']}), "
+                      f"{s['seconds_per_epoch']:.2f} s/epoch", flush=True)
+            elif "relative_bias" in s:
+                st = s["relative_bias"]
+                print(f"m={s['m']} epoch {s['epoch']}: relative bias {st['mean']:.3g} +- {st['sd']:.2g}", flush=True)
+        print(f"wall time {wall:.0f} s; wrote {out}/{args.command}.png, .csv, .json", flush=True)
+    return payload
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

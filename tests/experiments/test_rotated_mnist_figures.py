@@ -1,0 +1,148 @@
+"""`python -m gpflow_svgpvae.experiments.rotated_mnist_figures <command> --quick` and the bias computation.
+
+Smoke tests run every command on a tiny data set (12 instances per digit, 1 epoch), with outputs and the
+run cache in ``tmp_path``.
+"""
+import csv
+import json
+import os
+
+import numpy as np
+import pytest
+
+from gpflow_svgpvae.experiments import rotated_mnist as rm
+from gpflow_svgpvae.experiments import rotated_mnist_figures as figures
+
+
+def _run(tmp_path, command, *extra):
+    out = str(tmp_path / command)
+    payload = figures.main([command, "--quick", "--epochs", "1", "--out", out, "--cache", str(tmp_path / "cache"),
+                            "--quiet", *extra])
+    for suffix in (".png", ".csv", ".json"):
+        assert os.path.getsize(os.path.join(out, command + suffix)) > 0, command + suffix
+    saved = json.load(open(os.path.join(out, command + ".json")))
+    assert saved["command"] == command and saved["config"]["epochs"] == 1 and "git_commit" in saved
+    rows = list(csv.DictReader(open(os.path.join(out, command + ".csv"))))
+    assert len(rows) == len(payload["rows"]) > 0
+    return payload, rows
+
+
+def _assert_finite_runs(rows):
+    for r in rows:
+        for key in ("test_mse_mean", "test_mse_sample", "best_eval_mse", "seconds_per_epoch"):
+            assert np.isfinite(r[key]) and r[key] > 0, (key, r)
+
+
+# ----------------------------------------------------------------------------- bias
+@pytest.fixture(scope="module")
+def tiny_svgpvae():
+    """An untrained SVGP-VAE of the rotated-MNIST setting on 12 threes (N = 124), L = 3, m = 16."""
+    cfg = rm.Config(n_per_digit=12, num_latent=3, num_inducing_per_angle=1)
+    data = rm.load_data(cfg)
+    return rm.build_model("svgpvae", data, cfg, seed=0), data
+
+
+def test_bias_full_data_mean_matches_independent_routes(tiny_svgpvae):
+    import tensorflow as tf
+
+    from gpflow_svgpvae.amortized import amortized_inducing_posterior
+
+    model, data = tiny_svgpvae
+    X, Y, N = data.X_train, data.Y_train, data.num_data
+    result = figures.inducing_mean_bias(model, X, Y, batch_size=32, seed=0)
+    mu = result["mu_full"]  # [M, L]
+
+    means, variances = figures.encode_all(model, Y)
+    Xm = model.map_inputs(X)
+    q_mu, _ = amortized_inducing_posterior(model.kernel, model.inducing_variable, Xm, means, variances,
+                                           num_data=N, jitter=model.jitter)  # one batch of all N, s = 1
+    np.testing.assert_allclose(mu, q_mu.numpy(), rtol=1e-9, atol=1e-9 * np.abs(mu).max())
+    # The model's cached posterior encodes inside a tf.function: the float32 encoder's round-off differs.
+    cached_mu, _ = model.posterior((X, Y)).inducing_distribution()
+    np.testing.assert_allclose(mu, np.asarray(cached_mu), rtol=1e-4, atol=1e-4 * np.abs(mu).max())
+
+    # The paper's formula in numpy: mu_l = Kmm (Kmm + Kmn Lam_l Knm)^-1 Kmn Lam_l ytil_l.
+    Z = model.inducing_variable.Z
+    Kmm = model.kernel(Z).numpy() + model.jitter * np.eye(Z.shape[0])
+    Kmn = model.kernel(Z, Xm).numpy()
+    for channel in range(mu.shape[1]):
+        lam = 1.0 / variances.numpy()[:, channel]
+        Sigma = Kmm + (Kmn * lam) @ Kmn.T
+        expected = Kmm @ np.linalg.solve(Sigma, Kmn @ (lam * means.numpy()[:, channel]))
+        np.testing.assert_allclose(mu[:, channel], expected, rtol=1e-6, atol=1e-6 * np.abs(expected).max())
+    assert tf.reduce_all(tf.math.is_finite(q_mu))
+
+
+def test_bias_vanishes_with_one_full_batch_and_is_positive_with_minibatches(tiny_svgpvae):
+    model, data = tiny_svgpvae
+    N = data.num_data
+    full = figures.inducing_mean_bias(model, data.X_train, data.Y_train, batch_size=N, seed=3)
+    assert full["num_batches"] == 1 and full["relative_bias"] < 1e-10
+    mini = figures.inducing_mean_bias(model, data.X_train, data.Y_train, batch_size=16, seed=3)
+    assert mini["num_batches"] == int(np.ceil(N / 16))
+    assert mini["relative_bias"] > 1e-6  # mu_b is biased ...
+    assert mini["precision_relative_deviation"] < 1e-12  # ... while the averaged precision is exact
+    np.testing.assert_allclose(mini["mu_full"], full["mu_full"], rtol=1e-12, atol=1e-14)
+
+
+# ---------------------------------------------------------------------- smoke tests
+def test_runtime_and_num_inducing_quick_smoke_share_cached_runs(tmp_path):
+    payload, _ = _run(tmp_path, "runtime")
+    rows = payload["rows"]
+    _assert_finite_runs(rows)
+    assert [(r["model"], r["setting"]) for r in rows] == [
+        ("svgpvae", "m=16"), ("svgpvae", "m=32"), ("gppvae", "Q=2 (H=32)"), ("gppvae", "Q=4 (H=64)")]
+    assert [r["gppvae_rank_H"] for r in rows] == [None, None, 32, 64] and "H = 16 Q" in payload["gppvae_rank_note"]
+    assert not any(r["cached"] for r in rows)
+
+    # A second command with the same cache reuses the SVGP-VAE runs (m = 16, 32): no retraining.
+    again, _ = _run(tmp_path, "num_inducing")
+    assert [r["m"] for r in again["rows"]] == [16, 32] and all(r["cached"] for r in again["rows"])
+    for new, old in zip(again["rows"], rows[:2]):
+        for key in ("test_mse_mean", "test_mse_sample", "seconds_per_epoch", "run"):
+            assert new[key] == old[key]
+
+
+def test_digits_quick_smoke(tmp_path):
+    payload, _ = _run(tmp_path, "digits")
+    _assert_finite_runs(payload["rows"])
+    assert [(r["digits"], r["num_digits"]) for r in payload["rows"]] == [("3", 1), ("1-3-6", 3)]
+    assert payload["rows"][1]["num_data"] == 3 * payload["rows"][0]["num_data"]
+
+
+def test_batch_size_quick_smoke(tmp_path):
+    payload, _ = _run(tmp_path, "batch_size")
+    _assert_finite_runs(payload["rows"])
+    assert [r["batch_size"] for r in payload["rows"]] == [32, 64]
+
+
+def test_bias_quick_smoke_and_reuse(tmp_path):
+    payload, rows = _run(tmp_path, "bias")
+    assert [(r["m"], r["epoch"]) for r in payload["rows"]] == [(16, 0), (16, 1), (32, 0), (32, 1)]
+    for r in payload["rows"]:
+        assert np.isfinite(r["relative_bias"]) and r["relative_bias"] > 0 and r["num_batches"] == 4
+        assert r["precision_relative_deviation"] < 1e-10
+    assert not any(r["cached"] for r in payload["runs"])
+    # Second invocation: the runs and their bias records are reused, identical numbers.
+    again, _ = _run(tmp_path, "bias")
+    assert all(r["cached"] for r in again["runs"])
+    assert again["rows"] == payload["rows"]
+    assert [r["test_mse_mean"] for r in again["runs"]] == [r["test_mse_mean"] for r in payload["runs"]]
+
+
+def test_tsne_quick_smoke(tmp_path):
+    payload, rows = _run(tmp_path, "tsne")
+    assert payload["tsne_digits"] == [1, 3, 6] and payload["num_points"] == len(rows) == payload["run"]["num_data"]
+    assert {int(r["digit"]) for r in rows} == {1, 3, 6}
+    assert all(np.isfinite(float(r["tsne_x"])) and np.isfinite(float(r["tsne_y"])) for r in rows)
+    assert 0 <= payload["knn10_digit_agreement"]["tsne"] <= 1
+    assert np.isfinite(payload["run"]["test_mse_mean"])
+
+
+def test_init_quick_smoke(tmp_path):
+    payload, _ = _run(tmp_path, "init")
+    _assert_finite_runs(payload["rows"])
+    assert [(r["model"], r["object_init"]) for r in payload["rows"]] == [
+        ("svgpvae", "pca"), ("svgpvae", "random"), ("gppvae", "pca"), ("gppvae", "random")]
+    table = open(tmp_path / "init" / "init.md").read()
+    assert "| SVGP-VAE | random | 1 |" in table and "0.0272" in table and "0.0374" in table
