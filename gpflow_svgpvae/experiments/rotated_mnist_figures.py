@@ -40,9 +40,11 @@ to ``--out``, default ``results/rotated_mnist_figures/<command>``, or
     full-data mean ``mu`` (all N training points, ``s = 1``) is compared with
     the average of the minibatch means ``mu_b`` (``s = N / b``) over one pass
     of seeded random minibatches of the training batch size,
-    ``||avg_b mu_b - mu||_F / ||mu||_F``. The same average of the
-    minibatch precisions ``Sigma_b`` reproduces the full-data ``Sigma``
-    exactly (recorded as a check, ~1e-16): ``Sigma_b`` is unbiased, ``mu_b`` is not.
+    ``||avg_b mu_b - mu||_F / ||mu||_F`` (``--bias-passes P`` averages over P
+    passes: one pass's average also carries the estimator's spread / number of
+    batches). The same average of the minibatch precisions ``Sigma_b``
+    reproduces the full-data ``Sigma`` exactly (recorded as a check, ~1e-16):
+    ``Sigma_b`` is unbiased, ``mu_b`` is not.
 ``tsne``
     t-SNE (:class:`sklearn.manifold.TSNE`) of the SVGP-VAE encoder means of
     the training images of a multi-digit run (default digits 1, 3, 6, 7, 9;
@@ -104,7 +106,8 @@ from . import rotated_mnist as rm
 from .common import git_commit, mean_sd, pyplot, read_json, run_key, write_csv, write_json
 
 __all__ = [
-    "COMMANDS", "Sweeps", "QUICK", "PAPER_INIT", "inducing_mean_bias", "encode_all", "run_sweep", "main",
+    "COMMANDS", "Sweeps", "QUICK", "QUICK_CONFIG", "PAPER_INIT", "inducing_mean_bias", "encode_all", "run_sweep",
+    "main",
 ]
 
 COMMANDS = ("runtime", "digits", "batch_size", "num_inducing", "bias", "tsne", "init")
@@ -127,6 +130,7 @@ class Sweeps:
     m_values: Sequence[int] = (16, 32, 64, 96)
     bias_m: Sequence[int] = (16, 32, 64, 96)
     bias_epochs: Sequence[int] = (0, 1, 2, 5, 10, 20, 50, 100, 200, 500, 1000)
+    bias_passes: int = 1
     tsne_digits: Sequence[int] = (1, 3, 6, 7, 9)
     tsne_max_points: int = 5000
     tsne_perplexity: float = 30.0
@@ -138,7 +142,8 @@ class Sweeps:
 QUICK_CONFIG = dict(epochs=2, seeds=1, n_per_digit=12, eval_every=1, batch_size=32)
 QUICK = dict(
     runtime_m=(16, 32), runtime_object_dims=(2, 4), digit_sets=((3,), (1, 3, 6)), batch_sizes=(32, 64),
-    m_values=(16, 32), bias_m=(16, 32), bias_epochs=(0, 1, 2), tsne_digits=(1, 3, 6), tsne_max_points=1000, tsne_iterations=250,
+    m_values=(16, 32), bias_m=(16, 32), bias_epochs=(0, 1, 2), tsne_digits=(1, 3, 6), tsne_max_points=1000,
+    tsne_iterations=250,
 )
 
 
@@ -185,7 +190,7 @@ def _row(res: dict, **labels) -> dict:
         "seconds_per_epoch": float(res["seconds_per_epoch"]),
         "epochs": int(res["epochs"]),
         "num_data": int(res["num_data"]),
-        "m": 16 * int(spec["num_inducing_per_angle"]) if res["model"] in ("svgpvae", "deep_svigp") else None,
+        "m": NUM_ANGLES * int(spec["num_inducing_per_angle"]) if res["model"] in ("svgpvae", "deep_svigp") else None,
         "object_dim": int(spec["object_dim"]) if spec else None,
         "batch_size": int(spec["batch_size"]) if spec else None,
         "digits": "-".join(str(d) for d in spec.get("digits", ())),
@@ -235,7 +240,8 @@ def _settings_note(cfg: rm.Config, skip: Sequence[str] = ()) -> str:
         "m": f"m={16 * cfg.num_inducing_per_angle}", "b": f"b={cfg.batch_size}", "Q": f"Q={cfg.object_dim}",
         "epochs": f"{cfg.epochs} epochs", "seeds": f"{cfg.seeds} seed(s)",
     }
-    return ", ".join(v for k, v in parts.items() if k not in skip) + f", L={cfg.num_latent}, GECO kappa^2={cfg.kappa_squared}"
+    kept = ", ".join(v for k, v in parts.items() if k not in skip)
+    return kept + f", L={cfg.num_latent}, GECO kappa^2={cfg.kappa_squared}"
 
 
 def _errorbar(ax, summary: List[dict], x_key: str, label: str, **kwargs):
@@ -357,7 +363,7 @@ def encode_all(model, Y, batch_size: int = 1024):
     return tf.concat(means, 0), tf.concat(variances, 0)
 
 
-def inducing_mean_bias(model, X, Y, batch_size: int, seed: int = 0) -> dict:
+def inducing_mean_bias(model, X, Y, batch_size: int, seed: int = 0, passes: int = 1) -> dict:
     r"""Relative bias of the minibatch estimator of the inducing posterior mean of an SVGP-VAE.
 
     With :math:`W = L_m^{-1}K_{mN}` over all :math:`N` training points and the
@@ -370,6 +376,10 @@ def inducing_mean_bias(model, X, Y, batch_size: int, seed: int = 0) -> dict:
 
     .. math:: \mathrm{bias} = \lVert \bar\mu_b - \mu\rVert_F / \lVert\mu\rVert_F.
 
+    The average over one pass mixes the bias with the estimator's spread
+    divided by the number of batches; ``passes > 1`` averages over that many
+    independent passes (fresh permutations), which leaves the bias.
+
     The same weighted average of the minibatch precisions
     :math:`\Sigma_b = K_{mm} + s K_{mb}\Lambda K_{bm}` equals the full-data
     :math:`\Sigma` exactly (the batches partition the data);
@@ -380,6 +390,7 @@ def inducing_mean_bias(model, X, Y, batch_size: int, seed: int = 0) -> dict:
         :class:`~gpflow_svgpvae.models.SVGPVAE`.
     :param X: ``[N, D]`` raw auxiliary inputs of all training points.
     :param Y: ``[N, ...]`` their images.
+    :param passes: number of passes (permutations) averaged over.
     :return: dict with ``relative_bias``, ``precision_relative_deviation``,
         ``num_batches``, ``mu_norm``, and ``mu_full`` (``[M, L]``).
     """
@@ -401,19 +412,22 @@ def inducing_mean_bias(model, X, Y, batch_size: int, seed: int = 0) -> dict:
 
     P_full, r_full = amortized.statistics_from_whitened(W, means, variances)
     mu_full = mean_of(P_full, r_full, 1.0)
-    order = np.random.default_rng([int(seed), 20210413]).permutation(N)
+    rng = np.random.default_rng([int(seed), 20210413])
     mu_avg = tf.zeros_like(mu_full)
-    P_avg = tf.zeros_like(P_full)  # weighted average of s * P_b (B_b = I + s P_b)
+    P_avg = tf.zeros_like(P_full)  # weighted average of s * P_b (B_b = I + s P_b), first pass
     num_batches = 0
-    for start in range(0, N, batch_size):
-        idx = order[start:start + batch_size]
-        weight, scale = len(idx) / N, N / len(idx)
-        P_b, r_b = amortized.statistics_from_whitened(
-            tf.gather(W, idx, axis=-1), tf.gather(means, idx), tf.gather(variances, idx)
-        )
-        mu_avg += weight * mean_of(P_b, r_b, scale)
-        P_avg += weight * scale * P_b
-        num_batches += 1
+    for p in range(int(passes)):
+        order = rng.permutation(N)
+        for start in range(0, N, batch_size):
+            idx = order[start:start + batch_size]
+            weight, scale = len(idx) / N, N / len(idx)
+            P_b, r_b = amortized.statistics_from_whitened(
+                tf.gather(W, idx, axis=-1), tf.gather(means, idx), tf.gather(variances, idx)
+            )
+            mu_avg += weight / passes * mean_of(P_b, r_b, scale)
+            if p == 0:
+                P_avg += weight * scale * P_b
+                num_batches += 1
     M = int(P_full.shape[-1])
     eye = tf.eye(M, dtype=P_full.dtype)
 
@@ -423,8 +437,11 @@ def inducing_mean_bias(model, X, Y, batch_size: int, seed: int = 0) -> dict:
     mu_norm = float(tf.norm(mu_full))
     return {
         "relative_bias": float(tf.norm(mu_avg - mu_full)) / mu_norm,
-        "precision_relative_deviation": float(tf.norm(precision(P_avg) - precision(P_full)) / tf.norm(precision(P_full))),
+        "precision_relative_deviation": float(
+            tf.norm(precision(P_avg) - precision(P_full)) / tf.norm(precision(P_full))
+        ),
         "num_batches": num_batches,
+        "passes": int(passes),
         "mu_norm": mu_norm,
         "mu_full": tf.transpose(mu_full).numpy(),
     }
@@ -449,7 +466,8 @@ def cmd_bias(ctx: _Context, out: str) -> dict:
         data = ctx.data(cfg)
         record_path = _bias_record_path(cfg, "svgpvae", seed)
         record = read_json(record_path) if os.path.exists(record_path) else None
-        if record is None or not set(wanted) <= {int(e) for e in record["epochs"]}:
+        if (record is None or not set(wanted) <= {int(e) for e in record["epochs"]}
+                or record.get("passes", 1) != int(sw.bias_passes)):
             record, res = _train_with_bias(ctx, cfg, data, seed, wanted, record_path)
         else:
             res = rm.run_cached("svgpvae", data, cfg, seed, progress=False)
@@ -458,7 +476,7 @@ def cmd_bias(ctx: _Context, out: str) -> dict:
         for e, value, dev, nb in zip(record["epochs"], record["relative_bias"],
                                      record["precision_relative_deviation"], record["num_batches"]):
             if int(e) in wanted:
-                rows.append({"m": m, "seed": seed, "epoch": int(e), "relative_bias": value,
+                rows.append({"m": m, "seed": seed, "epoch": int(e), "relative_bias": value, "passes": record["passes"],
                              "precision_relative_deviation": dev, "num_batches": nb, "batch_size": cfg.batch_size,
                              "num_data": data.num_data})
     bar.close()
@@ -496,10 +514,12 @@ def _train_with_bias(ctx: _Context, cfg: rm.Config, data: rm.Data, seed: int, wa
     """Train the SVGP-VAE with ``on_epoch`` recording :func:`inducing_mean_bias`; save the record and
     return it with the run's result."""
     record = {"epochs": [], "relative_bias": [], "precision_relative_deviation": [], "num_batches": [],
-              "spec": rm.run_spec("svgpvae", seed, cfg), "git_commit": git_commit()}
+              "passes": int(ctx.sweeps.bias_passes), "spec": rm.run_spec("svgpvae", seed, cfg),
+              "git_commit": git_commit()}
 
     def add(epoch, model):
-        value = inducing_mean_bias(model, data.X_train, data.Y_train, cfg.batch_size, seed=seed * 100_003 + epoch)
+        value = inducing_mean_bias(model, data.X_train, data.Y_train, cfg.batch_size, seed=seed * 100_003 + epoch,
+                                   passes=ctx.sweeps.bias_passes)
         record["epochs"].append(int(epoch))
         for key in ("relative_bias", "precision_relative_deviation", "num_batches"):
             record[key].append(value[key])
@@ -681,6 +701,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--models", help="digits / init: comma-separated models (svgpvae, gppvae)")
     p.add_argument("--batch-sizes", type=_ints, help="batch_size: the batch sizes")
     p.add_argument("--bias-epochs", type=_ints, help="bias: epochs after which to record (0: initial model)")
+    p.add_argument("--bias-passes", type=int, help="bias: minibatch passes averaged per record (default 1)")
     p.add_argument("--tsne-digits", type=_ints, help="tsne: the digits of the run")
     p.add_argument("--tsne-max-points", type=int)
     p.add_argument("--perplexity", type=float, help="tsne: t-SNE perplexity (default 30)")
@@ -712,6 +733,7 @@ def _configure(args) -> Tuple[rm.Config, Sweeps]:
             raise SystemExit(f"--models: unknown {unknown}; choose from svgpvae, gppvae")
         overrides.update(digits_models=models, init_models=models)
     for key, value in (("batch_sizes", args.batch_sizes), ("bias_epochs", args.bias_epochs),
+                       ("bias_passes", args.bias_passes),
                        ("tsne_digits", args.tsne_digits), ("tsne_max_points", args.tsne_max_points),
                        ("tsne_perplexity", args.perplexity)):
         if value is not None:

@@ -83,6 +83,9 @@ def test_bias_vanishes_with_one_full_batch_and_is_positive_with_minibatches(tiny
     assert mini["relative_bias"] > 1e-6  # mu_b is biased ...
     assert mini["precision_relative_deviation"] < 1e-12  # ... while the averaged precision is exact
     np.testing.assert_allclose(mini["mu_full"], full["mu_full"], rtol=1e-12, atol=1e-14)
+    # Several passes average out the spread of a single pass but keep the bias: still > 0.
+    many = figures.inducing_mean_bias(model, data.X_train, data.Y_train, batch_size=16, seed=3, passes=4)
+    assert many["passes"] == 4 and 1e-6 < many["relative_bias"] and many["relative_bias"] != mini["relative_bias"]
 
 
 # ---------------------------------------------------------------------- smoke tests
