@@ -36,17 +36,17 @@ keyed by every setting that affects them, so e.g. ``trajectories`` and
 ``lengthscale`` reuse the runs of an earlier ``rmse_vs_m`` with the same settings.
 """
 import argparse
-import csv
 import dataclasses
-import hashlib
 import json
 import os
-import subprocess
 import sys
 import time
 from typing import Dict, List, Optional, Sequence
 
 import numpy as np
+
+from .common import git_commit, mean_sd, pyplot, write_csv, write_json
+from .common import run_key as run_key_from_spec
 
 __all__ = ["Config", "QUICK", "train_run", "main"]
 
@@ -180,8 +180,7 @@ def evaluate(model, test) -> Dict[str, np.ndarray]:
 def run_key(kind: str, m: Optional[int], seed: int, cfg: Config, inducing_init=None) -> str:
     spec = {"kind": kind, "m": m, "seed": int(seed), "inducing_init": None if inducing_init is None
             else [round(float(z), 8) for z in inducing_init], **cfg.run_settings()}
-    digest = hashlib.sha1(json.dumps(spec, sort_keys=True).encode()).hexdigest()[:10]
-    return f"{kind}{'' if m is None else f'_m{m}'}_seed{seed}_{digest}"
+    return run_key_from_spec(f"{kind}{'' if m is None else f'_m{m}'}_seed{seed}", spec)
 
 
 def train_run(kind: str, cfg: Config, seed: int, m: Optional[int] = None, inducing_init=None,
@@ -270,15 +269,6 @@ def train_run(kind: str, cfg: Config, seed: int, m: Optional[int] = None, induci
 
 
 # ----------------------------------------------------------------------------- output
-def _git_commit() -> Optional[str]:
-    try:
-        root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=root, capture_output=True,
-                              text=True, check=True).stdout.strip()
-    except Exception:  # noqa: BLE001 - provenance only
-        return None
-
-
 def _run_summary(r: dict) -> dict:
     return {k: r[k] for k in ("kind", "m", "seed", "rmse", "final_lengthscale", "sec_per_step",
                               "data_sec_per_step", "wall_seconds", "cached", "key", "final_inducing",
@@ -287,29 +277,8 @@ def _run_summary(r: dict) -> dict:
 
 def _write(out: str, name: str, rows: List[dict], payload: dict):
     os.makedirs(out, exist_ok=True)
-    if rows:
-        fields = list(dict.fromkeys(k for row in rows for k in row))
-        with open(os.path.join(out, f"{name}.csv"), "w", newline="") as f:
-            writer = csv.DictWriter(f, fieldnames=fields)
-            writer.writeheader()
-            writer.writerows(rows)
-    with open(os.path.join(out, f"{name}.json"), "w") as f:
-        json.dump(payload, f, indent=2, default=lambda o: o.tolist() if hasattr(o, "tolist") else str(o))
-
-
-def _plt():
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
-
-
-def _stats(values) -> dict:
-    values = np.asarray(values, dtype=float)
-    return {"mean": float(values.mean()), "sd": float(values.std(ddof=1)) if values.size > 1 else 0.0,
-            "n": int(values.size), "values": values.tolist()}
+    write_csv(os.path.join(out, f"{name}.csv"), rows)
+    write_json(os.path.join(out, f"{name}.json"), payload)
 
 
 def _settings_note(cfg: Config) -> str:
@@ -328,15 +297,15 @@ def cmd_rmse_vs_m(cfg: Config, cache: str, out: str, test) -> dict:
     for seed, kind, m in tqdm(specs, desc="rmse_vs_m runs", position=0):
         runs.append(train_run(kind, cfg, seed, m=m, cache_dir=cache, test=test))
     rows = [_run_summary(r) for r in runs]
-    table = {"vae": _stats([r["rmse"] for r in runs if r["kind"] == "vae"]),
-             "gpvae": _stats([r["rmse"] for r in runs if r["kind"] == "gpvae"])}
+    table = {"vae": mean_sd([r["rmse"] for r in runs if r["kind"] == "vae"]),
+             "gpvae": mean_sd([r["rmse"] for r in runs if r["kind"] == "gpvae"])}
     for m in cfg.m_values:
-        table[f"svgpvae_m{m}"] = _stats([r["rmse"] for r in runs if r["kind"] == "svgpvae" and r["m"] == m])
-    lengthscales = {f"svgpvae_m{m}": _stats([r["final_lengthscale"] for r in runs if r["m"] == m])
+        table[f"svgpvae_m{m}"] = mean_sd([r["rmse"] for r in runs if r["kind"] == "svgpvae" and r["m"] == m])
+    lengthscales = {f"svgpvae_m{m}": mean_sd([r["final_lengthscale"] for r in runs if r["m"] == m])
                     for m in cfg.m_values}
-    lengthscales["gpvae"] = _stats([r["final_lengthscale"] for r in runs if r["kind"] == "gpvae"])
+    lengthscales["gpvae"] = mean_sd([r["final_lengthscale"] for r in runs if r["kind"] == "gpvae"])
 
-    plt = _plt()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(6, 4))
     ms = np.asarray(cfg.m_values)
     mean = np.array([table[f"svgpvae_m{m}"]["mean"] for m in ms])
@@ -366,7 +335,7 @@ def cmd_trajectories(cfg: Config, cache: str, out: str, test) -> dict:
     specs = [("vae", None), ("gpvae", None), ("svgpvae", cfg.trajectory_m)]
     runs = [train_run(k, cfg, seed, m=m, cache_dir=cache, test=test) for k, m in tqdm(specs, desc="trajectory runs", position=0)]
     n = min(cfg.show_videos, test.num_videos)
-    plt = _plt()
+    plt = pyplot()
     fig, axes = plt.subplots(len(runs), n, figsize=(2.6 * n, 2.6 * len(runs)), squeeze=False)
     rows = []
     for i, run in enumerate(runs):
@@ -401,7 +370,7 @@ def cmd_lengthscale(cfg: Config, cache: str, out: str, test) -> dict:
 
     specs = [(s, "svgpvae", m) for m in cfg.lengthscale_m for s in cfg.seeds] + [(s, "gpvae", None) for s in cfg.seeds]
     runs = [train_run(k, cfg, s, m=m, cache_dir=cache, test=test) for s, k, m in tqdm(specs, desc="lengthscale runs", position=0)]
-    plt = _plt()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(7.5, 4))
     rows = []
     labels = [("svgpvae", m) for m in cfg.lengthscale_m] + [("gpvae", None)]
@@ -425,7 +394,7 @@ def cmd_lengthscale(cfg: Config, cache: str, out: str, test) -> dict:
     fig.tight_layout()
     fig.savefig(os.path.join(out, "lengthscale.png"), dpi=130)
     plt.close(fig)
-    final = {("gpvae" if k == "gpvae" else f"svgpvae_m{m}"): _stats([r["final_lengthscale"] for r in runs
+    final = {("gpvae" if k == "gpvae" else f"svgpvae_m{m}"): mean_sd([r["final_lengthscale"] for r in runs
                                                                     if r["kind"] == k and r["m"] == m])
              for k, m in labels}
     return {"rows": rows, "final_lengthscale": final, "runs": [_run_summary(r) for r in runs]}
@@ -438,7 +407,7 @@ def cmd_inducing(cfg: Config, cache: str, out: str, test) -> dict:
     init = np.linspace(lo, hi, cfg.inducing_m)
     runs = [train_run("svgpvae", cfg, s, m=cfg.inducing_m, inducing_init=init, cache_dir=cache, test=test)
             for s in tqdm(cfg.seeds, desc="inducing runs", position=0)]
-    plt = _plt()
+    plt = pyplot()
     fig, axes = plt.subplots(1, len(runs), figsize=(max(6, 5 * len(runs)), 4.3), squeeze=False)
     rows = []
     for ax, r in zip(axes[0], runs):
@@ -515,7 +484,7 @@ def main(argv=None) -> dict:
     wall = time.perf_counter() - start
     rows = result.pop("rows")
     payload = {"command": args.command, "argv": sys.argv if argv is None else list(argv), "quick": args.quick,
-               "config": dataclasses.asdict(cfg), "git_commit": _git_commit(), "wall_seconds": wall,
+               "config": dataclasses.asdict(cfg), "git_commit": git_commit(), "wall_seconds": wall,
                "cache_dir": cache, **result}
     _write(out, args.command, rows, payload)
     for name in ("rmse", "final_lengthscale"):

@@ -4,6 +4,7 @@ Usage::
 
     python -m gpflow_svgpvae.experiments.rotated_mnist table1 [--quick] [--seeds 5]
         [--epochs 1000] [--models cvae,gppvae,svgpvae,deep_svigp] [--out results/rotated_mnist]
+    python -m gpflow_svgpvae.experiments.rotated_mnist summary FOLDER [FOLDER ...] --out OUT
 
 Protocol (see :mod:`gpflow_svgpvae.datasets.rotated_mnist`): 400 threes x 16
 angles; angle index 5 (112.5 deg) held out; 40 eval instances (all angles);
@@ -42,19 +43,21 @@ Evaluation.
   the first (tracing/compilation) and evaluation; GPPVAE's per-epoch refresh
   (encoding all N images) is included.
 
-Outputs in ``--out``: ``config.json``, ``metrics.json`` (per model and seed:
+Outputs in ``--out``: ``runs/`` (one JSON + NPZ per finished (model, seed) run, named by a hash of
+its settings: a rerun reuses finished runs, so an interrupted table resumes and
+seeds can be trained in parallel processes, then gathered by ``summary``),
+``config.json``, ``metrics.json`` (per model and seed:
 test/eval MSE, best epoch, s/epoch, per-epoch logs including GECO's lambda),
 ``table1.md``, ``table1.csv`` and PNGs of generated test images beside the
 ground truth (``generated_<model>_seed<s>.png`` and ``generated_seed<s>.png``).
 """
 import argparse
-import csv
 import json
 import os
 import sys
 import time
 from dataclasses import asdict, dataclass, field
-from typing import Dict, List, Optional, Sequence
+from typing import Callable, Dict, List, Optional, Sequence
 
 import gpflow
 import numpy as np
@@ -70,8 +73,12 @@ from ..models.deep_svigp import DeepSVIGP
 from ..models.gppvae import GPPVAE
 from ..networks.conv import conv_decoder, conv_encoder
 from ..training import GECO, train
+from .common import git_commit, pyplot, read_json, run_key, write_csv, write_json
 
-__all__ = ["Config", "MODELS", "load_data", "build_model", "place_new_objects", "run_model", "run_table1", "main"]
+__all__ = [
+    "Config", "MODELS", "load_data", "build_model", "place_new_objects", "run_model", "run_spec", "run_cached", "load_runs",
+    "run_table1", "summarise_folders", "main",
+]
 
 MODELS = ("cvae", "gppvae", "svgpvae", "deep_svigp")
 LABELS = {"cvae": "CVAE", "gppvae": "GPPVAE (Casale)", "svgpvae": "SVGP-VAE", "deep_svigp": "Deep SVIGP (Hensman)"}
@@ -234,8 +241,24 @@ def mse(pred, target) -> float:
 
 
 # ------------------------------------------------------------------------- training
-def run_model(name: str, data: Data, cfg: Config, seed: int, workdir: str, progress: bool = False) -> dict:
-    """Train one model with GECO, select on eval MSE, score the test set once."""
+def run_model(
+    name: str,
+    data: Data,
+    cfg: Config,
+    seed: int,
+    workdir: str,
+    progress: bool = False,
+    on_epoch: Optional[Callable[[int, object, dict], None]] = None,
+    keep_model: bool = False,
+) -> dict:
+    """Train one model with GECO, select on eval MSE, score the test set once.
+
+    :param on_epoch: called as ``on_epoch(epoch, model, logs)`` after every
+        epoch (before evaluation), e.g. to record diagnostics during training;
+        its time is not counted in ``seconds_per_epoch``.
+    :param keep_model: return the trained model (best eval checkpoint restored)
+        under the key ``"_model"``.
+    """
     model = build_model(name, data, cfg, seed)
     objective = GECO(
         cfg.kappa_squared, alpha=cfg.geco_alpha, nu=cfg.geco_nu, lambda_bounds=tuple(cfg.geco_lambda_bounds)
@@ -253,6 +276,8 @@ def run_model(name: str, data: Data, cfg: Config, seed: int, workdir: str, progr
         if name == "gppvae":
             model.refresh(data.X_train, data.Y_train)
         record["epoch_seconds"].append(time.perf_counter() - clock["start"])
+        if on_epoch is not None:
+            on_epoch(epoch, model, logs)
         last = epoch + 1 == cfg.epochs
         if (epoch + 1) % cfg.eval_every == 0 or last:
             mean, _ = predict(name, model, data, "eval", seed=seed, cfg=cfg)
@@ -284,7 +309,7 @@ def run_model(name: str, data: Data, cfg: Config, seed: int, workdir: str, progr
         ckpt.read(ckpt_path).expect_partial()
     mean, sample = predict(name, model, data, "test", seed=seed, cfg=cfg)
     times = record["epoch_seconds"]
-    return {
+    result = {
         "model": name,
         "seed": seed,
         "test_mse_mean": mse(mean, data.Y_test),
@@ -301,14 +326,14 @@ def run_model(name: str, data: Data, cfg: Config, seed: int, workdir: str, progr
         "history": {k: [float(v) for v in vals] for k, vals in history.items()},
         "_images": (mean[: cfg.num_plot], sample[: cfg.num_plot]),
     }
+    if keep_model:
+        result["_model"] = model
+    return result
 
 
 # -------------------------------------------------------------------------- outputs
 def _plot(path: str, truth, rows: Dict[str, np.ndarray]):
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     names = ["ground truth"] + list(rows)
     images = [truth] + list(rows.values())
@@ -324,6 +349,39 @@ def _plot(path: str, truth, rows: Dict[str, np.ndarray]):
     fig.tight_layout()
     fig.savefig(path, dpi=80)
     plt.close(fig)
+
+
+# Config fields that do not change what a single (model, seed) run computes.
+_NOT_RUN_SETTINGS = ("seeds", "first_seed", "models", "out", "notes", "num_plot")
+
+
+def run_spec(name: str, seed: int, cfg: Config) -> dict:
+    """Everything a (model, seed) run depends on; its hash names the run's cache file."""
+    settings = {k: v for k, v in asdict(cfg).items() if k not in _NOT_RUN_SETTINGS}
+    return {"model": name, "seed": int(seed), **settings}
+
+
+def _run_path(runs_dir: str, name: str, seed: int, cfg: Config) -> str:
+    return os.path.join(runs_dir, run_key(f"{name}_seed{seed}", run_spec(name, seed, cfg)))
+
+
+def load_runs(folder: str) -> List[dict]:
+    """All finished runs in a results folder: ``runs/*.json``, or the ``metrics.json`` of older versions.
+
+    Each run dict carries its settings under ``"spec"`` (older folders: from ``config.json``).
+    """
+    runs_dir = os.path.join(folder, "runs")
+    if os.path.isdir(runs_dir):
+        return [read_json(os.path.join(runs_dir, f)) for f in sorted(os.listdir(runs_dir)) if f.endswith(".json")]
+    metrics, config = os.path.join(folder, "metrics.json"), os.path.join(folder, "config.json")
+    if not os.path.exists(metrics):
+        raise FileNotFoundError(f"{folder!r} has neither runs/ nor metrics.json: not a table1 results folder")
+    settings = read_json(config) if os.path.exists(config) else {}
+    runs = []
+    for r in read_json(metrics)["results"]:
+        spec = {k: v for k, v in settings.items() if k not in _NOT_RUN_SETTINGS}
+        runs.append({**r, "spec": {**spec, "model": r["model"], "seed": r["seed"]}})
+    return runs
 
 
 def _summary_rows(results: List[dict], models: Sequence[str]):
@@ -342,6 +400,8 @@ def _summary_rows(results: List[dict], models: Sequence[str]):
             {
                 "model": LABELS[name],
                 "runs": len(rs),
+                "seeds": sorted(int(r["seed"]) for r in rs),
+                "epochs": sorted({int(r["epochs"]) for r in rs}),
                 "test_mse_mean": stat("test_mse_mean"),
                 "test_mse_sample": stat("test_mse_sample"),
                 "best_eval_mse": stat("best_eval_mse"),
@@ -355,48 +415,107 @@ def _summary_rows(results: List[dict], models: Sequence[str]):
     return rows
 
 
-def _write_tables(out: str, rows, cfg: Config):
+def _settings_line(specs: List[dict]) -> str:
+    """One sentence with the settings shared by all runs, and the ones that differ."""
+    keys = [k for k in specs[0] if k not in ("model", "seed")]
+    common = {k: specs[0][k] for k in keys if all(s.get(k) == specs[0][k] for s in specs)}
+    differ = [k for k in keys if k not in common]
+    m = common.get("num_inducing_per_angle")
+    text = (
+        f"Rotated MNIST (digit(s) {common.get('digits', '?')}, n_per_digit={common.get('n_per_digit', '?')}), "
+        f"L={common.get('num_latent', '?')}, m={'?' if m is None else 16 * m}, b={common.get('batch_size', '?')}, "
+        f"Adam {common.get('learning_rate', '?')}, GECO kappa^2={common.get('kappa_squared', '?')}, "
+        f"object init {common.get('object_init', '?')}, eval every {common.get('eval_every', '?')} epochs, "
+        f"jit_compile={common.get('jit_compile', '?')}."
+    )
+    if differ:
+        text += " Settings that differ between runs: " + ", ".join(differ) + "."
+    return text + " Mean +- sd over runs; test scored once with the checkpoint of best eval MSE."
+
+
+def _write_tables(out: str, rows, header_text: str):
     def pm(t):
         return f"{t[0]:.4f} +- {t[1]:.4f}"
 
-    header = ["model", "runs", "test MSE (decoded mean)", "test MSE (decoded sample)", "best eval MSE",
+    header = ["model", "runs", "epochs", "test MSE (decoded mean)", "test MSE (decoded sample)", "best eval MSE",
               "best epoch(s)", "GP complexity", "s/epoch (this machine)", "paper MSE", "paper s/epoch (GPU)"]
-    lines = [
-        f"Rotated MNIST (digit(s) {list(cfg.digits)}, n_per_digit={cfg.n_per_digit}), {cfg.epochs} epochs, "
-        f"seeds {cfg.first_seed}..{cfg.first_seed + cfg.seeds - 1}, L={cfg.num_latent}, "
-        f"m={cfg.num_inducing_per_angle * 16}, b={cfg.batch_size}, Adam {cfg.learning_rate:g}, "
-        f"GECO kappa^2={cfg.kappa_squared}, jit_compile={cfg.jit_compile}. Mean +- sd over runs; "
-        "test scored once with the checkpoint of best eval MSE.",
-        "",
-        "| " + " | ".join(header) + " |",
-        "|" + "---|" * len(header),
-    ]
+    lines = [header_text, "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     csv_rows = []
     for r in rows:
-        cells = [r["model"], str(r["runs"]), pm(r["test_mse_mean"]), pm(r["test_mse_sample"]), pm(r["best_eval_mse"]),
-                 ",".join(str(e) for e in r["best_epochs"]), r["gp_complexity"], f"{r['seconds_per_epoch']:.2f}",
-                 r["paper_mse"], f"{r['paper_seconds_per_epoch']:.2f}"]
+        cells = [r["model"], str(r["runs"]), ",".join(str(e) for e in r["epochs"]), pm(r["test_mse_mean"]),
+                 pm(r["test_mse_sample"]), pm(r["best_eval_mse"]), ",".join(str(e) for e in r["best_epochs"]),
+                 r["gp_complexity"], f"{r['seconds_per_epoch']:.2f}", r["paper_mse"],
+                 f"{r['paper_seconds_per_epoch']:.2f}"]
         lines.append("| " + " | ".join(cells) + " |")
-        csv_rows.append(cells)
+        csv_rows.append(dict(zip(header, cells)))
     with open(os.path.join(out, "table1.md"), "w") as f:
         f.write("\n".join(lines) + "\n")
-    with open(os.path.join(out, "table1.csv"), "w", newline="") as f:
-        writer = csv.writer(f)
-        writer.writerow(header)
-        writer.writerows(csv_rows)
+    write_csv(os.path.join(out, "table1.csv"), csv_rows)
     return "\n".join(lines)
 
 
+def _summarise(out: str, results: List[dict], models: Sequence[str], progress: bool, extra: Optional[dict] = None):
+    rows = _summary_rows(results, models)
+    table = _write_tables(out, rows, _settings_line([r["spec"] for r in results]))
+    write_json(os.path.join(out, "metrics.json"), {"results": results, "summary": rows, **(extra or {})})
+    if progress:
+        print(table, flush=True)
+    return {"results": results, "summary": rows}
+
+
+def run_cached(name: str, data: Data, cfg: Config, seed: int, progress: bool = False,
+               on_epoch: Optional[Callable[[int, object, dict], None]] = None) -> dict:
+    """:func:`run_model`, or its saved result if ``cfg.out/runs/`` holds a run with the same settings.
+
+    A finished run is saved as ``runs/<model>_seed<s>_<hash of run_spec>.json``
+    (the result, with ``spec`` and ``git_commit``) and ``.npz`` (the first
+    ``num_plot`` generated test images, ``mean`` and ``sample``). The returned
+    dict has ``_images = (mean, sample)`` and ``cached`` (bool). ``on_epoch``
+    only runs when the model is trained; record what it collects in the
+    result yourself if a reused run must provide it too.
+    """
+    runs_dir = os.path.join(cfg.out, "runs")
+    path = _run_path(runs_dir, name, seed, cfg)
+    if os.path.exists(path + ".json") and os.path.exists(path + ".npz"):
+        res = read_json(path + ".json")
+        with np.load(path + ".npz") as f:
+            res["_images"] = (f["mean"], f["sample"])
+        if progress:
+            print(f"{LABELS[name]} seed {seed}: reusing the finished run {path}.json", flush=True)
+        return {**res, "cached": True}
+    # One checkpoint folder per run key: concurrent runs with other settings cannot collide.
+    workdir = os.path.join(cfg.out, "checkpoints", os.path.basename(path))
+    os.makedirs(workdir, exist_ok=True)
+    t0 = time.perf_counter()
+    res = run_model(name, data, cfg, seed, workdir, progress=progress, on_epoch=on_epoch)
+    res["wall_seconds"] = time.perf_counter() - t0
+    res["spec"] = run_spec(name, seed, cfg)
+    res["git_commit"] = git_commit()
+    mean_imgs, sample_imgs = res.pop("_images")
+    os.makedirs(runs_dir, exist_ok=True)
+    np.savez(path + ".npz", mean=mean_imgs, sample=sample_imgs)
+    write_json(path + ".json", res)
+    if progress:
+        print(f"{LABELS[name]} seed {seed}: test MSE mean {res['test_mse_mean']:.4f}, sample "
+              f"{res['test_mse_sample']:.4f}, best eval {res['best_eval_mse']:.4f} @ {res['best_epoch']}, "
+              f"{res['seconds_per_epoch']:.2f} s/epoch, {res['wall_seconds']:.0f} s total", flush=True)
+    return {**res, "_images": (mean_imgs, sample_imgs), "cached": False}
+
+
 def run_table1(cfg: Config, progress: bool = True) -> dict:
-    """Train every model for every seed; write config, metrics, tables and figures to ``cfg.out``."""
+    """Train every model for every seed; write config, metrics, tables and figures to ``cfg.out``.
+
+    Each finished (model, seed) run is saved under ``runs/`` keyed by its
+    settings; a rerun with the same settings loads it instead of training, so
+    an interrupted table resumes, and seeds can be trained in separate
+    processes and then gathered with one more ``table1`` call (or
+    :func:`summarise_folders`).
+    """
     unknown = [m for m in cfg.models if m not in MODELS]
     if unknown:
         raise ValueError(f"unknown models {unknown}; choose from {MODELS}")
     os.makedirs(cfg.out, exist_ok=True)
-    workdir = os.path.join(cfg.out, "checkpoints")
-    os.makedirs(workdir, exist_ok=True)
-    with open(os.path.join(cfg.out, "config.json"), "w") as f:
-        json.dump(asdict(cfg), f, indent=2, default=list)
+    write_json(os.path.join(cfg.out, "config.json"), {**asdict(cfg), "git_commit": git_commit()})
     data = load_data(cfg)
     if progress:
         print(data.ds.summary(), flush=True)
@@ -404,30 +523,36 @@ def run_table1(cfg: Config, progress: bool = True) -> dict:
     for seed in range(cfg.first_seed, cfg.first_seed + cfg.seeds):
         per_seed = {}
         for name in cfg.models:
-            t0 = time.perf_counter()
-            res = run_model(name, data, cfg, seed, workdir, progress=progress)
-            res["wall_seconds"] = time.perf_counter() - t0
+            res = run_cached(name, data, cfg, seed, progress=progress)
             mean_imgs, sample_imgs = res.pop("_images")
             per_seed[name] = mean_imgs
-            truth = data.Y_test[: cfg.num_plot]
-            _plot(os.path.join(cfg.out, f"generated_{name}_seed{seed}.png"), truth,
+            _plot(os.path.join(cfg.out, f"generated_{name}_seed{seed}.png"), data.Y_test[: cfg.num_plot],
                   {f"{LABELS[name]} mean": mean_imgs, f"{LABELS[name]} sample": sample_imgs})
             results.append(res)
-            if progress:
-                print(f"{LABELS[name]} seed {seed}: test MSE mean {res['test_mse_mean']:.4f}, sample "
-                      f"{res['test_mse_sample']:.4f}, best eval {res['best_eval_mse']:.4f} @ {res['best_epoch']}, "
-                      f"{res['seconds_per_epoch']:.2f} s/epoch, {res['wall_seconds']:.0f} s total", flush=True)
-            with open(os.path.join(cfg.out, "metrics.json"), "w") as f:
-                json.dump({"results": results}, f, indent=1)
         _plot(os.path.join(cfg.out, f"generated_seed{seed}.png"), data.Y_test[: cfg.num_plot],
               {LABELS[n]: imgs for n, imgs in per_seed.items()})
-    rows = _summary_rows(results, cfg.models)
-    table = _write_tables(cfg.out, rows, cfg)
-    with open(os.path.join(cfg.out, "metrics.json"), "w") as f:
-        json.dump({"results": results, "summary": rows}, f, indent=1)
-    if progress:
-        print(table, flush=True)
-    return {"results": results, "summary": rows}
+    return _summarise(cfg.out, results, cfg.models, progress)
+
+
+def summarise_folders(folders: Sequence[str], out: str, progress: bool = True) -> dict:
+    """Gather the finished runs of several ``table1`` results folders into one table in ``out``.
+
+    Runs are identified by (model, seed, settings); the same run found twice is
+    counted once. Settings that differ between the gathered runs (e.g. epochs)
+    are named in the table's caption.
+    """
+    results, seen = [], set()
+    for folder in folders:
+        for r in load_runs(folder):
+            key = json.dumps(r["spec"], sort_keys=True)
+            if key not in seen:
+                seen.add(key)
+                results.append({**r, "source": folder})
+    if not results:
+        raise ValueError(f"no finished runs in {list(folders)}")
+    results.sort(key=lambda r: (MODELS.index(r["model"]), r["seed"]))
+    os.makedirs(out, exist_ok=True)
+    return _summarise(out, results, MODELS, progress, extra={"sources": list(folders), "git_commit": git_commit()})
 
 
 # ------------------------------------------------------------------------------ CLI
@@ -453,11 +578,17 @@ def _parser() -> argparse.ArgumentParser:
     t1.add_argument("--deep-svigp-eval-steps", type=int, default=30)
     t1.add_argument("--jit", action="store_true", help="compile the training step with XLA")
     t1.add_argument("--quiet", action="store_true")
+    summary = sub.add_parser("summary", help="gather the runs of several table1 folders into one table")
+    summary.add_argument("folders", nargs="+", help="table1 results folders")
+    summary.add_argument("--out", required=True)
+    summary.add_argument("--quiet", action="store_true")
     return parser
 
 
 def main(argv: Optional[Sequence[str]] = None) -> dict:
     args = _parser().parse_args(argv)
+    if args.command == "summary":
+        return summarise_folders(args.folders, args.out, progress=not args.quiet)
     quick = args.quick
     cfg = Config(
         epochs=args.epochs if args.epochs is not None else (3 if quick else 1000),

@@ -44,7 +44,6 @@ plotted arrays (``generation_examples.npz``) and the trained model
 (``model.index`` / ``model.data-*``, a ``tf.train.Checkpoint(model=...)``).
 """
 import argparse
-import json
 import os
 import sys
 import textwrap
@@ -70,6 +69,7 @@ from ..models.sprites_svgpvae import (
 )
 from ..networks.representation import StyleRepresentation, pretrain_representation, representation_network
 from ..training import GECO, train
+from .common import git_commit, pyplot, write_json
 
 __all__ = ["Config", "PAPER", "build_model", "run", "main"]
 
@@ -176,11 +176,7 @@ def plot_generation(path: str, truth: np.ndarray, generated, context: Optional[n
     """
     if not isinstance(generated, dict):
         generated = {"generated": generated}
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     V, T = truth.shape[:2]
     rows, labels = [], []
     for v in range(V):
@@ -240,8 +236,7 @@ def run(cfg: Config, progress: bool = True) -> dict:
         "num_test_characters": int(len(ds.test_characters)),
         "data": "procedural SPRITES-like characters (gpflow_svgpvae.datasets.sprites), not the LPC sprites",
     }
-    with open(os.path.join(cfg.out, "config.json"), "w") as f:
-        json.dump({**asdict(cfg), "derived": derived}, f, indent=2, default=list)
+    write_json(os.path.join(cfg.out, "config.json"), {**asdict(cfg), "derived": derived, "git_commit": git_commit()})
 
     t0 = time.perf_counter()
     train_frames = ds.frames_for(ds.train_characters[:, None], ds.train_poses, dtype=np.uint8)  # [C, P, 64, 64, 3]
@@ -344,8 +339,7 @@ def run(cfg: Config, progress: bool = True) -> dict:
         "paper": PAPER,
         "grid": grid,
     }
-    with open(os.path.join(cfg.out, "metrics.json"), "w") as f:
-        json.dump(metrics, f, indent=1)
+    write_json(os.path.join(cfg.out, "metrics.json"), metrics)
     if progress:
         print(f"test MSE per pixel ({derived['num_test_characters']} characters x {target.shape[1]} poses), given "
               f"the context frames: decoded mean {metrics['test_mse_mean']:.5f}, decoded sample "

@@ -27,9 +27,36 @@ def test_table1_quick_smoke_writes_all_outputs(tmp_path):
         assert r["eval_epochs"] == [1]
     rows = list(csv.reader(open(os.path.join(out, "table1.csv"))))
     assert len(rows) == 5 and rows[0][0] == "model"
-    assert [row[6] for row in rows[1:]] == ["-", "O(N H^2)", "O(b m^2 + m^3)", "O(b m^2 + m^3)"]
+    column = rows[0].index("GP complexity")
+    assert [row[column] for row in rows[1:]] == ["-", "O(N H^2)", "O(b m^2 + m^3)", "O(b m^2 + m^3)"]
+    assert [row[rows[0].index("epochs")] for row in rows[1:]] == ["1"] * 4
     assert "| SVGP-VAE |" in open(os.path.join(out, "table1.md")).read()
     assert len(result["summary"]) == 4
+    assert len(os.listdir(os.path.join(out, "runs"))) == 2 * len(rotated_mnist.MODELS)  # .json + .npz per run
+
+    # The same command again reuses every finished run instead of training: identical numbers.
+    again = rotated_mnist.main(
+        ["table1", "--quick", "--epochs", "1", "--n-per-digit", "12", "--batch-size", "64",
+         "--deep-svigp-eval-steps", "2", "--out", out, "--quiet", "--models", "svgpvae,cvae"]
+    )
+    first = {r["model"]: r["test_mse_mean"] for r in result["results"]}
+    assert {r["model"]: r["test_mse_mean"] for r in again["results"]} == {m: first[m] for m in ("svgpvae", "cvae")}
+
+    # summary gathers folders: the same runs found twice count once; a folder of an older
+    # version (metrics.json + config.json, no runs/) is read too, with its own settings.
+    legacy = tmp_path / "legacy"
+    legacy.mkdir()
+    old = dict(next(r for r in result["results"] if r["model"] == "svgpvae"))
+    old.pop("spec")
+    old.update(seed=7, test_mse_mean=0.5, epochs=3)
+    json.dump({"results": [old]}, open(legacy / "metrics.json", "w"))
+    json.dump({**config, "epochs": 3}, open(legacy / "config.json", "w"))
+    gathered = rotated_mnist.main(["summary", out, out, str(legacy), "--out", str(tmp_path / "all"), "--quiet"])
+    rows = {r["model"]: r for r in gathered["summary"]}
+    assert rows["SVGP-VAE"]["runs"] == 2 and rows["SVGP-VAE"]["seeds"] == [0, 7]
+    assert rows["SVGP-VAE"]["epochs"] == [1, 3] and rows["CVAE"]["runs"] == 1
+    assert np.isclose(rows["SVGP-VAE"]["test_mse_mean"][0], (first["svgpvae"] + 0.5) / 2)
+    assert "Settings that differ between runs: epochs." in open(tmp_path / "all" / "table1.md").read()
 
 
 def test_place_new_objects_follows_the_learned_coordinates(rng):

@@ -1,0 +1,91 @@
+"""Pieces every experiment command shares: provenance, run keys, result files, plotting backend.
+
+Experiments write a results folder (``config.json``, ``metrics.json``,
+tables, figures). Long sweeps cache one file per training run under a key
+that hashes everything the run depends on, so an interrupted or extended
+sweep retrains only what is missing, and several processes (or machines) can
+fill one sweep in parallel.
+"""
+import csv
+import hashlib
+import json
+import os
+import subprocess
+from typing import Iterable, List, Optional
+
+import numpy as np
+
+__all__ = ["git_commit", "run_key", "write_json", "read_json", "write_csv", "mean_sd", "pyplot"]
+
+
+def git_commit() -> Optional[str]:
+    """Short hash of the checkout the package runs from (``None`` outside a git checkout)."""
+    try:
+        root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        return subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], cwd=root, capture_output=True, text=True, check=True
+        ).stdout.strip()
+    except Exception:  # noqa: BLE001 - provenance only
+        return None
+
+
+def run_key(prefix: str, spec: dict) -> str:
+    """``<prefix>_<10 hex digits>``: a file name that changes whenever ``spec`` (JSON-able) changes."""
+    digest = hashlib.sha1(json.dumps(spec, sort_keys=True, default=_jsonable).encode()).hexdigest()[:10]
+    return f"{prefix}_{digest}"
+
+
+def _jsonable(obj):
+    if hasattr(obj, "tolist"):
+        return obj.tolist()
+    if isinstance(obj, (set, frozenset)):
+        return sorted(obj)
+    return str(obj)
+
+
+def write_json(path: str, payload) -> None:
+    """Write ``payload`` atomically (a reader never sees a half-written file); numpy values become lists."""
+    directory = os.path.dirname(path)
+    if directory:
+        os.makedirs(directory, exist_ok=True)
+    tmp = f"{path}.tmp{os.getpid()}"
+    with open(tmp, "w") as f:
+        json.dump(payload, f, indent=1, default=_jsonable)
+    os.replace(tmp, path)
+
+
+def read_json(path: str):
+    with open(path) as f:
+        return json.load(f)
+
+
+def write_csv(path: str, rows: List[dict]) -> None:
+    """Rows of dicts as CSV; the header is the union of keys in first-seen order."""
+    if not rows:
+        return
+    fields = list(dict.fromkeys(k for row in rows for k in row))
+    with open(path, "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=fields)
+        writer.writeheader()
+        writer.writerows(rows)
+
+
+def mean_sd(values: Iterable[float]) -> dict:
+    """Mean, sample standard deviation (0 for one value), count and the values themselves."""
+    values = np.asarray(list(values), dtype=float)
+    return {
+        "mean": float(values.mean()) if values.size else float("nan"),
+        "sd": float(values.std(ddof=1)) if values.size > 1 else 0.0,
+        "n": int(values.size),
+        "values": values.tolist(),
+    }
+
+
+def pyplot():
+    """``matplotlib.pyplot`` on the non-interactive Agg backend (experiments run headless)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
