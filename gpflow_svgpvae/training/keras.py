@@ -43,10 +43,7 @@ class KerasTrainingModel(tf_keras.Model):
         return list(self._trackers.values())
 
     def _ensure_trackers(self):
-        keys = list(LOG_KEYS)
-        if hasattr(self.objective, "lagrange_multiplier"):
-            keys += ["geco_constraint", "geco_constraint_ma", "geco_lambda"]
-        for key in keys:
+        for key in list(LOG_KEYS) + list(self.objective.log_keys):
             self._tracker(key)
 
     def compile(self, optimizer="adam", **kwargs):

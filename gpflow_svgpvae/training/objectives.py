@@ -21,6 +21,9 @@ class ELBO(gpflow.Module):
     :param beta: weight of the KL term (1: the ELBO; GPflow's ``training_loss``).
     """
 
+    #: Keys of the extra logs :meth:`loss` returns (none).
+    log_keys: Tuple[str, ...] = ()
+
     def __init__(self, beta: float = 1.0):
         super().__init__()
         if not beta >= 0:
@@ -61,6 +64,9 @@ class GECO(gpflow.Module):
     :param lambda_init: :math:`\lambda_0`.
     :param lambda_bounds: :math:`(\lambda_{\min}, \lambda_{\max})`.
     """
+
+    #: Keys of the extra logs :meth:`loss` returns.
+    log_keys: Tuple[str, ...] = ("geco_constraint", "geco_constraint_ma", "geco_lambda")
 
     def __init__(
         self,
@@ -114,7 +120,7 @@ class GECO(gpflow.Module):
         self.initialized.assign(True)
         lam = tf.identity(self.lagrange_multiplier)
         loss = terms["kl"] / (terms["scale"] * R) + lam * (C_local + tf.stop_gradient(C_ma - C) / R)
-        return loss, {"geco_constraint": C, "geco_constraint_ma": C_ma, "geco_lambda": lam}
+        return loss, dict(zip(self.log_keys, (C, C_ma, lam)))
 
     def after_step(self) -> None:
         low, high = self.lambda_bounds
@@ -123,9 +129,16 @@ class GECO(gpflow.Module):
 
 
 def as_objective(objective: Optional[object]):
-    """``None`` -> :class:`ELBO`; an objective instance is returned as is."""
+    """``None`` -> :class:`ELBO`; an objective instance is returned as is.
+
+    An objective is anything with ``loss(terms, Y) -> (loss, logs)``,
+    ``after_step()`` and ``log_keys`` (the keys of ``logs``).
+    """
     if objective is None:
         return ELBO()
-    if hasattr(objective, "loss") and hasattr(objective, "after_step"):
+    if all(hasattr(objective, a) for a in ("loss", "after_step", "log_keys")):
         return objective
-    raise TypeError(f"objective must be ELBO(...), GECO(...) or None; got {objective!r}")
+    raise TypeError(
+        "objective must be ELBO(...), GECO(...), None, or an object with loss(terms, Y), after_step() and "
+        f"log_keys; got {objective!r}"
+    )

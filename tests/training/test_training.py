@@ -163,3 +163,40 @@ def test_xla_training_reduces_loss():
     history = train(model, _dataset(X, Y), epochs=5, optimizer=tf_keras.optimizers.Adam(1e-2), progress=False,
                     jit_compile=True)
     assert history["loss"][-1] < history["loss"][0]
+
+
+class _HalfELBO(ELBO):
+    """A user-defined objective: half the ELBO loss, logging the KL it saw."""
+
+    log_keys = ("seen_kl",)
+
+    def loss(self, terms, Y):
+        loss, _ = super().loss(terms, Y)
+        return 0.5 * loss, {"seen_kl": terms["kl"]}
+
+
+def test_custom_objective_logs_its_declared_keys_in_fit_and_loop():
+    X, Y = tiny_data()
+    view = make_tiny_model(seed=0).as_training_model(objective=_HalfELBO())
+    view.compile(tf_keras.optimizers.Adam(1e-2))
+    fit = view.fit(_dataset(X, Y), epochs=2, verbose=0)
+    # The tracker exists from compile() on, and it averages what the objective returned.
+    np.testing.assert_allclose(fit.history["seen_kl"], fit.history["kl"], rtol=1e-10)
+    assert "geco_lambda" not in fit.history
+    history = train(make_tiny_model(seed=0), _dataset(X, Y), epochs=2, optimizer=tf_keras.optimizers.Adam(1e-2),
+                    objective=_HalfELBO(), progress=False)
+    np.testing.assert_allclose(history["seen_kl"], fit.history["seen_kl"], rtol=1e-5)
+    np.testing.assert_allclose(history["loss"], fit.history["loss"], rtol=1e-5)
+
+
+def test_objective_without_log_keys_is_rejected():
+    class NoKeys:
+        def loss(self, terms, Y):
+            return -terms["elbo"], {}
+
+        def after_step(self):
+            return None
+
+    X, Y = tiny_data()
+    with pytest.raises(TypeError, match="log_keys"):
+        train(make_tiny_model(), (X, Y), batch_size=10, epochs=1, objective=NoKeys(), progress=False)
