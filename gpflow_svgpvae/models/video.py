@@ -39,9 +39,9 @@ import tensorflow as tf
 from gpflow.inducing_variables import InducingPoints
 from gpflow.kernels import Kernel, MultioutputKernel, SeparateIndependent, SharedIndependent
 
-from .. import distribute
+from .. import amortized, distribute
 from ..likelihoods import DecoderLikelihood
-from ..numerics import assert_finite, cholesky, numerical_checks
+from ..numerics import assert_finite, numerical_checks
 from .base import LatentVariableAutoencoder
 
 __all__ = [
@@ -52,7 +52,6 @@ __all__ = [
     "channel_kernels",
     "batched_gram",
     "batched_cross_gram",
-    "inducing_cross_gram",
     "batched_prior_variance",
     "expected_log_site",
 ]
@@ -118,14 +117,6 @@ def batched_cross_gram(kernel: Kernel, X: tf.Tensor, Xnew: tf.Tensor) -> tf.Tens
     T = tf.shape(X)[-2]
     joint = batched_gram(kernel, tf.concat([X, Xnew], axis=-2))  # [V, C, T+R, T+R]
     return joint[..., :T, T:]
-
-
-def inducing_cross_gram(kernel: Kernel, Z: tf.Tensor, X: tf.Tensor) -> tf.Tensor:
-    """:math:`K_{mb}` for inducing inputs shared by all videos: ``Z [M, D], X [V, T, D] -> [V, C, M, T]``."""
-    flat = _flatten_inputs(X)  # [V*T, D]
-    out_shape = tf.concat([[tf.shape(Z)[0]], tf.shape(X)[:-1]], 0)  # [M, V, T]
-    crosses = [tf.reshape(k.K(Z, flat), out_shape) for k in channel_kernels(kernel)]
-    return tf.transpose(tf.stack(crosses, axis=0), [2, 0, 1, 3])  # [V, C, M, T]
 
 
 def batched_prior_variance(kernel: Kernel, X: tf.Tensor) -> tf.Tensor:
@@ -422,14 +413,16 @@ class InducingVideoAutoencoder(VideoGPAutoencoder):
     def num_inducing(self) -> int:
         return int(self.inducing_variable.Z.shape[0])
 
+    def _gp_inducing_variable(self):
+        # GPflow's Kuu/Kuf dispatch wants a multi-output inducing variable for a multi-output kernel.
+        return amortized.as_inducing_variable(self.inducing_variable, self.kernel)
+
     def prior_cholesky(self) -> tf.Tensor:
         r""":math:`L_m = \mathrm{chol}(K_{mm} + \text{jitter}\,I)`, ``[1, C, M, M]`` (broadcasts over videos)."""
-        Z = self.inducing_variable.Z
-        M = tf.shape(Z)[0]
-        Kmm = tf.stack([k.K(Z) for k in channel_kernels(self.kernel)], axis=0)
-        Kmm += self.jitter * tf.eye(M, dtype=Kmm.dtype)
-        return cholesky(Kmm, "Kmm (the prior covariance of the inducing variables)")[None]
+        return amortized.prior_cholesky(self.kernel, self._gp_inducing_variable(), self.jitter)[None]
 
     def cross_covariance(self, X: tf.Tensor) -> tf.Tensor:
-        """:math:`K_{mb}` for every video, ``[V, C, M, T]``."""
-        return inducing_cross_gram(self.kernel, self.inducing_variable.Z, X)
+        """:math:`K_{mb}` for every video, ``[V, C, M, T]`` (inducing inputs shared by all videos)."""
+        Kmb = amortized.cross_covariance(self.kernel, self._gp_inducing_variable(), _flatten_inputs(X))  # [C, M, V*T]
+        shape = tf.concat([tf.shape(Kmb)[:2], tf.shape(X)[:-1]], 0)  # [C, M, V, T]
+        return tf.transpose(tf.reshape(Kmb, shape), [2, 0, 1, 3])
