@@ -106,7 +106,7 @@ from . import rotated_mnist as rm
 from .common import git_commit, mean_sd, pyplot, read_json, run_key, write_csv, write_json
 
 __all__ = [
-    "COMMANDS", "Sweeps", "QUICK", "QUICK_CONFIG", "PAPER_INIT", "inducing_mean_bias", "encode_all", "run_sweep",
+    "COMMANDS", "Sweeps", "QUICK", "QUICK_CONFIG", "PAPER_INIT", "inducing_mean_bias", "run_sweep",
     "main",
 ]
 
@@ -351,18 +351,6 @@ def cmd_num_inducing(ctx: _Context, out: str) -> dict:
 
 
 # --------------------------------------------------------------------------- bias
-def encode_all(model, Y, batch_size: int = 1024):
-    """Encoder means and variances ``[n, L]`` (float64, ``training=False``) of all images, in chunks."""
-    import tensorflow as tf
-
-    means, variances = [], []
-    for start in range(0, len(Y), batch_size):
-        m, v = model.encode(tf.convert_to_tensor(Y[start:start + batch_size]), training=False)
-        means.append(m)
-        variances.append(v)
-    return tf.concat(means, 0), tf.concat(variances, 0)
-
-
 def inducing_mean_bias(model, X, Y, batch_size: int, seed: int = 0, passes: int = 1) -> dict:
     r"""Relative bias of the minibatch estimator of the inducing posterior mean of an SVGP-VAE.
 
@@ -402,7 +390,7 @@ def inducing_mean_bias(model, X, Y, batch_size: int, seed: int = 0, passes: int 
     batch_size = int(min(batch_size, N))
     Xm = model.map_inputs(np.asarray(X)) if hasattr(model, "map_inputs") else tf.convert_to_tensor(X)
     Xm = tf.cast(Xm, tf.float64)
-    means, variances = encode_all(model, Y)
+    means, variances = model.encode_all(Y)
     Lm = amortized.prior_cholesky(model.kernel, model.inducing_variable, model.jitter)  # [1 or L, M, M]
     W = amortized.whiten(Lm, amortized.cross_covariance(model.kernel, model.inducing_variable, Xm))  # [., M, N]
 
@@ -556,7 +544,7 @@ def _tsne_latents(ctx: _Context, cfg: rm.Config, data: rm.Data, seed: int) -> Tu
     res = rm.run_model("svgpvae", data, cfg, seed, workdir, progress=False, keep_model=True)
     model = res.pop("_model")
     res.pop("_images", None)
-    means, _ = encode_all(model, data.Y_train)
+    means, _ = model.encode_all(data.Y_train)
     latents = means.numpy()
     res.update(wall_seconds=time.perf_counter() - t0, spec=spec, git_commit=git_commit())
     np.savez(path + ".npz", latents=latents)

@@ -166,6 +166,15 @@ class LatentVariableAutoencoder(BayesianModel, ExternalDataTrainingLossMixin, ab
         )
         return means, variances
 
+    def encode_all(self, Y, batch_size: int = 1024) -> Tuple[tf.Tensor, tf.Tensor]:
+        """:meth:`encode` of many images in chunks of ``batch_size`` (``training=False``): ``[n, L]`` each."""
+        means, variances = [], []
+        for start in range(0, len(Y), int(batch_size)):
+            m, v = self.encode(tf.convert_to_tensor(Y[start : start + int(batch_size)]), training=False)
+            means.append(m)
+            variances.append(v)
+        return tf.concat(means, 0), tf.concat(variances, 0)
+
     def decode(self, Z: tf.Tensor, training: Optional[bool] = None) -> tf.Tensor:
         """Decoder output (likelihood parameters) for latent codes ``Z [b, L]``."""
         Z = tf.cast(Z, self._network_dtype(self.decoder))

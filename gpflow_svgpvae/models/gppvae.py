@@ -165,15 +165,6 @@ class GPPVAE(LatentVariableAutoencoder):
         return lowrank.lowrank_gaussian_nll(Z, self.features(ids, views), self.noise_variance)
 
     # -------------------------------------------------------------- refresh
-    def encode_all(self, Y, batch_size: int = 1024):
-        """Encoder means and variances ``[n, L]`` of all images (no gradient)."""
-        means, variances = [], []
-        for start in range(0, len(Y), batch_size):
-            m, v = self.encode(tf.convert_to_tensor(Y[start : start + batch_size]), training=False)
-            means.append(m)
-            variances.append(v)
-        return tf.concat(means, 0), tf.concat(variances, 0)
-
     def refresh(self, X, Y, batch_size: int = 1024):
         """New expansion point and Taylor coefficients from all ``N`` training images ``(X, Y)``."""
         X = np.asarray(X)

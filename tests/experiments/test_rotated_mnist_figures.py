@@ -52,7 +52,7 @@ def test_bias_full_data_mean_matches_independent_routes(tiny_svgpvae):
     result = figures.inducing_mean_bias(model, X, Y, batch_size=32, seed=0)
     mu = result["mu_full"]  # [M, L]
 
-    means, variances = figures.encode_all(model, Y)
+    means, variances = model.encode_all(Y)
     Xm = model.map_inputs(X)
     q_mu, _ = amortized_inducing_posterior(model.kernel, model.inducing_variable, Xm, means, variances,
                                            num_data=N, jitter=model.jitter)  # one batch of all N, s = 1
