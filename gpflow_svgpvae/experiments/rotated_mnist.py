@@ -379,7 +379,7 @@ def load_runs(folder: str) -> List[dict]:
     settings = read_json(config) if os.path.exists(config) else {}
     runs = []
     for r in read_json(metrics)["results"]:
-        spec = {k: v for k, v in settings.items() if k not in _NOT_RUN_SETTINGS}
+        spec = {k: v for k, v in settings.items() if k in Config.__dataclass_fields__ and k not in _NOT_RUN_SETTINGS}
         runs.append({**r, "spec": {**spec, "model": r["model"], "seed": r["seed"]}})
     return runs
 
