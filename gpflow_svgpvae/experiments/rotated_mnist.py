@@ -464,7 +464,8 @@ def _summarise(out: str, results: List[dict], models: Sequence[str], progress: b
 
 
 def run_cached(name: str, data: Data, cfg: Config, seed: int, progress: bool = False,
-               on_epoch: Optional[Callable[[int, object, dict], None]] = None) -> dict:
+               on_epoch: Optional[Callable[[int, object, dict], None]] = None, retrain: bool = False,
+               artifacts: Optional[Callable[[object], Dict[str, np.ndarray]]] = None) -> dict:
     """:func:`run_model`, or its saved result if ``cfg.out/runs/`` holds a run with the same settings.
 
     A finished run is saved as ``runs/<model>_seed<s>_<hash of run_spec>.json``
@@ -473,13 +474,20 @@ def run_cached(name: str, data: Data, cfg: Config, seed: int, progress: bool = F
     dict has ``_images = (mean, sample)`` and ``cached`` (bool). ``on_epoch``
     only runs when the model is trained; record what it collects in the
     result yourself if a reused run must provide it too.
+
+    :param retrain: train even if a finished run with these settings exists
+        (e.g. when ``on_epoch`` must run), and overwrite it.
+    :param artifacts: ``artifacts(model) -> {name: array}`` of the trained
+        model (best eval checkpoint), saved in the run's ``.npz`` and
+        returned (also for a reused run) under ``"_artifacts"``.
     """
     runs_dir = os.path.join(cfg.out, "runs")
     path = _run_path(runs_dir, name, seed, cfg)
-    if os.path.exists(path + ".json") and os.path.exists(path + ".npz"):
+    if not retrain and os.path.exists(path + ".json") and os.path.exists(path + ".npz"):
         res = read_json(path + ".json")
         with np.load(path + ".npz") as f:
             res["_images"] = (f["mean"], f["sample"])
+            res["_artifacts"] = {k: f[k] for k in f.files if k not in ("mean", "sample")}
         if progress:
             print(f"{LABELS[name]} seed {seed}: reusing the finished run {path}.json", flush=True)
         return {**res, "cached": True}
@@ -487,19 +495,21 @@ def run_cached(name: str, data: Data, cfg: Config, seed: int, progress: bool = F
     workdir = os.path.join(cfg.out, "checkpoints", os.path.basename(path))
     os.makedirs(workdir, exist_ok=True)
     t0 = time.perf_counter()
-    res = run_model(name, data, cfg, seed, workdir, progress=progress, on_epoch=on_epoch)
+    res = run_model(name, data, cfg, seed, workdir, progress=progress, on_epoch=on_epoch,
+                    keep_model=artifacts is not None)
+    extra = artifacts(res.pop("_model")) if artifacts is not None else {}
     res["wall_seconds"] = time.perf_counter() - t0
     res["spec"] = run_spec(name, seed, cfg)
     res["git_commit"] = git_commit()
     mean_imgs, sample_imgs = res.pop("_images")
     os.makedirs(runs_dir, exist_ok=True)
-    np.savez(path + ".npz", mean=mean_imgs, sample=sample_imgs)
+    np.savez(path + ".npz", mean=mean_imgs, sample=sample_imgs, **extra)
     write_json(path + ".json", res)
     if progress:
         print(f"{LABELS[name]} seed {seed}: test MSE mean {res['test_mse_mean']:.4f}, sample "
               f"{res['test_mse_sample']:.4f}, best eval {res['best_eval_mse']:.4f} @ {res['best_epoch']}, "
               f"{res['seconds_per_epoch']:.2f} s/epoch, {res['wall_seconds']:.0f} s total", flush=True)
-    return {**res, "_images": (mean_imgs, sample_imgs), "cached": False}
+    return {**res, "_images": (mean_imgs, sample_imgs), "_artifacts": extra, "cached": False}
 
 
 def run_table1(cfg: Config, progress: bool = True) -> dict:
@@ -524,6 +534,7 @@ def run_table1(cfg: Config, progress: bool = True) -> dict:
         per_seed = {}
         for name in cfg.models:
             res = run_cached(name, data, cfg, seed, progress=progress)
+            res.pop("_artifacts")
             mean_imgs, sample_imgs = res.pop("_images")
             per_seed[name] = mean_imgs
             _plot(os.path.join(cfg.out, f"generated_{name}_seed{seed}.png"), data.Y_test[: cfg.num_plot],

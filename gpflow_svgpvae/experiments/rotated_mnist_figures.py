@@ -80,14 +80,12 @@ its ``--out``. Two exceptions need more than a finished run:
   ``<cache>/bias/records/`` (keyed like the run). A run found without a
   complete record (e.g. a crash between the two writes, or new
   ``--bias-epochs``) is trained again.
-* ``tsne`` needs the trained model: it trains with
-  :func:`~gpflow_svgpvae.experiments.rotated_mnist.run_model` (``keep_model=True``)
+* ``tsne`` needs the trained model: ``run_cached(..., artifacts=...)`` keeps
+  the encoder means of the trained model with the run
   and caches the run's result and the encoder means in ``<cache>/tsne/``.
 
-``run_cached`` keeps the best-eval checkpoint at
-``<cache>/checkpoints/best_<model>_seed<s>`` (not keyed by the settings): do not
-train the same model and seed with different settings in two processes on one
-cache at the same time.
+``run_cached`` keeps each run's best-eval checkpoint in a folder named by the
+run's settings (``<cache>/checkpoints/<run key>/``).
 
 Timings (``seconds_per_epoch``) are the median wall time of a training epoch
 after the first, on whatever machine runs the command; they are comparable
@@ -519,37 +517,25 @@ def _train_with_bias(ctx: _Context, cfg: rm.Config, data: rm.Data, seed: int, wa
         if epoch + 1 in wanted:
             add(epoch + 1, model)
 
-    # A finished run without a complete record cannot replay on_epoch: forget it and train again.
-    path = rm._run_path(os.path.join(cfg.out, "runs"), "svgpvae", seed, cfg)
-    for suffix in (".json", ".npz"):
-        if os.path.exists(path + suffix):
-            os.remove(path + suffix)
-    res = rm.run_cached("svgpvae", data, cfg, seed, progress=False, on_epoch=on_epoch)
+    # A finished run without a complete record cannot replay on_epoch: train it again.
+    res = rm.run_cached("svgpvae", data, cfg, seed, progress=False, on_epoch=on_epoch, retrain=True)
     write_json(record_path, record)
     return record, res
 
 
 # --------------------------------------------------------------------------- t-SNE
 def _tsne_latents(ctx: _Context, cfg: rm.Config, data: rm.Data, seed: int) -> Tuple[dict, np.ndarray]:
-    """The trained run's result and the encoder means ``[N, L]`` of its training images (cached)."""
-    spec = rm.run_spec("svgpvae", seed, cfg)
-    folder = os.path.join(ctx.cache, "tsne")
-    path = os.path.join(folder, run_key(f"svgpvae_seed{seed}", spec))
-    if os.path.exists(path + ".json") and os.path.exists(path + ".npz"):
-        with np.load(path + ".npz") as f:
-            return {**read_json(path + ".json"), "cached": True}, f["latents"]
-    workdir = os.path.join(folder, "checkpoints", os.path.basename(path))
-    os.makedirs(workdir, exist_ok=True)
-    t0 = time.perf_counter()
-    res = rm.run_model("svgpvae", data, cfg, seed, workdir, progress=False, keep_model=True)
-    model = res.pop("_model")
+    """The trained run's result and the encoder means ``[N, L]`` of its training images (cached in
+    ``<cache>/tsne/``, beside the run)."""
+
+    def latents(model) -> Dict[str, np.ndarray]:
+        means, _ = model.encode_all(data.Y_train)
+        return {"latents": means.numpy()}
+
+    cfg = replace(cfg, out=os.path.join(ctx.cache, "tsne"))
+    res = rm.run_cached("svgpvae", data, cfg, seed, progress=False, artifacts=latents)
     res.pop("_images", None)
-    means, _ = model.encode_all(data.Y_train)
-    latents = means.numpy()
-    res.update(wall_seconds=time.perf_counter() - t0, spec=spec, git_commit=git_commit())
-    np.savez(path + ".npz", latents=latents)
-    write_json(path + ".json", res)
-    return {**res, "cached": False}, latents
+    return res, res.pop("_artifacts")["latents"]
 
 
 def _knn_agreement(points: np.ndarray, labels: np.ndarray, k: int = 10) -> float:
