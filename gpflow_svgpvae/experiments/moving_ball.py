@@ -66,6 +66,7 @@ class Config:
     learning_rate: float = 1e-3
     gp_learning_rate: Optional[float] = None  # None: = learning_rate
     init_lengthscale: float = 1.0
+    train_lengthscale: bool = True
     jitter: float = 1e-6
     record_every: int = 100
     seeds: Sequence[int] = (0, 1, 2)
@@ -80,8 +81,12 @@ class Config:
         """The settings that change a trained run (its cache key)."""
         keys = ("steps", "batch_videos", "test_videos", "test_seed", "hidden", "num_latent", "learning_rate",
                 "gp_learning_rate", "init_lengthscale", "jitter", "record_every")
-        return {k: (list(v) if isinstance(v, (tuple, list)) else v) for k, v in dataclasses.asdict(self).items()
-                if k in keys}
+        settings = {k: (list(v) if isinstance(v, (tuple, list)) else v) for k, v in dataclasses.asdict(self).items()
+                    if k in keys}
+        # Only a non-default value enters the key, so runs cached before the option existed stay valid.
+        if not self.train_lengthscale:
+            settings["train_lengthscale"] = False
+        return settings
 
 
 #: ``--quick``: small networks, few steps, few runs; a couple of minutes per command on 2 cores.
@@ -114,6 +119,7 @@ def build_model(kind: str, cfg: Config, seed: int, num_inducing: Optional[int] =
         return VAE(encoder, decoder, "bernoulli", num_data=NUM_FRAMES, seed=seed)
     kernel = gpflow.kernels.SquaredExponential(variance=1.0, lengthscales=cfg.init_lengthscale)
     gpflow.set_trainable(kernel.variance, False)
+    gpflow.set_trainable(kernel.lengthscales, bool(cfg.train_lengthscale))
     if kind == "gpvae":
         return GPVAE(encoder, decoder, kernel, "bernoulli", num_data=NUM_FRAMES, num_latent_gps=L, seed=seed)
     if kind == "svgpvae":
@@ -284,7 +290,9 @@ def _write(out: str, name: str, rows: List[dict], payload: dict):
 def _settings_note(cfg: Config) -> str:
     gp_lr = cfg.gp_learning_rate or cfg.learning_rate
     return (f"{cfg.steps} steps x {cfg.batch_videos} videos, MLP {'x'.join(map(str, cfg.hidden))}, "
-            f"Adam {cfg.learning_rate:g} (GP {gp_lr:g}), init lengthscale {cfg.init_lengthscale:g}")
+            f"Adam {cfg.learning_rate:g} (GP {gp_lr:g}), "
+            + (f"init lengthscale {cfg.init_lengthscale:g}" if cfg.train_lengthscale
+               else f"lengthscale fixed at {cfg.init_lengthscale:g}"))
 
 
 # --------------------------------------------------------------------------- commands
@@ -451,6 +459,8 @@ def parse_args(argv=None):
     p.add_argument("--lr", type=float, dest="learning_rate")
     p.add_argument("--gp-lr", type=float, dest="gp_learning_rate")
     p.add_argument("--init-lengthscale", type=float)
+    p.add_argument("--fix-lengthscale", action="store_false", dest="train_lengthscale", default=None,
+                   help="keep the kernel lengthscale fixed at --init-lengthscale (default: trained)")
     p.add_argument("--test-videos", type=int)
     p.add_argument("--test-seed", type=int)
     p.add_argument("--record-every", type=int)
