@@ -31,6 +31,15 @@ parameter moves by at most about one learning rate per step, so with far
 fewer than 25,000 steps a larger ``--gp-lr`` is needed for the lengthscale
 and the inducing times to travel as far as in the paper.
 
+``--warm-start-m M --warm-start-steps W`` trains every GP model's first W
+steps as an SVGP-VAE with M inducing points, then continues from its networks
+and lengthscale (fresh Adam state, same video stream) for the remaining
+``--steps`` minus W. From scratch, the exact GP-VAE and the SVGP-VAE with many
+inducing points settle in a solution with a short lengthscale and entangled
+latents; started from a small-m solution they keep the disentangled latents
+and reach a higher ELBO (docs/results.md). The warm phase is shared by all
+models of a seed (its weights are cached under ``<cache>/weights``).
+
 Trained runs are cached in ``--cache`` (default ``results/moving_ball/runs[_quick]``),
 keyed by every setting that affects them, so e.g. ``trajectories`` and
 ``lengthscale`` reuse the runs of an earlier ``rmse_vs_m`` with the same settings.
@@ -45,7 +54,7 @@ from typing import Dict, List, Optional, Sequence
 
 import numpy as np
 
-from .common import git_commit, mean_sd, pyplot, write_csv, write_json
+from .common import git_commit, mean_sd, pyplot, read_json, write_csv, write_json
 from .common import run_key as run_key_from_spec
 
 __all__ = ["Config", "QUICK", "train_run", "main"]
@@ -76,17 +85,36 @@ class Config:
     inducing_m: int = 10
     inducing_window: Sequence[float] = (13.0, 16.0)
     show_videos: int = 4
+    warm_start_m: Optional[int] = None
+    warm_start_steps: int = 0
 
-    def run_settings(self) -> dict:
-        """The settings that change a trained run (its cache key)."""
+    def __post_init__(self):
+        if self.warm_start_m is not None:
+            if int(self.warm_start_m) < 1:
+                raise ValueError(f"warm_start_m must be a positive number of inducing points, got {self.warm_start_m}")
+            if not 0 < self.warm_start_steps <= self.steps:
+                raise ValueError(
+                    f"warm_start_steps must be in [1, steps={self.steps}] when warm_start_m is set, "
+                    f"got {self.warm_start_steps}")
+
+    def run_settings(self, kind: Optional[str] = None) -> dict:
+        """The settings that change a trained run of model ``kind`` (its cache key)."""
         keys = ("steps", "batch_videos", "test_videos", "test_seed", "hidden", "num_latent", "learning_rate",
                 "gp_learning_rate", "init_lengthscale", "jitter", "record_every")
         settings = {k: (list(v) if isinstance(v, (tuple, list)) else v) for k, v in dataclasses.asdict(self).items()
                     if k in keys}
-        # Only a non-default value enters the key, so runs cached before the option existed stay valid.
-        if not self.train_lengthscale:
-            settings["train_lengthscale"] = False
+        # Options enter the key only when not at their defaults, so runs cached before
+        # they existed stay valid. The VAE has no GP, so the GP options do not apply to it.
+        if kind != "vae":
+            if not self.train_lengthscale:
+                settings["train_lengthscale"] = False
+            if self.warm_start_m is not None:
+                settings["warm_start"] = [int(self.warm_start_m), int(self.warm_start_steps)]
         return settings
+
+    def warm_phase(self) -> "Config":
+        """The configuration of the warm-start phase: a plain SVGP-VAE run of ``warm_start_steps``."""
+        return dataclasses.replace(self, steps=int(self.warm_start_steps), warm_start_m=None, warm_start_steps=0)
 
 
 #: ``--quick``: small networks, few steps, few runs; a couple of minutes per command on 2 cores.
@@ -185,22 +213,125 @@ def evaluate(model, test) -> Dict[str, np.ndarray]:
 
 def run_key(kind: str, m: Optional[int], seed: int, cfg: Config, inducing_init=None) -> str:
     spec = {"kind": kind, "m": m, "seed": int(seed), "inducing_init": None if inducing_init is None
-            else [round(float(z), 8) for z in inducing_init], **cfg.run_settings()}
+            else [round(float(z), 8) for z in inducing_init], **cfg.run_settings(kind)}
     return run_key_from_spec(f"{kind}{'' if m is None else f'_m{m}'}_seed{seed}", spec)
+
+
+class _Progress:
+    """Training history and per-step timings of a run, shared by its phases."""
+
+    def __init__(self):
+        self.history = {"step": [], "elbo": [], "lengthscale": [], "inducing": []}
+        self.elbo_window: List[float] = []
+        self.step_times: List[float] = []
+        self.data_times: List[float] = []
+
+    def record(self, step: int, model):
+        h = self.history
+        h["step"].append(int(step))
+        h["elbo"].append(float(np.mean(self.elbo_window)) if self.elbo_window else float("nan"))
+        h["lengthscale"].append(_lengthscale(model))
+        if hasattr(model, "inducing_variable"):
+            h["inducing"].append(np.sort(model.inducing_variable.Z.numpy()[:, 0]))
+        self.elbo_window.clear()
+
+    def arrays(self) -> Dict[str, np.ndarray]:
+        hist = {k: np.asarray(self.history[k]) for k in ("step", "elbo", "lengthscale")}
+        if self.history["inducing"]:
+            hist["inducing"] = np.asarray(self.history["inducing"])
+        return hist
+
+
+def _fit(model, cfg: Config, seed: int, first_step: int, last_step: int, progress: _Progress, label: str,
+         position: int):
+    """Train ``model`` on batches ``first_step .. last_step - 1`` of the run's video stream,
+    recording into ``progress`` at every ``record_every``-th step and at ``cfg.steps``."""
+    import tensorflow as tf
+    from tqdm.auto import tqdm
+
+    from ..datasets.moving_ball import moving_ball_stream
+
+    if first_step >= last_step:
+        return
+    step = _make_step(model, cfg)
+    stream = moving_ball_stream(cfg.batch_videos, seed=int(seed), start_step=first_step)
+    X = tf.constant(_times(cfg.batch_videos))
+    bar = tqdm(range(first_step + 1, last_step + 1), desc=f"{label} seed={seed}", position=position, leave=False,
+               mininterval=2.0, unit="step")
+    for i in bar:
+        t0 = time.perf_counter()
+        Y = next(stream).videos
+        t1 = time.perf_counter()
+        elbo = float(step(X, Y))
+        t2 = time.perf_counter()
+        progress.data_times.append(t1 - t0)
+        progress.step_times.append(t2 - t1)
+        if not np.isfinite(elbo):
+            raise FloatingPointError(f"{label} seed={seed}: the ELBO became non-finite at step {i}")
+        progress.elbo_window.append(elbo / cfg.batch_videos)
+        if i % cfg.record_every == 0 or i == cfg.steps:
+            progress.record(i, model)
+            bar.set_postfix(elbo_per_video=f"{progress.history['elbo'][-1]:.1f}",
+                            ls=f"{progress.history['lengthscale'][-1]:.2f}")
+    bar.close()
+
+
+def _warm_started(kind: str, cfg: Config, seed: int, m: Optional[int], inducing_init, cache_dir: Optional[str],
+                  progress: _Progress, position: int):
+    """Phase 1 of a warm-started run: an SVGP-VAE with ``warm_start_m`` inducing points trained for
+    ``warm_start_steps`` (its weights cached in ``cache_dir/weights``), then the model ``kind``
+    built with the same networks and lengthscale (and, for an SVGP-VAE with the same ``m`` and no
+    ``inducing_init``, the same inducing times). Returns ``(model, warm-phase training seconds,
+    whether the warm phase was loaded from the cache)``."""
+    import tensorflow as tf
+
+    warm_cfg = cfg.warm_phase()
+    warm_m = int(cfg.warm_start_m)
+    warm = build_model("svgpvae", warm_cfg, seed, num_inducing=warm_m)
+    checkpoint = tf.train.Checkpoint(model=warm)
+    path = os.path.join(cache_dir, "weights", run_key("svgpvae", warm_m, seed, warm_cfg)) if cache_dir else None
+    if path and os.path.exists(path + ".json"):
+        checkpoint.read(path).assert_existing_objects_matched().expect_partial()
+        saved = read_json(path + ".json")
+        progress.history.update({k: list(np.asarray(v)) for k, v in saved["history"].items()})
+        progress.step_times.extend(saved["step_times"])
+        progress.data_times.extend(saved["data_times"])
+        warm_seconds, loaded = float(saved["train_seconds"]), True
+    else:
+        start = time.perf_counter()
+        progress.record(0, warm)
+        _fit(warm, warm_cfg, seed, 0, warm_cfg.steps, progress, f"warm-up svgpvae m={warm_m}", position)
+        warm_seconds, loaded = time.perf_counter() - start, False
+        if path:
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            checkpoint.write(path)
+            write_json(path + ".json", {
+                "train_seconds": warm_seconds, "step_times": progress.step_times, "data_times": progress.data_times,
+                "history": {k: np.asarray(v).tolist() for k, v in progress.history.items()}})
+    model = build_model(kind, cfg, seed, num_inducing=m, inducing_init=inducing_init)
+    model.encoder.set_weights(warm.encoder.get_weights())
+    model.decoder.set_weights(warm.decoder.get_weights())
+    model.kernel.lengthscales.assign(warm.kernel.lengthscales)
+    if kind == "svgpvae" and int(m) == warm_m and inducing_init is None:
+        model.inducing_variable.Z.assign(warm.inducing_variable.Z)
+    return model, warm_seconds, loaded
 
 
 def train_run(kind: str, cfg: Config, seed: int, m: Optional[int] = None, inducing_init=None,
               cache_dir: Optional[str] = None, test=None, position: int = 1) -> dict:
     """Train one model (or load it from ``cache_dir``) and evaluate it on the test set.
 
+    With ``cfg.warm_start_m`` set (GP models only) the first ``cfg.warm_start_steps`` of the
+    ``cfg.steps`` training steps train an SVGP-VAE with ``warm_start_m`` inducing points; the
+    model ``kind`` then starts from its networks and lengthscale (fresh optimiser state) and
+    trains on the following batches of the same video stream.
+
     :return: dict with ``rmse``, ``final_lengthscale``, ``sec_per_step`` (median over
         steps after the first, training step only), ``data_sec_per_step``, ``wall_seconds``,
         ``history`` (``step``, ``elbo``, ``lengthscale``, ``inducing`` arrays), ``means`` (test
         posterior means), ``cached``.
     """
-    from tqdm.auto import tqdm
-
-    from ..datasets.moving_ball import moving_ball_stream, moving_ball_test_set
+    from ..datasets.moving_ball import moving_ball_test_set
 
     key = run_key(kind, m, seed, cfg, inducing_init)
     path = os.path.join(cache_dir, key + ".npz") if cache_dir else None
@@ -211,46 +342,24 @@ def train_run(kind: str, cfg: Config, seed: int, m: Optional[int] = None, induci
                    "history": {k[2:]: f[k] for k in f.files if k.startswith("h_")}}
         return out
 
-    import tensorflow as tf
-
     test = test if test is not None else moving_ball_test_set(cfg.test_videos, seed=cfg.test_seed)
-    model = build_model(kind, cfg, seed, num_inducing=m, inducing_init=inducing_init)
-    step = _make_step(model, cfg)
-    stream = moving_ball_stream(cfg.batch_videos, seed=int(seed))
-    X = tf.constant(_times(cfg.batch_videos))
-    history = {"step": [], "elbo": [], "lengthscale": [], "inducing": []}
-    elbo_window, step_times, data_times = [], [], []
     label = kind if m is None else f"{kind} m={m}"
+    progress = _Progress()
     start = time.perf_counter()
-
-    def record(i):
-        history["step"].append(i)
-        history["elbo"].append(float(np.mean(elbo_window)) if elbo_window else float("nan"))
-        history["lengthscale"].append(_lengthscale(model))
-        if hasattr(model, "inducing_variable"):
-            history["inducing"].append(np.sort(model.inducing_variable.Z.numpy()[:, 0]))
-        elbo_window.clear()
-
-    record(0)
-    bar = tqdm(range(1, cfg.steps + 1), desc=f"{label} seed={seed}", position=position, leave=False,
-               mininterval=2.0, unit="step")
-    for i in bar:
-        t0 = time.perf_counter()
-        Y = next(stream).videos
-        t1 = time.perf_counter()
-        elbo = float(step(X, Y))
-        t2 = time.perf_counter()
-        data_times.append(t1 - t0)
-        step_times.append(t2 - t1)
-        if not np.isfinite(elbo):
-            raise FloatingPointError(f"{label} seed={seed}: the ELBO became non-finite at step {i}")
-        elbo_window.append(elbo / cfg.batch_videos)
-        if i % cfg.record_every == 0 or i == cfg.steps:
-            record(i)
-            bar.set_postfix(elbo_per_video=f"{history['elbo'][-1]:.1f}", ls=f"{history['lengthscale'][-1]:.2f}")
-    bar.close()
-    train_seconds = time.perf_counter() - start
+    warm = cfg.warm_start_m is not None and kind != "vae"
+    if warm:
+        model, warm_seconds, warm_loaded = _warm_started(kind, cfg, seed, m, inducing_init, cache_dir, progress,
+                                                         position)
+        first_step = cfg.warm_start_steps
+    else:
+        model = build_model(kind, cfg, seed, num_inducing=m, inducing_init=inducing_init)
+        warm_seconds, warm_loaded, first_step = 0.0, False, 0
+        progress.record(0, model)
+    _fit(model, cfg, seed, first_step, cfg.steps, progress, label, position)
+    # A warm phase loaded from the cache counts with its original training time.
+    train_seconds = time.perf_counter() - start + (warm_seconds if warm_loaded else 0.0)
     result = evaluate(model, test)
+    step_times, data_times = progress.step_times, progress.data_times
     meta = {
         "kind": kind, "m": m, "seed": int(seed), "key": key, "rmse": float(result["rmse"]),
         "final_lengthscale": _lengthscale(model),
@@ -261,11 +370,10 @@ def train_run(kind: str, cfg: Config, seed: int, m: Optional[int] = None, induci
         "first_step_seconds": float(step_times[0]) if step_times else float("nan"),
         "wall_seconds": float(time.perf_counter() - start), "train_seconds": float(train_seconds),
         "steps": cfg.steps, "inducing_init": None if inducing_init is None else [float(z) for z in inducing_init],
+        "warm_start": None if not warm else {"m": int(cfg.warm_start_m), "steps": int(cfg.warm_start_steps),
+                                             "seconds": float(warm_seconds)},
     }
-    hist = {"step": np.asarray(history["step"]), "elbo": np.asarray(history["elbo"]),
-            "lengthscale": np.asarray(history["lengthscale"])}
-    if history["inducing"]:
-        hist["inducing"] = np.asarray(history["inducing"])
+    hist = progress.arrays()
     if path:
         os.makedirs(cache_dir, exist_ok=True)
         tmp = path + ".tmp.npz"
@@ -292,7 +400,9 @@ def _settings_note(cfg: Config) -> str:
     return (f"{cfg.steps} steps x {cfg.batch_videos} videos, MLP {'x'.join(map(str, cfg.hidden))}, "
             f"Adam {cfg.learning_rate:g} (GP {gp_lr:g}), "
             + (f"init lengthscale {cfg.init_lengthscale:g}" if cfg.train_lengthscale
-               else f"lengthscale fixed at {cfg.init_lengthscale:g}"))
+               else f"lengthscale fixed at {cfg.init_lengthscale:g}")
+            + ("" if cfg.warm_start_m is None else
+               f"; GP models warm-started by {cfg.warm_start_steps} steps of SVGP-VAE m={cfg.warm_start_m}"))
 
 
 # --------------------------------------------------------------------------- commands
@@ -461,6 +571,10 @@ def parse_args(argv=None):
     p.add_argument("--init-lengthscale", type=float)
     p.add_argument("--fix-lengthscale", action="store_false", dest="train_lengthscale", default=None,
                    help="keep the kernel lengthscale fixed at --init-lengthscale (default: trained)")
+    p.add_argument("--warm-start-m", type=int,
+                   help="warm start: train an SVGP-VAE with this many inducing points first, then each GP model "
+                        "from its networks and lengthscale")
+    p.add_argument("--warm-start-steps", type=int, help="steps of the warm-start phase (part of --steps)")
     p.add_argument("--test-videos", type=int)
     p.add_argument("--test-seed", type=int)
     p.add_argument("--record-every", type=int)
@@ -484,6 +598,7 @@ def main(argv=None) -> dict:
         value = getattr(args, field.name, None)
         if value is not None:
             setattr(cfg, field.name, tuple(value) if isinstance(value, list) else value)
+    cfg = dataclasses.replace(cfg)  # re-runs the checks of Config.__post_init__
     suffix = "_quick" if args.quick else ""
     out = args.out or os.path.join("results", "moving_ball", args.command + suffix)
     cache = args.cache or os.path.join("results", "moving_ball", "runs" + suffix)

@@ -1,0 +1,115 @@
+"""The moving-ball experiment: run cache, fixed lengthscale, warm start (tiny settings)."""
+import json
+import os
+
+import numpy as np
+import pytest
+
+from gpflow_svgpvae.experiments import moving_ball as mb
+
+
+def tiny(**kwargs) -> mb.Config:
+    settings = dict(steps=4, batch_videos=3, test_videos=12, hidden=(8,), record_every=2, gp_learning_rate=0.05,
+                    seeds=(0,))
+    settings.update(kwargs)
+    return mb.Config(**settings)
+
+
+@pytest.fixture(scope="module")
+def test_set():
+    from gpflow_svgpvae.datasets.moving_ball import moving_ball_test_set
+
+    return moving_ball_test_set(12, seed=12345)
+
+
+def test_run_keys_of_documented_runs_are_stable():
+    # The reduced grid in docs/results.md is cached under these keys; new options at their
+    # defaults must not change them, or every cached run would be retrained.
+    cfg = mb.Config(steps=1500, hidden=(256, 256), gp_learning_rate=0.01, record_every=50)
+    assert mb.run_key("gpvae", None, 0, cfg) == "gpvae_seed0_067d4fea4c"
+    assert mb.run_key("svgpvae", 10, 1, cfg) == "svgpvae_m10_seed1_159f470108"
+    warm = mb.Config(steps=1500, hidden=(256, 256), gp_learning_rate=0.01, record_every=50, warm_start_m=10,
+                     warm_start_steps=500)
+    fixed = mb.Config(steps=1500, hidden=(256, 256), gp_learning_rate=0.01, record_every=50, train_lengthscale=False)
+    for other in (warm, fixed):
+        assert mb.run_key("gpvae", None, 0, other) != mb.run_key("gpvae", None, 0, cfg)
+        assert mb.run_key("vae", None, 0, other) == mb.run_key("vae", None, 0, cfg)  # no GP: same run
+
+
+@pytest.mark.parametrize("steps, message", [(0, "warm_start_steps"), (9, "warm_start_steps")])
+def test_config_rejects_bad_warm_start(steps, message):
+    with pytest.raises(ValueError, match=message):
+        tiny(steps=8, warm_start_m=3, warm_start_steps=steps)
+    with pytest.raises(ValueError, match="warm_start_m"):
+        tiny(warm_start_m=0, warm_start_steps=2)
+
+
+def test_cached_run_is_reused_with_identical_results(tmp_path, test_set):
+    cfg = tiny()
+    first = mb.train_run("svgpvae", cfg, 0, m=3, cache_dir=str(tmp_path), test=test_set)
+    again = mb.train_run("svgpvae", cfg, 0, m=3, cache_dir=str(tmp_path), test=test_set)
+    assert not first["cached"] and again["cached"]
+    assert again["rmse"] == first["rmse"]
+    np.testing.assert_array_equal(again["means"], first["means"])
+    np.testing.assert_array_equal(again["history"]["lengthscale"], first["history"]["lengthscale"])
+    assert list(first["history"]["step"]) == [0, 2, 4]
+
+
+def test_fixed_lengthscale_stays_at_its_initial_value(test_set):
+    fixed = mb.train_run("gpvae", tiny(init_lengthscale=2.0, train_lengthscale=False), 0, test=test_set)
+    trained = mb.train_run("gpvae", tiny(init_lengthscale=2.0), 0, test=test_set)
+    assert fixed["final_lengthscale"] == 2.0
+    assert abs(trained["final_lengthscale"] - 2.0) > 1e-3
+
+
+def test_warm_start_without_further_steps_reproduces_the_warm_phase_run(tmp_path, test_set):
+    # With warm_start_steps == steps the target SVGP-VAE (same m) only inherits the warm model:
+    # networks, lengthscale and inducing times must all carry over for its predictions to match.
+    scratch = mb.train_run("svgpvae", tiny(), 0, m=3, test=test_set)
+    warm = mb.train_run("svgpvae", tiny(warm_start_m=3, warm_start_steps=4), 0, m=3, cache_dir=str(tmp_path),
+                        test=test_set)
+    assert warm["key"] != scratch["key"]
+    assert warm["rmse"] == scratch["rmse"]
+    np.testing.assert_array_equal(warm["means"], scratch["means"])
+    np.testing.assert_array_equal(warm["history"]["lengthscale"], scratch["history"]["lengthscale"])
+    assert warm["warm_start"]["m"] == 3 and warm["warm_start"]["steps"] == 4
+    assert os.path.exists(os.path.join(str(tmp_path), "weights", scratch["key"] + ".json"))
+
+
+def test_warm_started_gpvae_continues_from_the_cached_warm_phase(tmp_path, test_set):
+    import gpflow
+
+    from gpflow_svgpvae.models.gpvae import GPVAE
+
+    cfg = tiny(steps=6, warm_start_m=3, warm_start_steps=4)
+    # Independent assembly: train the warm SVGP-VAE by hand, move its networks into a GPVAE.
+    warm_cfg = cfg.warm_phase()
+    warm = mb.build_model("svgpvae", warm_cfg, 0, num_inducing=3)
+    mb._fit(warm, warm_cfg, 0, 0, 4, mb._Progress(), "warm", 0)
+    kernel = gpflow.kernels.SquaredExponential(lengthscales=warm.kernel.lengthscales.numpy())
+    by_hand = GPVAE(warm.encoder, warm.decoder, kernel, "bernoulli", num_data=mb.NUM_FRAMES, num_latent_gps=2)
+    expected = mb.evaluate(by_hand, test_set)
+
+    at_switch = mb.train_run("gpvae", tiny(steps=4, warm_start_m=3, warm_start_steps=4), 0,
+                             cache_dir=str(tmp_path), test=test_set)
+    np.testing.assert_allclose(at_switch["means"], expected["means"], rtol=1e-6, atol=1e-8)
+
+    # A second model of the same seed reuses the cached warm phase (same history up to the
+    # switch) and then trains on.
+    longer = mb.train_run("gpvae", cfg, 0, cache_dir=str(tmp_path), test=test_set)
+    assert list(longer["history"]["step"]) == [0, 2, 4, 6]
+    np.testing.assert_array_equal(longer["history"]["lengthscale"][:3], at_switch["history"]["lengthscale"])
+    assert longer["history"]["lengthscale"][3] != longer["history"]["lengthscale"][2]
+    assert not np.allclose(longer["means"], at_switch["means"])
+
+
+def test_smoke_cli_rmse_vs_m_with_warm_start(tmp_path):
+    out, cache = str(tmp_path / "out"), str(tmp_path / "cache")
+    payload = mb.main(["rmse_vs_m", "--steps", "4", "--hidden", "8", "--test-videos", "12", "--m", "3",
+                       "--seeds", "0", "--record-every", "2", "--warm-start-m", "3", "--warm-start-steps", "2",
+                       "--out", out, "--cache", cache])
+    assert payload["config"]["warm_start_m"] == 3
+    with open(os.path.join(out, "rmse_vs_m.json")) as f:
+        written = json.load(f)
+    assert set(written["rmse"]) == {"vae", "gpvae", "svgpvae_m3"}
+    assert os.path.exists(os.path.join(out, "rmse_vs_m.png"))
