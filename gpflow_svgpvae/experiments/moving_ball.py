@@ -198,17 +198,21 @@ def _lengthscale(model) -> float:
 
 
 def evaluate(model, test) -> Dict[str, np.ndarray]:
-    """Posterior means/variances of the test videos' latents and the affine-aligned RMSE."""
+    """Posterior means/variances of the test videos' latents, the affine-aligned RMSE and the
+    model's own bound per test video (``test_elbo``; one Monte Carlo sample per frame)."""
     from ..metrics import affine_path_rmse
 
-    means, variances = [], []
+    means, variances, elbo = [], [], 0.0
     X = _times(test.num_videos)
     for start in range(0, test.num_videos, 50):
-        m, v = model.predict_f((X[start:start + 50], test.videos[start:start + 50]))
+        data = (X[start:start + 50], test.videos[start:start + 50])
+        m, v = model.predict_f(data)
         means.append(m.numpy())
         variances.append(v.numpy())
+        elbo += float(model.objective_terms(data, training=False)["elbo"])
     means, variances = np.concatenate(means), np.concatenate(variances)
-    return {"means": means, "variances": variances, "rmse": affine_path_rmse(means, test.paths, per_video=True)}
+    return {"means": means, "variances": variances, "rmse": affine_path_rmse(means, test.paths, per_video=True),
+            "test_elbo": elbo / test.num_videos}
 
 
 def run_key(kind: str, m: Optional[int], seed: int, cfg: Config, inducing_init=None) -> str:
@@ -276,45 +280,53 @@ def _fit(model, cfg: Config, seed: int, first_step: int, last_step: int, progres
     bar.close()
 
 
-def _warm_started(kind: str, cfg: Config, seed: int, m: Optional[int], inducing_init, cache_dir: Optional[str],
-                  progress: _Progress, position: int):
-    """Phase 1 of a warm-started run: an SVGP-VAE with ``warm_start_m`` inducing points trained for
-    ``warm_start_steps`` (its weights cached in ``cache_dir/weights``), then the model ``kind``
-    built with the same networks and lengthscale (and, for an SVGP-VAE with the same ``m`` and no
-    ``inducing_init``, the same inducing times). Returns ``(model, warm-phase training seconds,
-    whether the warm phase was loaded from the cache)``."""
+def _trained_model(kind: str, cfg: Config, seed: int, m: Optional[int], inducing_init, cache_dir: Optional[str],
+                   position: int):
+    """The model of a run after training, with its training record: ``(model, progress, seconds)``.
+
+    Final weights and the record are cached under ``<cache_dir>/weights/<run key>``, so a later
+    run can start from them; a warm-started run (``cfg.warm_start_m``, GP models) begins as the
+    plain SVGP-VAE run of ``cfg.warm_phase()`` (trained here or loaded), then moves its networks
+    and lengthscale (and, for an SVGP-VAE with the same ``m`` and no ``inducing_init``, its
+    inducing times) into the model ``kind`` and trains on the following batches of the stream.
+    """
     import tensorflow as tf
 
-    warm_cfg = cfg.warm_phase()
-    warm_m = int(cfg.warm_start_m)
-    warm = build_model("svgpvae", warm_cfg, seed, num_inducing=warm_m)
-    checkpoint = tf.train.Checkpoint(model=warm)
-    path = os.path.join(cache_dir, "weights", run_key("svgpvae", warm_m, seed, warm_cfg)) if cache_dir else None
+    model = build_model(kind, cfg, seed, num_inducing=m, inducing_init=inducing_init)
+    checkpoint = tf.train.Checkpoint(model=model)
+    key = run_key(kind, m, seed, cfg, inducing_init)
+    path = os.path.join(cache_dir, "weights", key) if cache_dir else None
     if path and os.path.exists(path + ".json"):
         checkpoint.read(path).assert_existing_objects_matched().expect_partial()
         saved = read_json(path + ".json")
+        progress = _Progress()
         progress.history.update({k: list(np.asarray(v)) for k, v in saved["history"].items()})
-        progress.step_times.extend(saved["step_times"])
-        progress.data_times.extend(saved["data_times"])
-        warm_seconds, loaded = float(saved["train_seconds"]), True
+        progress.step_times, progress.data_times = list(saved["step_times"]), list(saved["data_times"])
+        return model, progress, float(saved["train_seconds"])
+
+    if cfg.warm_start_m is not None and kind != "vae":
+        warm_m = int(cfg.warm_start_m)
+        warm, progress, warm_seconds = _trained_model("svgpvae", cfg.warm_phase(), seed, warm_m, None, cache_dir,
+                                                      position)
+        model.encoder.set_weights(warm.encoder.get_weights())
+        model.decoder.set_weights(warm.decoder.get_weights())
+        model.kernel.lengthscales.assign(warm.kernel.lengthscales)
+        if kind == "svgpvae" and int(m) == warm_m and inducing_init is None:
+            model.inducing_variable.Z.assign(warm.inducing_variable.Z)
+        first_step = cfg.warm_start_steps
     else:
-        start = time.perf_counter()
-        progress.record(0, warm)
-        _fit(warm, warm_cfg, seed, 0, warm_cfg.steps, progress, f"warm-up svgpvae m={warm_m}", position)
-        warm_seconds, loaded = time.perf_counter() - start, False
-        if path:
-            os.makedirs(os.path.dirname(path), exist_ok=True)
-            checkpoint.write(path)
-            write_json(path + ".json", {
-                "train_seconds": warm_seconds, "step_times": progress.step_times, "data_times": progress.data_times,
-                "history": {k: np.asarray(v).tolist() for k, v in progress.history.items()}})
-    model = build_model(kind, cfg, seed, num_inducing=m, inducing_init=inducing_init)
-    model.encoder.set_weights(warm.encoder.get_weights())
-    model.decoder.set_weights(warm.decoder.get_weights())
-    model.kernel.lengthscales.assign(warm.kernel.lengthscales)
-    if kind == "svgpvae" and int(m) == warm_m and inducing_init is None:
-        model.inducing_variable.Z.assign(warm.inducing_variable.Z)
-    return model, warm_seconds, loaded
+        progress, warm_seconds, first_step = _Progress(), 0.0, 0
+        progress.record(0, model)
+    start = time.perf_counter()
+    _fit(model, cfg, seed, first_step, cfg.steps, progress, kind if m is None else f"{kind} m={m}", position)
+    seconds = warm_seconds + time.perf_counter() - start
+    if path:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        checkpoint.write(path)
+        write_json(path + ".json", {"key": key, "train_seconds": seconds, "step_times": progress.step_times,
+                                    "data_times": progress.data_times,
+                                    "history": {k: np.asarray(v).tolist() for k, v in progress.history.items()}})
+    return model, progress, seconds
 
 
 def train_run(kind: str, cfg: Config, seed: int, m: Optional[int] = None, inducing_init=None,
@@ -326,10 +338,10 @@ def train_run(kind: str, cfg: Config, seed: int, m: Optional[int] = None, induci
     model ``kind`` then starts from its networks and lengthscale (fresh optimiser state) and
     trains on the following batches of the same video stream.
 
-    :return: dict with ``rmse``, ``final_lengthscale``, ``sec_per_step`` (median over
-        steps after the first, training step only), ``data_sec_per_step``, ``wall_seconds``,
-        ``history`` (``step``, ``elbo``, ``lengthscale``, ``inducing`` arrays), ``means`` (test
-        posterior means), ``cached``.
+    :return: dict with ``rmse``, ``test_elbo``, ``final_lengthscale``, ``sec_per_step`` (median
+        over steps after the first, training step only), ``data_sec_per_step``,
+        ``train_seconds`` (including a warm phase), ``wall_seconds``, ``history`` (``step``,
+        ``elbo``, ``lengthscale``, ``inducing`` arrays), ``means`` (test posterior means), ``cached``.
     """
     from ..datasets.moving_ball import moving_ball_test_set
 
@@ -343,26 +355,14 @@ def train_run(kind: str, cfg: Config, seed: int, m: Optional[int] = None, induci
         return out
 
     test = test if test is not None else moving_ball_test_set(cfg.test_videos, seed=cfg.test_seed)
-    label = kind if m is None else f"{kind} m={m}"
-    progress = _Progress()
     start = time.perf_counter()
-    warm = cfg.warm_start_m is not None and kind != "vae"
-    if warm:
-        model, warm_seconds, warm_loaded = _warm_started(kind, cfg, seed, m, inducing_init, cache_dir, progress,
-                                                         position)
-        first_step = cfg.warm_start_steps
-    else:
-        model = build_model(kind, cfg, seed, num_inducing=m, inducing_init=inducing_init)
-        warm_seconds, warm_loaded, first_step = 0.0, False, 0
-        progress.record(0, model)
-    _fit(model, cfg, seed, first_step, cfg.steps, progress, label, position)
-    # A warm phase loaded from the cache counts with its original training time.
-    train_seconds = time.perf_counter() - start + (warm_seconds if warm_loaded else 0.0)
+    model, progress, train_seconds = _trained_model(kind, cfg, seed, m, inducing_init, cache_dir, position)
     result = evaluate(model, test)
     step_times, data_times = progress.step_times, progress.data_times
+    warm = cfg.warm_start_m is not None and kind != "vae"
     meta = {
         "kind": kind, "m": m, "seed": int(seed), "key": key, "rmse": float(result["rmse"]),
-        "final_lengthscale": _lengthscale(model),
+        "test_elbo": float(result["test_elbo"]), "final_lengthscale": _lengthscale(model),
         "final_inducing": None if not hasattr(model, "inducing_variable") else
         np.sort(model.inducing_variable.Z.numpy()[:, 0]).tolist(),
         "sec_per_step": float(np.median(step_times[1:])) if len(step_times) > 1 else float("nan"),
@@ -370,8 +370,7 @@ def train_run(kind: str, cfg: Config, seed: int, m: Optional[int] = None, induci
         "first_step_seconds": float(step_times[0]) if step_times else float("nan"),
         "wall_seconds": float(time.perf_counter() - start), "train_seconds": float(train_seconds),
         "steps": cfg.steps, "inducing_init": None if inducing_init is None else [float(z) for z in inducing_init],
-        "warm_start": None if not warm else {"m": int(cfg.warm_start_m), "steps": int(cfg.warm_start_steps),
-                                             "seconds": float(warm_seconds)},
+        "warm_start": {"m": int(cfg.warm_start_m), "steps": int(cfg.warm_start_steps)} if warm else None,
     }
     hist = progress.arrays()
     if path:
@@ -384,7 +383,7 @@ def train_run(kind: str, cfg: Config, seed: int, m: Optional[int] = None, induci
 
 # ----------------------------------------------------------------------------- output
 def _run_summary(r: dict) -> dict:
-    return {k: r[k] for k in ("kind", "m", "seed", "rmse", "final_lengthscale", "sec_per_step",
+    return {k: r[k] for k in ("kind", "m", "seed", "rmse", "test_elbo", "final_lengthscale", "sec_per_step",
                               "data_sec_per_step", "wall_seconds", "cached", "key", "final_inducing",
                               "inducing_init") if k in r}
 
@@ -406,6 +405,14 @@ def _settings_note(cfg: Config) -> str:
 
 
 # --------------------------------------------------------------------------- commands
+def _groups(runs: List[dict], m_values) -> Dict[str, List[dict]]:
+    """Runs by model: ``vae``, ``gpvae``, ``svgpvae_m<m>``."""
+    groups = {"vae": [r for r in runs if r["kind"] == "vae"], "gpvae": [r for r in runs if r["kind"] == "gpvae"]}
+    for m in m_values:
+        groups[f"svgpvae_m{m}"] = [r for r in runs if r["kind"] == "svgpvae" and r["m"] == m]
+    return groups
+
+
 def cmd_rmse_vs_m(cfg: Config, cache: str, out: str, test) -> dict:
     from tqdm.auto import tqdm
 
@@ -415,13 +422,13 @@ def cmd_rmse_vs_m(cfg: Config, cache: str, out: str, test) -> dict:
     for seed, kind, m in tqdm(specs, desc="rmse_vs_m runs", position=0):
         runs.append(train_run(kind, cfg, seed, m=m, cache_dir=cache, test=test))
     rows = [_run_summary(r) for r in runs]
-    table = {"vae": mean_sd([r["rmse"] for r in runs if r["kind"] == "vae"]),
-             "gpvae": mean_sd([r["rmse"] for r in runs if r["kind"] == "gpvae"])}
-    for m in cfg.m_values:
-        table[f"svgpvae_m{m}"] = mean_sd([r["rmse"] for r in runs if r["kind"] == "svgpvae" and r["m"] == m])
-    lengthscales = {f"svgpvae_m{m}": mean_sd([r["final_lengthscale"] for r in runs if r["m"] == m])
-                    for m in cfg.m_values}
-    lengthscales["gpvae"] = mean_sd([r["final_lengthscale"] for r in runs if r["kind"] == "gpvae"])
+    groups = _groups(runs, cfg.m_values)
+    table = {name: mean_sd([r["rmse"] for r in group]) for name, group in groups.items()}
+    lengthscales = {name: mean_sd([r["final_lengthscale"] for r in group]) for name, group in groups.items()
+                    if name != "vae"}
+    # Older cached runs have no test ELBO; the summary covers the runs that do.
+    test_elbo = {name: mean_sd([r["test_elbo"] for r in group if "test_elbo" in r])
+                 for name, group in groups.items() if any("test_elbo" in r for r in group)}
 
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(6, 4))
@@ -441,7 +448,7 @@ def cmd_rmse_vs_m(cfg: Config, cache: str, out: str, test) -> dict:
     fig.tight_layout()
     fig.savefig(os.path.join(out, "rmse_vs_m.png"), dpi=130)
     plt.close(fig)
-    return {"rows": rows, "rmse": table, "final_lengthscale": lengthscales}
+    return {"rows": rows, "rmse": table, "final_lengthscale": lengthscales, "test_elbo": test_elbo}
 
 
 def cmd_trajectories(cfg: Config, cache: str, out: str, test) -> dict:
@@ -612,7 +619,7 @@ def main(argv=None) -> dict:
                "config": dataclasses.asdict(cfg), "git_commit": git_commit(), "wall_seconds": wall,
                "cache_dir": cache, **result}
     _write(out, args.command, rows, payload)
-    for name in ("rmse", "final_lengthscale"):
+    for name in ("rmse", "final_lengthscale", "test_elbo"):
         for key, st in payload.get(name, {}).items():
             print(f"{name:>17} {key:>14}: {st['mean']:.4f} +- {st['sd']:.4f} (n={st['n']})")
     if "final_spacing_cv" in payload:
