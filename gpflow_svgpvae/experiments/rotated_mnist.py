@@ -73,7 +73,7 @@ from ..models.deep_svigp import DeepSVIGP
 from ..models.gppvae import GPPVAE
 from ..networks.conv import conv_decoder, conv_encoder
 from ..training import GECO, train
-from .common import git_commit, pyplot, read_json, run_key, write_csv, write_json
+from .common import git_commit, mean_sd, pyplot, read_json, run_key, write_csv, write_json
 
 __all__ = [
     "Config", "MODELS", "load_data", "build_model", "place_new_objects", "run_model", "run_spec", "run_cached", "load_runs",
@@ -391,9 +391,9 @@ def _summary_rows(results: List[dict], models: Sequence[str]):
         if not rs:
             continue
 
-        def stat(key):
-            vals = np.array([r[key] for r in rs], dtype=np.float64)
-            return float(vals.mean()), float(vals.std(ddof=1)) if len(vals) > 1 else 0.0
+        def stat(key):  # (mean, sd): the format of metrics.json
+            st = mean_sd(r[key] for r in rs)
+            return st["mean"], st["sd"]
 
         paper = PAPER_TABLE1[name]
         rows.append(
