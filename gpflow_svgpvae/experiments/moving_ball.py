@@ -240,9 +240,14 @@ class _Progress:
         self.elbo_window.clear()
 
     def arrays(self) -> Dict[str, np.ndarray]:
-        hist = {k: np.asarray(self.history[k]) for k in ("step", "elbo", "lengthscale")}
-        if self.history["inducing"]:
-            hist["inducing"] = np.asarray(self.history["inducing"])
+        """The history as arrays; ``inducing`` rows are NaN-padded to the largest ``m`` (a
+        warm-started SVGP-VAE records the warm model's inducing times, then its own)."""
+        hist = {k: np.asarray(self.history[k], dtype=float) for k in ("step", "elbo", "lengthscale")}
+        hist["step"] = hist["step"].astype(int)
+        rows = [np.asarray(r, dtype=float) for r in self.history["inducing"]]
+        if rows:
+            width = max(len(r) for r in rows)
+            hist["inducing"] = np.stack([np.pad(r, (0, width - len(r)), constant_values=np.nan) for r in rows])
         return hist
 
 
@@ -300,7 +305,8 @@ def _trained_model(kind: str, cfg: Config, seed: int, m: Optional[int], inducing
         checkpoint.read(path).assert_existing_objects_matched().expect_partial()
         saved = read_json(path + ".json")
         progress = _Progress()
-        progress.history.update({k: list(np.asarray(v)) for k, v in saved["history"].items()})
+        progress.history.update({k: [r[~np.isnan(r)] if k == "inducing" else r for r in np.asarray(v)]
+                                 for k, v in saved["history"].items()})
         progress.step_times, progress.data_times = list(saved["step_times"]), list(saved["data_times"])
         return model, progress, float(saved["train_seconds"])
 
@@ -313,6 +319,8 @@ def _trained_model(kind: str, cfg: Config, seed: int, m: Optional[int], inducing
         model.kernel.lengthscales.assign(warm.kernel.lengthscales)
         if kind == "svgpvae" and int(m) == warm_m and inducing_init is None:
             model.inducing_variable.Z.assign(warm.inducing_variable.Z)
+        if not hasattr(model, "inducing_variable"):
+            progress.history["inducing"] = []
         first_step = cfg.warm_start_steps
     else:
         progress, warm_seconds, first_step = _Progress(), 0.0, 0
@@ -325,7 +333,7 @@ def _trained_model(kind: str, cfg: Config, seed: int, m: Optional[int], inducing
         checkpoint.write(path)
         write_json(path + ".json", {"key": key, "train_seconds": seconds, "step_times": progress.step_times,
                                     "data_times": progress.data_times,
-                                    "history": {k: np.asarray(v).tolist() for k, v in progress.history.items()}})
+                                    "history": {k: v.tolist() for k, v in progress.arrays().items()}})
     return model, progress, seconds
 
 

@@ -1,4 +1,5 @@
 """The moving-ball experiment: run cache, fixed lengthscale, warm start (tiny settings)."""
+import dataclasses
 import json
 import os
 
@@ -113,3 +114,19 @@ def test_smoke_cli_rmse_vs_m_with_warm_start(tmp_path):
         written = json.load(f)
     assert set(written["rmse"]) == {"vae", "gpvae", "svgpvae_m3"}
     assert os.path.exists(os.path.join(out, "rmse_vs_m.png"))
+
+
+def test_warm_started_svgpvae_with_other_m_records_both_inducing_sets(tmp_path, test_set):
+    cfg = tiny(steps=6, warm_start_m=3, warm_start_steps=4)
+    run = mb.train_run("svgpvae", cfg, 0, m=2, cache_dir=str(tmp_path), test=test_set)
+    Z = run["history"]["inducing"]  # [records, 3]: the warm model's 3 times, then the target's 2 (+ NaN)
+    assert Z.shape == (4, 3)
+    assert not np.isnan(Z[:3]).any()
+    assert np.isnan(Z[3, 2]) and not np.isnan(Z[3, :2]).any()
+    np.testing.assert_allclose(Z[3, :2], run["final_inducing"])
+    # The exact GP-VAE has no inducing inputs; its record keeps none of the warm model's.
+    gp = mb.train_run("gpvae", cfg, 0, cache_dir=str(tmp_path), test=test_set)
+    assert "inducing" not in gp["history"]
+    again = mb.train_run("svgpvae", dataclasses.replace(cfg, steps=8), 0, m=2, cache_dir=str(tmp_path),
+                         test=test_set)
+    assert again["history"]["inducing"].shape == (5, 3)
