@@ -413,6 +413,16 @@ def _settings_note(cfg: Config) -> str:
 
 
 # --------------------------------------------------------------------------- commands
+def _caption(fig, cfg: Config):
+    """The run settings, wrapped to the figure's width below the axes; then ``tight_layout``."""
+    import textwrap
+
+    width_chars = int(fig.get_figwidth() * 15)
+    lines = textwrap.wrap(_settings_note(cfg), width_chars)
+    fig.text(0.01, 0.01, "\n".join(lines), fontsize=7, va="bottom", ha="left")
+    fig.tight_layout(rect=(0, 0.025 + 0.035 * len(lines) * 4 / fig.get_figheight(), 1, 1))
+
+
 def _groups(runs: List[dict], m_values) -> Dict[str, List[dict]]:
     """Runs by model: ``vae``, ``gpvae``, ``svgpvae_m<m>``."""
     groups = {"vae": [r for r in runs if r["kind"] == "vae"], "gpvae": [r for r in runs if r["kind"] == "gpvae"]}
@@ -451,9 +461,8 @@ def cmd_rmse_vs_m(cfg: Config, cache: str, out: str, test) -> dict:
     ax.set_xlabel("number of inducing points m")
     ax.set_ylabel("test RMSE (affine-aligned, path units)")
     ax.set_title(f"Moving ball: {len(cfg.seeds)} seed(s), mean ± sd", fontsize=10)
-    ax.text(0.01, 0.01, _settings_note(cfg), transform=ax.transAxes, fontsize=7, va="bottom")
     ax.legend()
-    fig.tight_layout()
+    _caption(fig, cfg)
     fig.savefig(os.path.join(out, "rmse_vs_m.png"), dpi=130)
     plt.close(fig)
     return {"rows": rows, "rmse": table, "final_lengthscale": lengthscales, "test_elbo": test_elbo}
@@ -491,8 +500,8 @@ def cmd_trajectories(cfg: Config, cache: str, out: str, test) -> dict:
                              "true_x": test.paths[v, t, 0], "true_y": test.paths[v, t, 1],
                              "aligned_x": aligned[v, t, 0], "aligned_y": aligned[v, t, 1]})
     axes[0, 0].legend(fontsize=6, loc="upper left")
-    fig.suptitle("Moving ball test paths (black) and affine-aligned latent means\n" + _settings_note(cfg), fontsize=8)
-    fig.tight_layout()
+    fig.suptitle("Moving ball test paths (black) and affine-aligned latent means", fontsize=9)
+    _caption(fig, cfg)
     fig.savefig(os.path.join(out, "trajectories.png"), dpi=130)
     plt.close(fig)
     return {"rows": rows, "runs": [_run_summary(r) for r in runs]}
@@ -519,12 +528,14 @@ def cmd_lengthscale(cfg: Config, cache: str, out: str, test) -> dict:
             for s, value in zip(r["history"]["step"], r["history"]["lengthscale"]):
                 rows.append({"model": kind, "m": m, "seed": r["seed"], "step": int(s), "lengthscale": float(value)})
     ax.axhline(2.0, color="k", ls=":", label="true lengthscale 2")
+    if cfg.warm_start_m is not None:
+        ax.axvline(cfg.warm_start_steps, color="0.5", ls="--", lw=1,
+                   label=f"end of warm start (m={cfg.warm_start_m})")
     ax.set_xlabel("training step")
     ax.set_ylabel("kernel lengthscale (frames)")
     ax.set_title(f"Learned lengthscale ({len(cfg.seeds)} seed(s): mean, min-max band)", fontsize=10)
-    ax.text(0.01, 0.99, _settings_note(cfg), transform=ax.transAxes, fontsize=7, va="top")
     ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.01, 0.5))
-    fig.tight_layout()
+    _caption(fig, cfg)
     fig.savefig(os.path.join(out, "lengthscale.png"), dpi=130)
     plt.close(fig)
     final = {("gpvae" if k == "gpvae" else f"svgpvae_m{m}"): mean_sd([r["final_lengthscale"] for r in runs
@@ -554,8 +565,8 @@ def cmd_inducing(cfg: Config, cache: str, out: str, test) -> dict:
         ax.legend(fontsize=8, loc="upper left")
         for s, z in zip(steps, Z):
             rows.append({"seed": r["seed"], "step": int(s), **{f"z{j}": float(v) for j, v in enumerate(z)}})
-    fig.suptitle("Inducing times during training from a bunched initialisation\n" + _settings_note(cfg), fontsize=8)
-    fig.tight_layout()
+    fig.suptitle("Inducing times during training from a bunched initialisation", fontsize=9)
+    _caption(fig, cfg)
     fig.savefig(os.path.join(out, "inducing.png"), dpi=130)
     plt.close(fig)
     spacing = [float(np.diff(np.sort(r["final_inducing"])).std() / np.diff(np.sort(r["final_inducing"])).mean())
