@@ -2,6 +2,7 @@ r"""Moving-ball experiments of the SVGP-VAE paper (Jazbec et al. 2021, after Pea
 
 Usage::
 
+    python -m gpflow_svgpvae.experiments.moving_ball runs --models vae gpvae svgpvae:15 [...]
     python -m gpflow_svgpvae.experiments.moving_ball rmse_vs_m   [--quick] [--seeds 0 1 2] [--steps N] [--out DIR]
     python -m gpflow_svgpvae.experiments.moving_ball trajectories [...]
     python -m gpflow_svgpvae.experiments.moving_ball lengthscale  [...]
@@ -85,6 +86,7 @@ class Config:
     inducing_m: int = 10
     inducing_window: Sequence[float] = (13.0, 16.0)
     show_videos: int = 4
+    models: Sequence[str] = ("vae", "gpvae", "svgpvae:15")
     warm_start_m: Optional[int] = None
     warm_start_steps: int = 0
 
@@ -575,7 +577,48 @@ def cmd_inducing(cfg: Config, cache: str, out: str, test) -> dict:
             "final_spacing_cv": spacing}
 
 
-COMMANDS = {"rmse_vs_m": cmd_rmse_vs_m, "trajectories": cmd_trajectories, "lengthscale": cmd_lengthscale,
+def _parse_model(spec: str):
+    kind, _, m = spec.partition(":")
+    if kind not in ("vae", "gpvae", "svgpvae") or (kind == "svgpvae") != bool(m):
+        raise ValueError(f"model {spec!r}: use vae, gpvae or svgpvae:<m>")
+    return kind, (int(m) if m else None)
+
+
+def cmd_runs(cfg: Config, cache: str, out: str, test) -> dict:
+    """Selected models (``--models vae gpvae svgpvae:10``) for every seed: RMSE, lengthscale, test ELBO."""
+    from tqdm.auto import tqdm
+
+    parsed = [(spec, *_parse_model(spec)) for spec in cfg.models]
+    specs = [(seed, spec, kind, m) for seed in cfg.seeds for spec, kind, m in parsed]
+    runs = []
+    for seed, spec, kind, m in tqdm(specs, desc="runs", position=0):
+        runs.append({**train_run(kind, cfg, seed, m=m, cache_dir=cache, test=test), "model": spec})
+    groups = {spec: [r for r in runs if r["model"] == spec] for spec in cfg.models}
+    summary = {
+        "rmse": {spec: mean_sd(r["rmse"] for r in g) for spec, g in groups.items()},
+        "final_lengthscale": {spec: mean_sd(r["final_lengthscale"] for r in g) for spec, g in groups.items()
+                              if spec != "vae"},
+        "test_elbo": {spec: mean_sd(r["test_elbo"] for r in g if "test_elbo" in r) for spec, g in groups.items()
+                      if any("test_elbo" in r for r in g)},
+    }
+    plt = pyplot()
+    fig, ax = plt.subplots(figsize=(max(4.0, 1.3 * len(groups) + 2), 3.8))
+    names = list(groups)
+    ax.bar(range(len(names)), [summary["rmse"][n]["mean"] for n in names],
+           yerr=[summary["rmse"][n]["sd"] for n in names], capsize=4, color=[f"C{i}" for i in range(len(names))])
+    for i, n in enumerate(names):
+        ax.plot([i] * len(groups[n]), [r["rmse"] for r in groups[n]], "k.", ms=5)
+    ax.set_xticks(range(len(names)))
+    ax.set_xticklabels(names)
+    ax.set_ylabel("test RMSE (affine-aligned, path units)")
+    ax.set_title(f"Moving ball: {len(cfg.seeds)} seed(s), mean ± sd (dots: seeds)", fontsize=10)
+    _caption(fig, cfg)
+    fig.savefig(os.path.join(out, "runs.png"), dpi=130)
+    plt.close(fig)
+    return {"rows": [{"model": r["model"], **_run_summary(r)} for r in runs], **summary}
+
+
+COMMANDS = {"runs": cmd_runs, "rmse_vs_m": cmd_rmse_vs_m, "trajectories": cmd_trajectories, "lengthscale": cmd_lengthscale,
             "inducing": cmd_inducing}
 
 
@@ -586,6 +629,7 @@ def parse_args(argv=None):
     p.add_argument("--quick", action="store_true", help="small, fast settings (a couple of minutes)")
     p.add_argument("--seeds", type=int, nargs="+")
     p.add_argument("--steps", type=int)
+    p.add_argument("--models", nargs="+", help="models for `runs`: vae, gpvae, svgpvae:<m> (e.g. svgpvae:15)")
     p.add_argument("--m", type=int, nargs="+", dest="m_values", help="inducing-point counts for rmse_vs_m")
     p.add_argument("--lengthscale-m", type=int, nargs="+", help="inducing-point counts for lengthscale")
     p.add_argument("--trajectory-m", type=int)
@@ -625,6 +669,11 @@ def main(argv=None) -> dict:
         if value is not None:
             setattr(cfg, field.name, tuple(value) if isinstance(value, list) else value)
     cfg = dataclasses.replace(cfg)  # re-runs the checks of Config.__post_init__
+    for spec in cfg.models:
+        try:
+            _parse_model(spec)
+        except ValueError as error:
+            raise SystemExit(f"--models: {error}")
     suffix = "_quick" if args.quick else ""
     out = args.out or os.path.join("results", "moving_ball", args.command + suffix)
     cache = args.cache or os.path.join("results", "moving_ball", "runs" + suffix)

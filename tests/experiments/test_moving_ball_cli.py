@@ -115,6 +115,21 @@ def test_smoke_cli_rmse_vs_m_with_warm_start(tmp_path):
     assert set(written["rmse"]) == {"vae", "gpvae", "svgpvae_m3"}
     assert os.path.exists(os.path.join(out, "rmse_vs_m.png"))
 
+    # `runs` with the same settings finds the same cached runs.
+    again = mb.main(["runs", "--models", "vae", "gpvae", "svgpvae:3", "--steps", "4", "--hidden", "8",
+                     "--test-videos", "12", "--seeds", "0", "--record-every", "2", "--warm-start-m", "3",
+                     "--warm-start-steps", "2", "--out", out, "--cache", cache])
+    for name in ("vae", "gpvae"):
+        assert again["rmse"][name]["values"] == written["rmse"][name]["values"]
+    assert again["rmse"]["svgpvae:3"]["values"] == written["rmse"]["svgpvae_m3"]["values"]
+    assert os.path.exists(os.path.join(out, "runs.png"))
+
+
+@pytest.mark.parametrize("spec", ["svgpvae", "gpvae:3", "cvae"])
+def test_runs_rejects_malformed_model_names(spec, tmp_path):
+    with pytest.raises(SystemExit, match="--models"):
+        mb.main(["runs", "--models", spec, "--out", str(tmp_path)])
+
 
 def test_warm_started_svgpvae_with_other_m_records_both_inducing_sets(tmp_path, test_set):
     cfg = tiny(steps=6, warm_start_m=3, warm_start_steps=4)
