@@ -37,8 +37,9 @@ steps as an SVGP-VAE with M inducing points, then continues from its networks
 and lengthscale (fresh Adam state, same video stream) for the remaining
 ``--steps`` minus W. From scratch, the exact GP-VAE and the SVGP-VAE with many
 inducing points settle in a solution with a short lengthscale and entangled
-latents; started from a small-m solution they keep the disentangled latents
-and reach a higher ELBO (docs/results.md). The warm phase is shared by all
+latents; started from a small-m solution they keep disentangled latents (fully
+in two of three seeds measured, partly in the third) and reach a higher ELBO
+(docs/results.md). The warm phase is shared by all
 models of a seed (its weights are cached under ``<cache>/weights``).
 
 Trained runs are cached in ``--cache`` (default ``results/moving_ball/runs[_quick]``),
