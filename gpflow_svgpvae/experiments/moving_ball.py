@@ -108,12 +108,15 @@ class Config:
                     if k in keys}
         # Options enter the key only when not at their defaults, so runs cached before
         # they existed stay valid. The VAE has no GP, so the GP options do not apply to it.
-        if kind != "vae":
-            if not self.train_lengthscale:
-                settings["train_lengthscale"] = False
-            if self.warm_start_m is not None:
-                settings["warm_start"] = [int(self.warm_start_m), int(self.warm_start_steps)]
+        if kind != "vae" and not self.train_lengthscale:
+            settings["train_lengthscale"] = False
+        if self.warm_starts(kind):
+            settings["warm_start"] = [int(self.warm_start_m), int(self.warm_start_steps)]
         return settings
+
+    def warm_starts(self, kind: Optional[str]) -> bool:
+        """Whether a run of model ``kind`` begins with the warm phase (GP models only)."""
+        return self.warm_start_m is not None and kind != "vae"
 
     def warm_phase(self) -> "Config":
         """The configuration of the warm-start phase: a plain SVGP-VAE run of ``warm_start_steps``."""
@@ -253,6 +256,20 @@ class _Progress:
             hist["inducing"] = np.stack([np.pad(r, (0, width - len(r)), constant_values=np.nan) for r in rows])
         return hist
 
+    def to_json(self) -> dict:
+        return {"step_times": self.step_times, "data_times": self.data_times,
+                "history": {k: v.tolist() for k, v in self.arrays().items()}}
+
+    @classmethod
+    def from_json(cls, saved: dict) -> "_Progress":
+        """Inverse of :meth:`to_json` (the NaN padding of ``inducing`` rows is dropped)."""
+        progress = cls()
+        progress.step_times, progress.data_times = list(saved["step_times"]), list(saved["data_times"])
+        for k, v in saved["history"].items():
+            rows = np.asarray(v, dtype=float)
+            progress.history[k] = [r[~np.isnan(r)] for r in rows] if k == "inducing" else list(rows)
+        return progress
+
 
 def _fit(model, cfg: Config, seed: int, first_step: int, last_step: int, progress: _Progress, label: str,
          position: int):
@@ -307,13 +324,9 @@ def _trained_model(kind: str, cfg: Config, seed: int, m: Optional[int], inducing
     if path and os.path.exists(path + ".json"):
         checkpoint.read(path).assert_existing_objects_matched().expect_partial()
         saved = read_json(path + ".json")
-        progress = _Progress()
-        progress.history.update({k: [r[~np.isnan(r)] if k == "inducing" else r for r in np.asarray(v)]
-                                 for k, v in saved["history"].items()})
-        progress.step_times, progress.data_times = list(saved["step_times"]), list(saved["data_times"])
-        return model, progress, float(saved["train_seconds"])
+        return model, _Progress.from_json(saved), float(saved["train_seconds"])
 
-    if cfg.warm_start_m is not None and kind != "vae":
+    if cfg.warm_starts(kind):
         warm_m = int(cfg.warm_start_m)
         warm, progress, warm_seconds = _trained_model("svgpvae", cfg.warm_phase(), seed, warm_m, None, cache_dir,
                                                       position)
@@ -334,9 +347,7 @@ def _trained_model(kind: str, cfg: Config, seed: int, m: Optional[int], inducing
     if path:
         os.makedirs(os.path.dirname(path), exist_ok=True)
         checkpoint.write(path)
-        write_json(path + ".json", {"key": key, "train_seconds": seconds, "step_times": progress.step_times,
-                                    "data_times": progress.data_times,
-                                    "history": {k: v.tolist() for k, v in progress.arrays().items()}})
+        write_json(path + ".json", {"key": key, "train_seconds": seconds, **progress.to_json()})
     return model, progress, seconds
 
 
@@ -370,7 +381,6 @@ def train_run(kind: str, cfg: Config, seed: int, m: Optional[int] = None, induci
     model, progress, train_seconds = _trained_model(kind, cfg, seed, m, inducing_init, cache_dir, position)
     result = evaluate(model, test)
     step_times, data_times = progress.step_times, progress.data_times
-    warm = cfg.warm_start_m is not None and kind != "vae"
     meta = {
         "kind": kind, "m": m, "seed": int(seed), "key": key, "rmse": float(result["rmse"]),
         "test_elbo": float(result["test_elbo"]), "final_lengthscale": _lengthscale(model),
@@ -381,7 +391,8 @@ def train_run(kind: str, cfg: Config, seed: int, m: Optional[int] = None, induci
         "first_step_seconds": float(step_times[0]) if step_times else float("nan"),
         "wall_seconds": float(time.perf_counter() - start), "train_seconds": float(train_seconds),
         "steps": cfg.steps, "inducing_init": None if inducing_init is None else [float(z) for z in inducing_init],
-        "warm_start": {"m": int(cfg.warm_start_m), "steps": int(cfg.warm_start_steps)} if warm else None,
+        "warm_start": {"m": int(cfg.warm_start_m), "steps": int(cfg.warm_start_steps)} if cfg.warm_starts(kind)
+        else None,
     }
     hist = progress.arrays()
     if path:
@@ -426,6 +437,18 @@ def _caption(fig, cfg: Config):
     fig.tight_layout(rect=(0, 0.025 + 0.035 * len(lines) * 4 / fig.get_figheight(), 1, 1))
 
 
+def _summaries(groups: Dict[str, List[dict]]) -> dict:
+    """Mean/sd per group of runs: ``rmse``, ``final_lengthscale`` (GP models) and ``test_elbo``
+    (over the runs that have it; older cached runs do not)."""
+    return {
+        "rmse": {name: mean_sd(r["rmse"] for r in g) for name, g in groups.items()},
+        "final_lengthscale": {name: mean_sd(r["final_lengthscale"] for r in g) for name, g in groups.items()
+                              if any(r["kind"] != "vae" for r in g)},
+        "test_elbo": {name: mean_sd(r["test_elbo"] for r in g if "test_elbo" in r) for name, g in groups.items()
+                      if any("test_elbo" in r for r in g)},
+    }
+
+
 def _groups(runs: List[dict], m_values) -> Dict[str, List[dict]]:
     """Runs by model: ``vae``, ``gpvae``, ``svgpvae_m<m>``."""
     groups = {"vae": [r for r in runs if r["kind"] == "vae"], "gpvae": [r for r in runs if r["kind"] == "gpvae"]}
@@ -443,13 +466,8 @@ def cmd_rmse_vs_m(cfg: Config, cache: str, out: str, test) -> dict:
     for seed, kind, m in tqdm(specs, desc="rmse_vs_m runs", position=0):
         runs.append(train_run(kind, cfg, seed, m=m, cache_dir=cache, test=test))
     rows = [_run_summary(r) for r in runs]
-    groups = _groups(runs, cfg.m_values)
-    table = {name: mean_sd([r["rmse"] for r in group]) for name, group in groups.items()}
-    lengthscales = {name: mean_sd([r["final_lengthscale"] for r in group]) for name, group in groups.items()
-                    if name != "vae"}
-    # Older cached runs have no test ELBO; the summary covers the runs that do.
-    test_elbo = {name: mean_sd([r["test_elbo"] for r in group if "test_elbo" in r])
-                 for name, group in groups.items() if any("test_elbo" in r for r in group)}
+    summary = _summaries(_groups(runs, cfg.m_values))
+    table = summary["rmse"]
 
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(6, 4))
@@ -468,7 +486,7 @@ def cmd_rmse_vs_m(cfg: Config, cache: str, out: str, test) -> dict:
     _caption(fig, cfg)
     fig.savefig(os.path.join(out, "rmse_vs_m.png"), dpi=130)
     plt.close(fig)
-    return {"rows": rows, "rmse": table, "final_lengthscale": lengthscales, "test_elbo": test_elbo}
+    return {"rows": rows, **summary}
 
 
 def cmd_trajectories(cfg: Config, cache: str, out: str, test) -> dict:
@@ -595,13 +613,7 @@ def cmd_runs(cfg: Config, cache: str, out: str, test) -> dict:
     for seed, spec, kind, m in tqdm(specs, desc="runs", position=0):
         runs.append({**train_run(kind, cfg, seed, m=m, cache_dir=cache, test=test), "model": spec})
     groups = {spec: [r for r in runs if r["model"] == spec] for spec in cfg.models}
-    summary = {
-        "rmse": {spec: mean_sd(r["rmse"] for r in g) for spec, g in groups.items()},
-        "final_lengthscale": {spec: mean_sd(r["final_lengthscale"] for r in g) for spec, g in groups.items()
-                              if spec != "vae"},
-        "test_elbo": {spec: mean_sd(r["test_elbo"] for r in g if "test_elbo" in r) for spec, g in groups.items()
-                      if any("test_elbo" in r for r in g)},
-    }
+    summary = _summaries(groups)
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(max(4.0, 1.3 * len(groups) + 2), 3.8))
     names = list(groups)
