@@ -51,6 +51,6 @@ print(f"ELBO per video after {STEPS} steps: {history['elbo'][-1] / VIDEOS_PER_ST
 
 test = moving_ball_test_set(100, seed=SEED)
 X_test = np.broadcast_to(test.times[None, :, None], (test.num_videos, T, 1)).copy()
-mean, var = model.predict_f((X_test, test.videos))  # [V, T, 2] latent posterior per video
+mean, var = model.predict_f(None, (X_test, test.videos))  # [V, T, 2] latent posterior per video
 print(f"test RMSE after a per-video affine map: {affine_path_rmse(mean.numpy(), test.paths):.3f} "
       f"(random latents give about 0.84); lengthscale {float(kernel.lengthscales.numpy()):.2f}")

@@ -60,6 +60,8 @@ __all__ = [
     "amortized_whitened_posterior",
     "inducing_distribution",
     "prior_kl",
+    "BatchPosterior",
+    "minibatch_posterior",
     "predict_marginals",
     "predict_from_whitened",
 ]
@@ -113,16 +115,43 @@ def prior_cholesky(
 def cross_covariance(
     kernel: Kernel, inducing_variable: InducingVariables, X: tf.Tensor
 ) -> tf.Tensor:
-    """:math:`K_{mb}`, shape ``[1 or L, M, b]``."""
-    Kmb = covariances.Kuf(inducing_variable, kernel, X)  # [M, b] or [L, M, b]
-    return _with_channel_axis(Kmb, 2)
+    """:math:`K_{mb}`, shape ``[..., 1 or L, M, b]`` for inputs ``X [..., b, D]``.
+
+    Leading dimensions (one latent dataset each, e.g. videos) share the inducing
+    inputs: the inputs are flattened for GPflow's ``Kuf`` and the result reshaped.
+    """
+    X = tf.convert_to_tensor(X)
+    if X.shape.rank == 2:
+        return _with_channel_axis(covariances.Kuf(inducing_variable, kernel, X), 2)  # [1 or L, M, b]
+    Kmn = _with_channel_axis(covariances.Kuf(inducing_variable, kernel, _flatten_inputs(X)), 2)  # [C, M, n]
+    k = X.shape.rank - 2
+    Kmn = tf.reshape(Kmn, tf.concat([tf.shape(Kmn)[:2], tf.shape(X)[:-1]], 0))  # [C, M, ..., b]
+    return tf.transpose(Kmn, list(range(2, 2 + k)) + [0, 1, 2 + k])  # [..., C, M, b]
 
 
 def prior_variance_diag(kernel: Kernel, X: tf.Tensor) -> tf.Tensor:
-    """Prior marginal variances :math:`k(x_i, x_i)`, shape ``[b, 1 or L]``."""
+    """Prior marginal variances :math:`k(x_i, x_i)`, shape ``[..., b, 1 or L]``."""
+    X = tf.convert_to_tensor(X)
+    flat = _flatten_inputs(X)
     if isinstance(kernel, MultioutputKernel):
-        return kernel(X, full_cov=False, full_output_cov=False)  # [b, L]
-    return kernel(X, full_cov=False)[:, None]  # [b, 1]
+        diag = kernel(flat, full_cov=False, full_output_cov=False)  # [n, L]
+    else:
+        diag = kernel(flat, full_cov=False)[:, None]  # [n, 1]
+    return tf.reshape(diag, tf.concat([tf.shape(X)[:-1], tf.shape(diag)[-1:]], 0))
+
+
+def _flatten_inputs(X: tf.Tensor) -> tf.Tensor:
+    if X.shape.rank == 2:
+        return X
+    D = X.shape[-1] if X.shape[-1] is not None else tf.shape(X)[-1]
+    return tf.reshape(X, [-1, D])
+
+
+def with_batch_rank(prior_chol: tf.Tensor, batch_rank: int) -> tf.Tensor:
+    """``[1 or L, M, M] -> [1, ..., 1, 1 or L, M, M]`` with ``batch_rank`` leading ones."""
+    for _ in range(int(batch_rank)):
+        prior_chol = prior_chol[None]
+    return prior_chol
 
 
 @check_shapes(
@@ -320,7 +349,9 @@ def predict_from_whitened(
     """:func:`predict_marginals` given :math:`W = L_m^{-1}K_{mr}` (``[..., 1 or L, M, R]``)."""
     _, U, whitened_mean = posterior
     mean = tf.linalg.matvec(W, whitened_mean, transpose_a=True)  # [L, R]
-    W_per_channel = tf.broadcast_to(W, tf.concat([tf.shape(U)[:-1], tf.shape(W)[-1:]], 0))
+    # One triangular solve per channel (and per latent dataset), whichever side carries them.
+    target = tf.broadcast_dynamic_shape(tf.concat([tf.shape(U)[:-1], tf.shape(W)[-1:]], 0), tf.shape(W))
+    W_per_channel = tf.broadcast_to(W, target)
     V = tf.linalg.triangular_solve(U, W_per_channel, lower=False)  # [L, M, R]
     var = (
         tf.linalg.matrix_transpose(prior_var)
@@ -328,3 +359,54 @@ def predict_from_whitened(
         + tf.reduce_sum(tf.square(V), axis=-2)
     )  # [L, R]
     return tf.linalg.matrix_transpose(mean), tf.linalg.matrix_transpose(var)
+
+
+class BatchPosterior(NamedTuple):
+    """What one training step needs from the amortised posterior of a batch.
+
+    ``posterior``: the whitened :math:`q(u)` (``[..., L, M, M]``); ``mean``,
+    ``variance``: the sparse predictive marginals at the batch's own inputs
+    ``[..., b, L]``; ``kl``: :math:`\mathrm{KL}(q(u_l)\,\|\,p(u_l))`, ``[..., L]``;
+    ``batch_size``: :math:`b` (summed over replicas when the statistics are).
+    """
+
+    posterior: WhitenedPosterior
+    mean: tf.Tensor
+    variance: tf.Tensor
+    kl: tf.Tensor
+    batch_size: tf.Tensor
+
+
+def minibatch_posterior(
+    kernel: Kernel,
+    inducing_variable: InducingVariables,
+    X: tf.Tensor,
+    means: tf.Tensor,
+    variances: tf.Tensor,
+    num_data,
+    jitter: float,
+    reduce_statistics=None,
+) -> BatchPosterior:
+    r"""Statistics -> posterior -> KL -> predictive for a batch of one or many latent datasets.
+
+    :param X: GP inputs ``[..., b, D]``; every leading index is its own latent
+        dataset (sharing kernel and inducing inputs).
+    :param means: site means ``[..., b, L]``; :param variances: site variances.
+    :param num_data: :math:`N` of each latent dataset, for the scale :math:`s = N/b`.
+    :param reduce_statistics: optional ``[P, r, b] -> [P, r, b]`` applied to the
+        statistics before factorisation (e.g. a sum across replicas, so that the
+        posterior is that of the global batch).
+
+    :math:`W = L_m^{-1}K_{mb}` is formed once and shared by the statistics and the
+    predictive at the batch's inputs.
+    """
+    batch_rank = X.shape.rank - 2
+    prior_chol = with_batch_rank(prior_cholesky(kernel, inducing_variable, jitter), batch_rank)  # [..., 1 or L, M, M]
+    W = whiten(prior_chol, cross_covariance(kernel, inducing_variable, X))  # [..., 1 or L, M, b]
+    P, r = statistics_from_whitened(W, means, variances)  # [..., L, M, M], [..., L, M]
+    batch_size = tf.cast(tf.shape(X)[-2], P.dtype)
+    if reduce_statistics is not None:
+        P, r, batch_size = reduce_statistics([P, r, batch_size])
+    posterior = posterior_from_statistics(prior_chol, P, r, tf.cast(num_data, P.dtype) / batch_size)
+    mean, variance = predict_from_whitened(posterior, W, prior_variance_diag(kernel, X))
+    return BatchPosterior(posterior, mean, variance, prior_kl(posterior), batch_size)

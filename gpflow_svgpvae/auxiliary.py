@@ -34,6 +34,8 @@ from check_shapes import check_shapes
 import gpflow
 from gpflow.base import Parameter, TensorType
 
+from .transforms import InputTransform
+
 __all__ = [
     "ObjectVectors",
     "split_id_column",
@@ -80,7 +82,7 @@ def split_id_column(X: TensorType, id_column: int = -1) -> Tuple[tf.Tensor, tf.T
     return views, ids
 
 
-class ObjectVectors(gpflow.Module):
+class ObjectVectors(InputTransform):
     r"""
     A learned table of object vectors (GP-LVM latents),
     :math:`W \in \mathbb{R}^{n_{\mathrm{obj}} \times Q}`, stored as a trainable
@@ -155,6 +157,21 @@ class ObjectVectors(gpflow.Module):
         self.vectors = Parameter(
             initial_vectors, dtype=gpflow.default_float(), name="object_vectors"
         )  # [num_objects, Q]
+
+    @property
+    def input_dim(self) -> Optional[int]:
+        """Width of the raw inputs, ``num_view_features + 1`` (None: not fixed)."""
+        return None if self.num_view_features is None else self.num_view_features + 1
+
+    @property
+    def output_dim(self) -> Optional[int]:
+        """Width of the mapped inputs, ``num_view_features + Q`` (None: not fixed)."""
+        return None if self.num_view_features is None else self.num_view_features + self.Q
+
+    def check_inputs(self, X: np.ndarray) -> None:
+        """Validate the ids of a whole dataset's raw inputs (see :meth:`check_ids`)."""
+        X = np.asarray(X)
+        self.check_ids(X[..., _normalise_column(self.id_column, X.shape[-1])])
 
     def mapped_dims(self, num_view_features: Optional[int] = None) -> Tuple[list, list]:
         """
@@ -239,7 +256,7 @@ class ObjectVectors(gpflow.Module):
         "X: [batch..., D_raw]",
         "return: [batch..., D_mapped]",
     )
-    def __call__(self, X: TensorType) -> tf.Tensor:
+    def __call__(self, X: TensorType, Y=None, training: Optional[bool] = None) -> tf.Tensor:
         """
         Map raw auxiliary inputs ``[view features..., object id]`` to
         ``[view features..., object vector]`` (float64).

@@ -1,18 +1,27 @@
-r"""A cached SVGP-VAE posterior conditioned on a whole dataset.
+r"""A cached SVGP-VAE posterior conditioned on whole datasets.
 
 The statistics :math:`P_l = \sum_i w_i \lambda_{il} w_i^\top` and
 :math:`r_l = \sum_i w_i\lambda_{il}\tilde y_{il}` (:math:`w_i = L_m^{-1}k_m(x_i)`)
 are sums over data points, so they are accumulated chunk by chunk with
 :math:`O(M^2 L)` memory whatever the size of the data, factorised once
-(:math:`s = 1`) and then reused for every prediction.
+(:math:`s = 1`) and then reused for every prediction. Conditioning on more
+data later only adds its statistics (:meth:`SVGPVAEPosterior.predict_f` with
+``data``: e.g. the training set plus an unseen object's own observations).
 
-The cache is a snapshot: it holds :math:`L_m`, :math:`U` and
-:math:`L_m^{-1}\mu` for the kernel, inducing inputs and encoder as they were
+Data of many latent datasets (``X [V, T, D]``) give one posterior per dataset
+(``[V, L, M, M]``), predicted at ``Xnew [V, R, D]``.
+
+Queries are raw auxiliary inputs: they pass through the model's input
+transform; a transform that reads observations (a representation of each
+object) maps queries through the summary it made of the conditioning data.
+
+The cache is a snapshot: it holds :math:`L_m`, :math:`U`, :math:`L_m^{-1}\mu`
+and the statistics for the kernel, inducing inputs and encoder as they were
 when it was built (like GPflow's ``posterior()`` with a tensor cache). Build a
 new one after training further.
 """
 import weakref
-from typing import Optional
+from typing import Any, Optional
 
 import gpflow
 import numpy as np
@@ -24,7 +33,8 @@ from .numerics import assert_finite
 __all__ = ["SVGPVAEPosterior"]
 
 
-def _as_dataset(data, batch_size: int) -> tf.data.Dataset:
+def _chunks(data, batch_size: int):
+    """A re-iterable of ``(X, Y)`` chunks of arrays or a ``tf.data.Dataset``."""
     if isinstance(data, tf.data.Dataset):
         return data
     if not isinstance(data, (tuple, list)) or len(data) != 2:
@@ -34,7 +44,17 @@ def _as_dataset(data, batch_size: int) -> tf.data.Dataset:
         raise ValueError(f"X and Y have different lengths: {len(X)} and {len(Y)}")
     if len(X) == 0:
         raise ValueError("Cannot condition a posterior on an empty dataset.")
-    return tf.data.Dataset.from_tensor_slices((X, Y)).batch(int(batch_size))
+    if np.ndim(X) == 3:  # whole latent datasets per chunk
+        step = max(1, int(batch_size) // max(1, np.shape(X)[1]))
+    else:
+        step = int(batch_size)
+
+    class _Chunks:
+        def __iter__(self):
+            for start in range(0, len(X), step):
+                yield X[start : start + step], Y[start : start + step]
+
+    return _Chunks()
 
 
 # One compiled statistics function per model, reused by every posterior built
@@ -42,115 +62,158 @@ def _as_dataset(data, batch_size: int) -> tf.data.Dataset:
 _STATISTICS_FUNCTIONS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
 
-def _chunk_statistics_function(model):
-    function = _STATISTICS_FUNCTIONS.get(model)
+def _statistics_function(model, rank: int):
+    functions = _STATISTICS_FUNCTIONS.setdefault(model, {})
+    function = functions.get(rank)  # one per data layout: retracing must not relax the rank
     if function is None:
 
         @tf.function(reduce_retracing=True)
-        def function(prior_chol, X, Y):
-            X, Y = model._check_batch(X, Y, num_data=np.inf)
-            means, variances = model.encode(Y, training=False)
+        def function(X, Y, context):
+            X, Y = model._check_data(X, Y, num_data=np.inf)
+            X_gp = model.input_transform.map_queries(X, context) if context is not None else model.map_inputs(X, Y)
+            means, variances = model.encode_frames(Y, num_leading=X_gp.shape.rank - 1, training=False)
             model._check_num_latent(means)
-            Kmb = amortized.cross_covariance(model.kernel, model.inducing_variable, X)
-            return amortized.whitened_statistics(prior_chol, Kmb, means, variances)
+            return _statistics(model, X_gp, means, variances)
 
-        _STATISTICS_FUNCTIONS[model] = function
+        functions[rank] = function
     return function
+
+
+def _statistics(model, X_gp, means, variances):
+    prior_chol = amortized.with_batch_rank(
+        amortized.prior_cholesky(model.kernel, model.inducing_variable, model.jitter), X_gp.shape.rank - 2
+    )
+    Kmb = amortized.cross_covariance(model.kernel, model.inducing_variable, X_gp)
+    return amortized.whitened_statistics(prior_chol, Kmb, means, variances)
+
+
+def data_statistics(model, data, batch_size: int = 1024, context: Any = None):
+    """Whitened statistics ``(P [..., L, M, M], r [..., L, M], count)`` of all of ``data``
+    (summed over points; per latent dataset for ``X [V, T, D]``), encoder in inference mode.
+
+    :param context: the input transform's summary of the conditioning data
+        (``None``: the transform maps each chunk with its own observations).
+    """
+    P = r = None
+    count = 0
+    for X, Y in _chunks(data, batch_size):
+        X = tf.cast(tf.convert_to_tensor(X), gpflow.default_float())
+        P_chunk, r_chunk = _statistics_function(model, X.shape.rank)(X, tf.convert_to_tensor(Y), context)
+        if X.shape.rank == 3:  # independent datasets: stack them
+            P = P_chunk if P is None else tf.concat([P, P_chunk], 0)
+            r = r_chunk if r is None else tf.concat([r, r_chunk], 0)
+        else:
+            P = P_chunk if P is None else P + P_chunk
+            r = r_chunk if r is None else r + r_chunk
+        count += int(np.prod(X.shape[:-1]))
+    if P is None:
+        raise ValueError("Cannot condition a posterior on an empty dataset.")
+    return P, r, count
+
+
+def _transform_context(model, data, batch_size: int):
+    transform = model.input_transform
+    if not transform.needs_observations:
+        return None
+    return transform.context(_chunks(data, batch_size))
 
 
 class SVGPVAEPosterior(tf.Module):
     """Predictions from an SVGP-VAE conditioned on all of a dataset.
 
     Build with :meth:`gpflow_svgpvae.SVGPVAE.posterior`. ``predict_f`` and
-    ``predict_y`` accept any number of query inputs; :meth:`export` writes a
+    ``predict_y`` take raw query inputs (through the model's input transform)
+    and, optionally, more data to condition on; :meth:`export` writes a
     SavedModel that serves both without the Python classes.
     """
 
-    def __init__(self, model, posterior: amortized.WhitenedPosterior, num_conditioned: int):
+    def __init__(self, model, P: tf.Tensor, r: tf.Tensor, num_conditioned: int, context: Any = None):
         super().__init__(name="svgpvae_posterior")
-        self.kernel = model.kernel
-        self.inducing_variable = model.inducing_variable
-        self.decoder = model.decoder
-        self.likelihood = model.likelihood
-        self._network_dtype = model._network_dtype(model.decoder)
+        self.model = model
         self.input_dim = model.input_dim
         self.num_conditioned = int(num_conditioned)
+        self.context = context
+        prior_chol = amortized.prior_cholesky(model.kernel, model.inducing_variable, model.jitter)
+        posterior = amortized.posterior_from_statistics(
+            amortized.with_batch_rank(prior_chol, P.shape.rank - 3), P, r, scale=1.0
+        )
         # Non-trainable variables so that the cache is saved with the module.
-        self.prior_chol = tf.Variable(posterior.prior_chol, trainable=False, name="prior_chol")
-        self.upper_chol = tf.Variable(posterior.upper_chol, trainable=False, name="upper_chol")
+        self.prior_chol = tf.Variable(prior_chol, trainable=False, name="prior_chol")  # [1 or L, M, M]
+        self.upper_chol = tf.Variable(posterior.upper_chol, trainable=False, name="upper_chol")  # [..., L, M, M]
         self.whitened_mean = tf.Variable(posterior.whitened_mean, trainable=False, name="whitened_mean")
+        self.P = tf.Variable(P, trainable=False, name="statistics_P")
+        self.r = tf.Variable(r, trainable=False, name="statistics_r")
 
     @classmethod
     def from_data(cls, model, data, batch_size: int = 1024) -> "SVGPVAEPosterior":
         """Stream ``data`` through the encoder, sum the statistics, factorise once."""
-        dataset = _as_dataset(data, batch_size)
-        prior_chol = amortized.prior_cholesky(model.kernel, model.inducing_variable, model.jitter)
-        chunk_statistics = _chunk_statistics_function(model)
-        P = r = None
-        count = 0
-        for X, Y in dataset:
-            P_chunk, r_chunk = chunk_statistics(prior_chol, tf.cast(X, gpflow.default_float()), Y)
-            P = P_chunk if P is None else P + P_chunk
-            r = r_chunk if r is None else r + r_chunk
-            count += int(tf.shape(X)[0])
-        if P is None:
-            raise ValueError("Cannot condition a posterior on an empty dataset.")
-        posterior = amortized.posterior_from_statistics(prior_chol, P, r, scale=1.0)
-        return cls(model, posterior, count)
+        if not isinstance(data, tf.data.Dataset):
+            _chunks(data, batch_size)  # type and length checks first
+            model.input_transform.check_inputs(np.asarray(data[0]))
+        context = _transform_context(model, data, batch_size)
+        P, r, count = data_statistics(model, data, batch_size, context)
+        return cls(model, P, r, count, context)
 
     @property
     def whitened(self) -> amortized.WhitenedPosterior:
         return amortized.WhitenedPosterior(self.prior_chol, self.upper_chol, self.whitened_mean)
 
     def inducing_distribution(self):
-        """``(q_mu [M, L], q_sqrt [L, M, M])`` of the cached posterior."""
+        """``(q_mu [..., M, L], q_sqrt [..., L, M, M])`` of the cached posterior."""
         return amortized.inducing_distribution(self.whitened)
 
     def _check_inputs(self, Xnew):
         Xnew = tf.cast(tf.convert_to_tensor(Xnew), gpflow.default_float())
-        if Xnew.shape.rank != 2:
-            raise ValueError(f"Xnew must have shape [n, input_dim]; got {Xnew.shape}")
+        if Xnew.shape.rank not in (2, 3):
+            raise ValueError(f"Xnew must have shape [n, input_dim] (or [V, n, input_dim]); got {Xnew.shape}")
         if self.input_dim is not None and Xnew.shape[-1] not in (None, self.input_dim):
             raise ValueError(f"Xnew has {Xnew.shape[-1]} input dimensions; expected {self.input_dim}.")
         return assert_finite(Xnew, "Xnew (query inputs) contains NaN or inf.")
 
-    def predict_f(self, Xnew):
-        """Latent predictive mean and variance, each ``[n, L]``."""
+    def _posterior_with(self, data, batch_size: int):
+        if data is None:
+            return self.whitened, self.context
+        context = _transform_context(self.model, data, batch_size)
+        P, r, _ = data_statistics(self.model, data, batch_size, context)
+        P, r = self.P + P, self.r + r  # [..., L, M, M]: the cached data and each new dataset
+        prior_chol = amortized.with_batch_rank(self.prior_chol, P.shape.rank - 3)
+        return amortized.posterior_from_statistics(prior_chol, P, r, scale=1.0), context
+
+    def predict_f(self, Xnew, data=None, batch_size: int = 1024):
+        """Latent predictive mean and variance ``[..., n, L]`` at raw inputs ``Xnew``.
+
+        :param data: more data ``(X, Y)`` to condition on, besides the cached data
+            (``X [V, T, D]`` with ``Xnew [V, n, D]``: each query row block is
+            conditioned on its own dataset).
+        """
         Xnew = self._check_inputs(Xnew)
-        Kmr = amortized.cross_covariance(self.kernel, self.inducing_variable, Xnew)
-        prior_var = amortized.prior_variance_diag(self.kernel, Xnew)
-        return amortized.predict_marginals(self.whitened, Kmr, prior_var)
+        posterior, context = self._posterior_with(data, batch_size)
+        model = self.model
+        X_gp = model.input_transform.map_queries(Xnew, context)
+        prior_chol = amortized.with_batch_rank(_base_prior(posterior.prior_chol), X_gp.shape.rank - 2)
+        posterior = amortized.WhitenedPosterior(prior_chol, posterior.upper_chol, posterior.whitened_mean)
+        Kmr = amortized.cross_covariance(model.kernel, model.inducing_variable, X_gp)
+        prior_var = amortized.prior_variance_diag(model.kernel, X_gp)
+        return amortized.predict_marginals(posterior, Kmr, prior_var)
 
-    def _decode_mean(self, Z):
-        params = self.decoder(tf.cast(Z, self._network_dtype))
-        return tf.cast(self.likelihood.mean(tf.cast(params, gpflow.default_float())), params.dtype)
-
-    def predict_y(self, Xnew, num_samples: Optional[int] = None, seed: int = 0):
+    def predict_y(self, Xnew, data=None, num_samples: Optional[int] = None, seed: int = 0):
         """Decoded predictions at ``Xnew``.
 
         Without ``num_samples``: the decoder's likelihood mean at the latent
-        posterior mean, ``[n, ...]``. With ``num_samples = S``: also ``[S, n, ...]``
-        decoded means of latent samples :math:`z \\sim q(z \\mid x)` (returns a pair).
+        posterior mean, ``[..., n, ...]``. With ``num_samples = S``: also
+        ``[S, ..., n, ...]`` decoded means of latent samples :math:`z \\sim q(z \\mid x)`
+        (returns a pair). ``data``: as in :meth:`predict_f`.
         """
-        mean, var = self.predict_f(Xnew)
-        decoded_mean = self._decode_mean(mean)
-        if num_samples is None:
-            return decoded_mean
-        S = int(num_samples)
-        eps = tf.random.stateless_normal(
-            tf.concat([[S], tf.shape(mean)], 0), tf.constant([int(seed), 0], tf.int64), dtype=mean.dtype
-        )
-        Z = mean + tf.sqrt(var) * eps  # [S, n, L]
-        samples = self._decode_mean(tf.reshape(Z, [-1, tf.shape(Z)[-1]]))
-        samples = tf.reshape(samples, tf.concat([[S, tf.shape(mean)[0]], tf.shape(samples)[1:]], 0))
-        return decoded_mean, samples
+        mean, var = self.predict_f(Xnew, data)
+        return self.model.decode_predictions(mean, var, num_samples=num_samples, seed=seed)
 
     def export(self, path: str) -> None:
         """Write a SavedModel with signatures ``predict_f`` and ``predict_y``.
 
         Reload with ``tf.saved_model.load(path)``; no Python class from this
         package is needed: ``loaded.predict_f(Xnew)`` returns ``{"mean", "variance"}``,
-        ``loaded.predict_y(Xnew)`` returns ``{"mean"}`` (``Xnew`` float64 ``[n, D]``).
+        ``loaded.predict_y(Xnew)`` returns ``{"mean"}`` (``Xnew`` float64 ``[n, D]``,
+        raw inputs).
         """
         spec = tf.TensorSpec([None, self.input_dim], gpflow.default_float(), name="Xnew")
 
@@ -168,3 +231,10 @@ class SVGPVAEPosterior(tf.Module):
         module.predict_f = predict_f
         module.predict_y = predict_y
         tf.saved_model.save(module, path, signatures={"predict_f": predict_f, "predict_y": predict_y})
+
+
+def _base_prior(prior_chol: tf.Tensor) -> tf.Tensor:
+    """``[1, ..., 1 or L, M, M] -> [1 or L, M, M]``."""
+    while prior_chol.shape.rank > 3:
+        prior_chol = prior_chol[0]
+    return prior_chol

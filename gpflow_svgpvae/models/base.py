@@ -28,6 +28,16 @@ from ..networks.validation import check_network
 __all__ = ["LatentVariableAutoencoder"]
 
 
+def _flatten_leading(tensor: tf.Tensor, num_leading: int) -> tf.Tensor:
+    """Merge the first ``num_leading`` axes into one."""
+    if num_leading == 1:
+        return tensor
+    rest = tensor.shape[num_leading:]
+    if rest.is_fully_defined():
+        return tf.reshape(tensor, [-1] + rest.as_list())
+    return tf.reshape(tensor, tf.concat([[-1], tf.shape(tensor)[num_leading:]], 0))
+
+
 def _static_dim(tensor, axis):
     dim = tensor.shape[axis] if tensor.shape.rank is not None else None
     return None if dim is None else int(dim)
@@ -129,6 +139,59 @@ class LatentVariableAutoencoder(BayesianModel, ExternalDataTrainingLossMixin, ab
                 Y = tf.identity(Y) if Y is not None else Y
         return X, Y
 
+    def _check_sequences(self, X, Y, full_sequences: bool = False):
+        """Cast and check a batch of many latent datasets (sequences, videos):
+        ``X [V, T, D]``, ``Y [V, T, ...]``; ``T <= num_data`` (``== num_data`` if
+        ``full_sequences``). Returns ``(X float64, Y)``."""
+        dtype = gpflow.default_float()
+        X = tf.cast(tf.convert_to_tensor(X), dtype)
+        Y = tf.convert_to_tensor(Y)
+        if not Y.dtype.is_floating:
+            Y = tf.cast(Y, tf.float32)
+        if X.shape.rank != 3:
+            raise ValueError(
+                f"X must have shape [num_videos, num_frames, input_dim] (one row of inputs per frame); got {X.shape}"
+            )
+        if Y.shape.rank is not None and Y.shape.rank < 3:
+            raise ValueError(f"Y must have shape [num_videos, num_frames, ...] (frames); got {Y.shape}")
+        for axis, what in ((0, "videos"), (1, "frames per video")):
+            nx, ny = _static_dim(X, axis), _static_dim(Y, axis)
+            if nx is not None and ny is not None and nx != ny:
+                raise ValueError(f"X and Y have different numbers of {what}: {nx} and {ny}.")
+        expected = self.input_dim
+        if expected is not None and _static_dim(X, -1) not in (None, expected):
+            raise ValueError(f"X has {X.shape[-1]} input dimensions but the model expects {expected}.")
+        T = _static_dim(X, 1)
+        if T is not None:
+            if full_sequences and T != self.num_data:
+                raise ValueError(self._full_video_message(T))
+            if T > self.num_data:
+                raise ValueError(
+                    f"The videos have {T} frames but num_data is {self.num_data}: num_data must be the number "
+                    "of frames per video (at least the number of frames given)."
+                )
+        elif numerical_checks():
+            T_dyn = tf.shape(X)[1]
+            check = (
+                tf.debugging.assert_equal(T_dyn, self.num_data, self._full_video_message("a different number of"))
+                if full_sequences
+                else tf.debugging.assert_less_equal(
+                    T_dyn, self.num_data, "The videos have more frames than num_data (frames per video)."
+                )
+            )
+            with tf.control_dependencies([check]):
+                X = tf.identity(X)
+        X = assert_finite(X, "X (auxiliary inputs) contains NaN or inf.")
+        Y = assert_finite(Y, "Y (frames) contains NaN or inf.")
+        return X, Y
+
+    def _full_video_message(self, T) -> str:
+        return (
+            f"{type(self).__name__} needs whole videos: got {T} frames per video but num_data (frames per video) "
+            f"is {self.num_data}. Its bound is not a sum over frames, so it has no unbiased minibatch "
+            "estimate; pass all frames of every video (num_data = frames per video)."
+        )
+
     @property
     def input_dim(self) -> Optional[int]:
         """Width of the auxiliary inputs ``X`` expected by the prior (None: unknown)."""
@@ -166,6 +229,27 @@ class LatentVariableAutoencoder(BayesianModel, ExternalDataTrainingLossMixin, ab
         )
         return means, variances
 
+    def encode_frames(self, Y: tf.Tensor, num_leading: int, training: Optional[bool] = None):
+        """:meth:`encode` of observations with ``num_leading`` leading axes (e.g. ``[V, T, ...]``),
+        in one call: site means and variances ``[V, T, L]``."""
+        flat = _flatten_leading(Y, num_leading)
+        means, variances = self.encode(flat, training=training)  # [V*T, L]
+        if num_leading == 1:
+            return means, variances
+        shape = tf.concat([tf.shape(Y)[:num_leading], tf.shape(means)[-1:]], 0)
+        return tf.reshape(means, shape), tf.reshape(variances, shape)
+
+    def reconstruct(self, Y: tf.Tensor, z_mean: tf.Tensor, z_var: tf.Tensor, training: Optional[bool] = None):
+        r""":math:`\sum_i E_q[\log p(y_i\mid z_i)]` (Monte Carlo) over all rows of ``Y [..., b, ...]``
+        given latent marginals ``[..., b, L]``, and the decoded means of the sampled codes, shaped like ``Y``."""
+        num_leading = z_mean.shape.rank - 1
+        L = z_mean.shape[-1] if z_mean.shape[-1] is not None else tf.shape(z_mean)[-1]
+        reconstruction, decoded = self._reconstruction(
+            _flatten_leading(Y, num_leading), tf.reshape(z_mean, [-1, L]), tf.reshape(z_var, [-1, L]),
+            training=training,
+        )
+        return reconstruction, (decoded if num_leading == 1 else tf.reshape(decoded, tf.shape(Y)))
+
     def encode_all(self, Y, batch_size: int = 1024) -> Tuple[tf.Tensor, tf.Tensor]:
         """:meth:`encode` of many images in chunks of ``batch_size`` (``training=False``): ``[n, L]`` each."""
         means, variances = [], []
@@ -179,6 +263,38 @@ class LatentVariableAutoencoder(BayesianModel, ExternalDataTrainingLossMixin, ab
         """Decoder output (likelihood parameters) for latent codes ``Z [b, L]``."""
         Z = tf.cast(Z, self._network_dtype(self.decoder))
         return self.decoder(Z, training=training) if _accepts_training(self.decoder) else self.decoder(Z)
+
+    def decode_predictions(self, mean: tf.Tensor, var: tf.Tensor, num_samples: Optional[int] = None,
+                           seed: int = 0, stream: int = 0, decode=None):
+        r"""Decode latent predictions: the likelihood mean at the latent mean, and optionally
+        the likelihood means of ``S`` latent samples :math:`z = m + \sqrt{v}\,\epsilon`.
+
+        :param mean: latent means ``[..., n, L]``; :param var: latent variances, same shape.
+        :param num_samples: ``S`` (``None``: only the decoded mean).
+        :param seed: seed of the stateless draws (same seed, same samples).
+        :param stream: second seed word, so that models draw distinct streams.
+        :param decode: ``Z [n, L] -> decoder outputs`` (default: :meth:`decode`).
+        :return: decoded mean ``[..., n, ...]`` (in the decoder's dtype), or the pair
+            ``(mean, samples [S, ..., n, ...])`` when ``num_samples`` is given.
+        """
+        decode = decode or (lambda Z: self.decode(Z, training=False))
+        dtype = gpflow.default_float()
+        lead = tf.shape(mean)[:-1]
+        L = mean.shape[-1] if mean.shape[-1] is not None else tf.shape(mean)[-1]
+
+        def decoded_means(Z):  # [..., L] -> [..., ...]
+            params = decode(tf.reshape(Z, [-1, L]))
+            out = tf.cast(self.likelihood.mean(tf.cast(params, dtype)), params.dtype)
+            return tf.reshape(out, tf.concat([tf.shape(Z)[:-1], tf.shape(out)[1:]], 0))
+
+        decoded = decoded_means(mean)
+        if num_samples is None:
+            return decoded
+        S = int(num_samples)
+        eps = tf.random.stateless_normal(
+            tf.concat([[S], lead, [L]], 0), tf.constant([int(seed), int(stream)], tf.int64), dtype=mean.dtype
+        )
+        return decoded, decoded_means(mean + tf.sqrt(var) * eps)
 
     def _next_seed(self) -> tf.Tensor:
         step = self.sample_counter.read_value()

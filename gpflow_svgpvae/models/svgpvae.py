@@ -1,6 +1,6 @@
-r"""The SVGP-VAE (Jazbec et al., AISTATS 2021).
+r"""The SVGP-VAE (Jazbec et al., AISTATS 2021): one model for every kind of auxiliary input.
 
-:math:`L` independent latent GPs over auxiliary inputs :math:`x` give the codes
+:math:`L` independent latent GPs over GP inputs :math:`x` give the codes
 :math:`z_i = [f^1(x_i),\dots,f^L(x_i)]`, a decoder gives :math:`p(y_i\mid z_i)`,
 and the encoder's Gaussian sites define the inducing posterior
 (:mod:`gpflow_svgpvae.amortized`). The minibatch ELBO, in GPflow's units, is
@@ -13,24 +13,39 @@ and the encoder's Gaussian sites define the inducing posterior
 where :math:`q_S` is the sparse predictive marginal at :math:`x_i`. (The
 paper's eq. 12 multiplied by :math:`N/b`: the Hensman data term of the latent
 dataset cancels the encoder's cross-entropy exactly.)
+
+The data's raw auxiliary inputs pass through an *input transform*
+(:mod:`gpflow_svgpvae.transforms`: identity, GP-LVM object vectors, a
+representation of each object's observations, compositions) before the
+kernel. Data come in one of two layouts:
+
+* ``X [b, D]``, ``Y [b, ...]``: a minibatch of one latent dataset of
+  ``num_data`` points (the statistics are summed across replicas under
+  ``tf.distribute``, so R replicas train as one device);
+* ``X [V, b, D]``, ``Y [V, b, ...]``: ``V`` independent latent datasets
+  (videos, sequences, subjects), each of ``num_data`` points of which ``b``
+  are given; each gets its own :math:`q(u)`, and the ELBO is the sum over them.
 """
 from typing import Optional, Union
 
+import numpy as np
 import tensorflow as tf
+from check_shapes import check_shapes
 from gpflow.inducing_variables import InducingVariables
 from gpflow.kernels import Kernel, SeparateIndependent
 
 from .. import amortized, distribute
 from ..likelihoods import DecoderLikelihood
+from ..transforms import Identity, InputTransform, as_input_transform
 from .base import LatentVariableAutoencoder
+from .video import LatentPosterior
 
 __all__ = ["SVGPVAE"]
 
 
 def _inducing_input_dim(inducing_variable) -> Optional[int]:
-    for attr in ("Z",):
-        if hasattr(inducing_variable, attr):
-            return int(getattr(inducing_variable, attr).shape[-1])
+    if hasattr(inducing_variable, "Z"):
+        return int(inducing_variable.Z.shape[-1])
     inner = getattr(inducing_variable, "inducing_variable", None)
     if inner is not None:
         return _inducing_input_dim(inner)
@@ -43,16 +58,21 @@ def _inducing_input_dim(inducing_variable) -> Optional[int]:
 class SVGPVAE(LatentVariableAutoencoder):
     r"""Scalable GP-prior VAE with an amortised sparse posterior.
 
-    :param encoder: ``tf_keras`` network, ``Y [b, ...] -> (means [b, L], variances [b, L])``
+    :param encoder: ``tf_keras`` network, ``Y [n, ...] -> (means [n, L], variances [n, L])``
         (end it with :class:`~gpflow_svgpvae.networks.GaussianSiteHead`).
-    :param decoder: ``tf_keras`` network, ``Z [b, L] -> likelihood parameters``.
+    :param decoder: ``tf_keras`` network, ``Z [n, L] -> likelihood parameters``.
     :param kernel: a GPflow kernel shared by all :math:`L` channels, or a
         multi-output kernel (``SharedIndependent``, ``SeparateIndependent``).
     :param inducing_variable: GPflow inducing variable (``InducingPoints``,
         ``SharedIndependentInducingVariables``, ``SeparateIndependentInducingVariables``)
-        or an ``[M, D]`` array of inducing inputs (trainable).
-    :param likelihood: decoder likelihood (``"gaussian"``, ``"bernoulli"`` or an instance).
-    :param num_data: :math:`N`, the size of the training set.
+        or an ``[M, D]`` array of inducing inputs (trainable), in the GP input space.
+    :param likelihood: decoder likelihood: ``"gaussian"``, ``"bernoulli"``, a
+        :class:`~gpflow_svgpvae.likelihoods.DecoderLikelihood` or a GPflow likelihood
+        that fits (see :func:`~gpflow_svgpvae.likelihoods.as_likelihood`).
+    :param num_data: :math:`N`, the size of the training set (with data
+        ``[V, b, ...]``: the number of points of each latent dataset).
+    :param input_transform: maps raw auxiliary inputs to GP inputs
+        (:mod:`gpflow_svgpvae.transforms`); default: identity.
     :param num_latent_gps: :math:`L`; checked against the encoder output when given.
     :param jitter: added to the diagonal of :math:`K_{mm}`.
     :param num_samples: Monte Carlo samples of :math:`z` per point.
@@ -68,6 +88,7 @@ class SVGPVAE(LatentVariableAutoencoder):
         likelihood: Union[str, DecoderLikelihood] = "gaussian",
         *,
         num_data: int,
+        input_transform: Optional[InputTransform] = None,
         num_latent_gps: Optional[int] = None,
         jitter: float = 1e-6,
         num_samples: int = 1,
@@ -81,6 +102,7 @@ class SVGPVAE(LatentVariableAutoencoder):
             raise TypeError(f"kernel must be a gpflow.kernels.Kernel; got {type(kernel).__name__}")
         self.kernel = kernel
         self.inducing_variable = amortized.as_inducing_variable(inducing_variable, kernel)
+        self.input_transform = as_input_transform(input_transform)
         if not jitter >= 0:
             raise ValueError(f"jitter must be >= 0, got {jitter}")
         self.jitter = float(jitter)
@@ -91,12 +113,49 @@ class SVGPVAE(LatentVariableAutoencoder):
                     f"SeparateIndependent has {len(kernel.kernels)} kernels but num_latent_gps is "
                     f"{self.num_latent_gps}."
                 )
+        mapped, gp_dim = self.input_transform.output_dim, self.gp_input_dim
+        if mapped is not None and gp_dim is not None and mapped != gp_dim:
+            raise ValueError(
+                f"The inducing inputs have {gp_dim} columns but the input transform "
+                f"({type(self.input_transform).__name__}) maps to {mapped}."
+            )
+
+    @property
+    def gp_input_dim(self) -> Optional[int]:
+        """Width of the GP inputs (of the inducing inputs)."""
+        return _inducing_input_dim(self.inducing_variable)
 
     @property
     def input_dim(self) -> Optional[int]:
-        return _inducing_input_dim(self.inducing_variable)
+        """Width of the raw auxiliary inputs ``X`` (None: not fixed)."""
+        if isinstance(self.input_transform, Identity):
+            return self.gp_input_dim
+        return self.input_transform.input_dim
 
-    # ----------------------------------------------------------- GP algebra
+    # --------------------------------------------------------------- inputs
+    def _check_data(self, X, Y, num_data=None):
+        """Checks on raw ``(X, Y)`` of either layout (see the module docstring)."""
+        rank = tf.convert_to_tensor(X).shape.rank
+        if rank not in (2, 3):
+            raise ValueError(
+                f"X must have shape [batch, input_dim] (one latent dataset) or [num_datasets, batch, input_dim] "
+                f"(many: videos, sequences); got shape {tf.convert_to_tensor(X).shape}"
+            )
+        if rank == 3:
+            return self._check_sequences(X, Y)
+        return self._check_batch(X, Y, num_data=num_data)
+
+    def map_inputs(self, X, Y=None, training: Optional[bool] = None) -> tf.Tensor:
+        """GP inputs ``[..., b, D]`` of raw inputs (through :attr:`input_transform`)."""
+        mapped = tf.cast(self.input_transform(X, Y, training=training), tf.float64)
+        width, expected = mapped.shape[-1], self.gp_input_dim
+        if width is not None and expected is not None and int(width) != expected:
+            raise ValueError(
+                f"The GP inputs have {width} columns but the kernel/inducing inputs expect {expected} "
+                f"(inducing inputs have shape [M, {expected}])."
+            )
+        return mapped
+
     def _check_num_latent(self, means: tf.Tensor):
         L = means.shape[-1]
         expected = self.num_latent_gps
@@ -105,76 +164,115 @@ class SVGPVAE(LatentVariableAutoencoder):
         if expected is not None and L is not None and int(L) != expected:
             raise ValueError(f"The encoder returned {L} latent channels but the model expects {expected}.")
 
-    def whitened_posterior(self, X, means, variances, num_data) -> amortized.WhitenedPosterior:
-        """Whitened factors of :math:`q(u)` for a latent dataset (see :mod:`~gpflow_svgpvae.amortized`)."""
+    def encode_sites(self, X, Y, training: Optional[bool] = None):
+        """GP inputs and the encoder's sites of a checked batch: ``X [..., b, D]``,
+        ``means, variances [..., b, L]``."""
+        X_gp = self.map_inputs(X, Y, training=training)
+        means, variances = self.encode_frames(Y, num_leading=X_gp.shape.rank - 1, training=training)
         self._check_num_latent(means)
-        return amortized.amortized_whitened_posterior(
-            self.kernel, self.inducing_variable, X, means, variances, num_data, self.jitter
+        return X_gp, means, variances
+
+    # ------------------------------------------------------------- objective
+    def _batch(self, data, num_data=None, training: Optional[bool] = None):
+        X, Y = data
+        n = self.num_data if num_data is None else num_data
+        X, Y = self._check_data(X, Y, num_data=n)
+        X, means, variances = self.encode_sites(X, Y, training=training)
+        # One latent dataset: the statistics are sums over points, and summed across
+        # replicas they are the global batch's. Many: each replica holds whole datasets.
+        reduce = distribute.sum_across_replicas if X.shape.rank == 2 else None
+        batch = amortized.minibatch_posterior(
+            self.kernel, self.inducing_variable, X, means, variances, n, self.jitter, reduce_statistics=reduce
         )
+        return Y, batch
+
+    def batch_posterior(self, data, num_data=None, training: Optional[bool] = None) -> amortized.BatchPosterior:
+        r"""The amortised posterior of a batch ``data = (X, Y)``: :math:`q(u)`, its predictive
+        at the batch's inputs and the KL per channel
+        (:func:`~gpflow_svgpvae.amortized.minibatch_posterior`).
+
+        :param num_data: :math:`N` for the scale :math:`N/b` (default: the model's).
+        """
+        return self._batch(data, num_data=num_data, training=training)[1]
+
+    def objective_terms(self, data, training: Optional[bool] = True):
+        Y, batch = self._batch(data, training=training)
+        reconstruction, decoded = self.reconstruct(Y, batch.mean, batch.variance, training=training)
+        kl = tf.reduce_sum(batch.kl)
+        if batch.mean.shape.rank > 2:  # independent datasets split across replicas
+            (kl,) = distribute.sum_across_replicas([kl])
+        return self._terms(reconstruction, kl, batch.batch_size, self.num_data, decoded)
+
+    def latent_posterior(self, X, means, variances, num_data=None) -> LatentPosterior:
+        """Posterior marginals at the GP inputs ``X [..., b, D]`` of given sites ``[..., b, L]``
+        and the KL of each latent dataset ``[...]`` (the contract of the video-family baselines).
+
+        :param num_data: :math:`N` for the scale :math:`N/b` (``None``: :math:`s = 1`).
+        """
+        n = num_data if num_data is not None else _num_points(tf.convert_to_tensor(X))
+        batch = amortized.minibatch_posterior(self.kernel, self.inducing_variable, X, means, variances, n, self.jitter)
+        return LatentPosterior(batch.mean, batch.variance, tf.reduce_sum(batch.kl, axis=-1))
 
     def inducing_posterior(self, X, Y, num_data: Optional[int] = None):
-        r"""``(q_mu [M, L], q_sqrt [L, M, M])`` built from the batch ``(X, Y)``.
+        r"""``(q_mu [..., M, L], q_sqrt [..., L, M, M])`` built from the batch ``(X, Y)``.
 
         :param num_data: :math:`N` for the scale :math:`N/b`; ``None`` conditions
             on exactly the given data (:math:`s = 1`).
         """
-        n = num_data if num_data is not None else _batch_size(X)
-        X, Y = self._check_batch(X, Y, num_data=num_data)
-        means, variances = self.encode(Y, training=False)
-        return amortized.inducing_distribution(self.whitened_posterior(X, means, variances, n))
+        n = num_data if num_data is not None else _num_points(tf.convert_to_tensor(X))
+        posterior = self.batch_posterior((X, Y), num_data=n, training=False).posterior
+        return amortized.inducing_distribution(posterior)
 
     def prior_kl(self, X, Y, num_data: Optional[int] = None) -> tf.Tensor:
         r""":math:`\sum_l \mathrm{KL}(q(u_l)\,\|\,p(u_l))` for the posterior built from ``(X, Y)``
         (with ``num_data`` defaulting to the model's :math:`N`)."""
-        n = self.num_data if num_data is None else num_data
-        X, Y = self._check_batch(X, Y, num_data=n)
-        means, variances = self.encode(Y, training=False)
-        return tf.reduce_sum(amortized.prior_kl(self.whitened_posterior(X, means, variances, n)))
-
-    def _predict_with(self, posterior: amortized.WhitenedPosterior, Xnew):
-        Kmr = amortized.cross_covariance(self.kernel, self.inducing_variable, Xnew)
-        prior_var = amortized.prior_variance_diag(self.kernel, Xnew)
-        return amortized.predict_marginals(posterior, Kmr, prior_var)
-
-    # ------------------------------------------------------------- objective
-    def objective_terms(self, data, training: Optional[bool] = True):
-        X, Y = data
-        X, Y = self._check_batch(X, Y)
-        means, variances = self.encode(Y, training=training)
-        self._check_num_latent(means)
-        prior_chol = amortized.prior_cholesky(self.kernel, self.inducing_variable, self.jitter)
-        Kmb = amortized.cross_covariance(self.kernel, self.inducing_variable, X)
-        W = amortized.whiten(prior_chol, Kmb)  # [1 or L, M, b], reused by the predictive
-        P, r = amortized.statistics_from_whitened(W, means, variances)
-        # Sums over points: summed across replicas they are the global batch's statistics.
-        P, r, batch_size = distribute.sum_across_replicas([P, r, tf.cast(tf.shape(X)[0], P.dtype)])
-        posterior = amortized.posterior_from_statistics(prior_chol, P, r, self.num_data / batch_size)
-        kl = tf.reduce_sum(amortized.prior_kl(posterior))
-        z_mean, z_var = amortized.predict_from_whitened(
-            posterior, W, amortized.prior_variance_diag(self.kernel, X)
-        )  # [b, L]
-        reconstruction, decoded = self._reconstruction(Y, z_mean, z_var, training=training)
-        return self._terms(reconstruction, kl, batch_size, self.num_data, decoded)
+        return tf.reduce_sum(self.batch_posterior((X, Y), num_data=num_data, training=False).kl)
 
     # ------------------------------------------------------------ prediction
-    def predict_f(self, Xnew, data):
-        """Latent mean and variance ``[n, L]`` at ``Xnew``, conditioned on ``data = (X, Y)``
-        (all of it, :math:`s = 1`). For large ``data`` use :meth:`posterior`."""
-        return self.posterior(data).predict_f(Xnew)
-
-    def predict_y(self, Xnew, data, num_samples: Optional[int] = None, seed: int = 0):
-        """Decoded predictions at ``Xnew`` conditioned on ``data``; see
-        :meth:`SVGPVAEPosterior.predict_y`."""
-        return self.posterior(data).predict_y(Xnew, num_samples=num_samples, seed=seed)
-
     def posterior(self, data, batch_size: int = 1024):
         """A cached posterior conditioned on all of ``data`` (arrays ``(X, Y)`` or a
-        ``tf.data.Dataset`` of such pairs), streamed in chunks of ``batch_size``."""
+        ``tf.data.Dataset`` of such pairs, streamed in chunks of ``batch_size``);
+        see :class:`~gpflow_svgpvae.posterior.SVGPVAEPosterior`."""
         from ..posterior import SVGPVAEPosterior
 
         return SVGPVAEPosterior.from_data(self, data, batch_size=batch_size)
 
+    def _queries(self, Xnew, data):
+        """Check that there are data to condition on; ``None`` -> the data's inputs; queries
+        ``[R, D]`` shared by all datasets of data ``[V, T, D]`` -> ``[V, R, D]``."""
+        if data is None:
+            raise ValueError(
+                "The SVGP-VAE's posterior is built from data: pass data = (X, Y) to condition on "
+                "(or use model.posterior(data) once and predict from it)."
+            )
+        if Xnew is None:
+            return data[0]
+        X = np.asarray(data[0]) if not isinstance(data, tf.data.Dataset) else None
+        if X is not None and X.ndim == 3 and np.ndim(Xnew) == 2:
+            return np.broadcast_to(np.asarray(Xnew)[None], (X.shape[0],) + np.shape(Xnew))
+        return Xnew
 
-def _batch_size(X):
-    n = X.shape[0]
-    return int(n) if n is not None else tf.shape(X)[0]
+    @check_shapes(
+        "Xnew: [batch..., R, D]",
+        "return[0]: [batch..., R, L]",
+        "return[1]: [batch..., R, L]",
+    )
+    def _predict_f(self, Xnew, data):
+        return self.posterior(data).predict_f(Xnew)
+
+    def predict_f(self, Xnew, data=None):
+        """Latent mean and variance ``[..., R, L]`` at raw inputs ``Xnew``, conditioned on all of
+        ``data = (X, Y)`` (:math:`s = 1`). With data of many latent datasets ``X [V, T, D]``,
+        ``Xnew`` is ``[V, R, D]`` (or ``None``: the data's own inputs). For repeated
+        predictions from large data use :meth:`posterior`."""
+        return self._predict_f(self._queries(Xnew, data), data)
+
+    def predict_y(self, Xnew, data=None, num_samples: Optional[int] = None, seed: int = 0):
+        """Decoded predictions at ``Xnew`` conditioned on ``data``; see
+        :meth:`SVGPVAEPosterior.predict_y <gpflow_svgpvae.posterior.SVGPVAEPosterior.predict_y>`."""
+        return self.posterior(data).predict_y(self._queries(Xnew, data), num_samples=num_samples, seed=seed)
+
+
+def _num_points(X):
+    n = X.shape[-2]
+    return int(n) if n is not None else tf.shape(X)[-2]

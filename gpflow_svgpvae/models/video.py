@@ -185,81 +185,14 @@ class VideoAutoencoder(LatentVariableAutoencoder):
             ``False`` only requires ``T <= num_data``.
         """
         full = self.full_videos_only if full_videos is None else full_videos
-        dtype = gpflow.default_float()
-        X = tf.cast(tf.convert_to_tensor(X), dtype)
-        Y = tf.convert_to_tensor(Y)
-        if not Y.dtype.is_floating:
-            Y = tf.cast(Y, tf.float32)
-        if X.shape.rank != 3:
-            raise ValueError(
-                f"X must have shape [num_videos, num_frames, input_dim] (one row of inputs per frame); got {X.shape}"
-            )
-        if Y.shape.rank is not None and Y.shape.rank < 3:
-            raise ValueError(f"Y must have shape [num_videos, num_frames, ...] (frames); got {Y.shape}")
-        for axis, what in ((0, "videos"), (1, "frames per video")):
-            nx, ny = _static(X, axis), _static(Y, axis)
-            if nx is not None and ny is not None and nx != ny:
-                raise ValueError(f"X and Y have different numbers of {what}: {nx} and {ny}.")
-        expected = self.input_dim
-        if expected is not None and _static(X, -1) not in (None, expected):
-            raise ValueError(f"X has {X.shape[-1]} input dimensions but the model expects {expected}.")
-        T = _static(X, 1)
-        if T is not None:
-            if full and T != self.num_data:
-                raise ValueError(self._full_video_message(T))
-            if T > self.num_data:
-                raise ValueError(
-                    f"The videos have {T} frames but num_data is {self.num_data}: num_data must be the number "
-                    "of frames per video (at least the number of frames given)."
-                )
-        elif numerical_checks():
-            T_dyn = tf.shape(X)[1]
-            check = (
-                tf.debugging.assert_equal(T_dyn, self.num_data, self._full_video_message("a different number of"))
-                if full
-                else tf.debugging.assert_less_equal(
-                    T_dyn, self.num_data, "The videos have more frames than num_data (frames per video)."
-                )
-            )
-            with tf.control_dependencies([check]):
-                X = tf.identity(X)
-        X = assert_finite(X, "X (auxiliary inputs) contains NaN or inf.")
-        Y = assert_finite(Y, "Y (frames) contains NaN or inf.")
-        return X, Y
-
-    def _full_video_message(self, T) -> str:
-        return (
-            f"{type(self).__name__} needs whole videos: got {T} frames per video but num_data (frames per video) "
-            f"is {self.num_data}. Its bound is not a sum over frames, so it has no unbiased minibatch "
-            "estimate; pass all frames of every video (num_data = frames per video)."
-        )
+        return self._check_sequences(X, Y, full_sequences=full)
 
     # ------------------------------------------------------------ networks
     def encode_videos(self, Y: tf.Tensor, training: Optional[bool] = None):
         """Site means and variances ``[V, T, L]`` (float64) of all frames, encoded in one call."""
-        frame_shape = Y.shape[2:]
-        if frame_shape.is_fully_defined():
-            flat = tf.reshape(Y, [-1] + frame_shape.as_list())
-        else:
-            flat = tf.reshape(Y, tf.concat([[-1], tf.shape(Y)[2:]], 0))
-        means, variances = self.encode(flat, training=training)  # [V*T, L]
+        means, variances = self.encode_frames(Y, num_leading=2, training=training)
         self._check_num_latent(means)
-        shape = tf.concat([tf.shape(Y)[:2], tf.shape(means)[-1:]], 0)
-        return tf.reshape(means, shape), tf.reshape(variances, shape)
-
-    def reconstruct(self, Y: tf.Tensor, z_mean: tf.Tensor, z_var: tf.Tensor, training: Optional[bool] = None):
-        r""":math:`\sum_{v,t} E_q[\log p(y_{vt}\mid z_{vt})]` (Monte Carlo) and the decoded
-        means of the sampled codes, shaped like ``Y``."""
-        L = z_mean.shape[-1] if z_mean.shape[-1] is not None else tf.shape(z_mean)[-1]
-        frame_shape = Y.shape[2:]
-        if frame_shape.is_fully_defined():
-            Y_flat = tf.reshape(Y, [-1] + frame_shape.as_list())
-        else:
-            Y_flat = tf.reshape(Y, tf.concat([[-1], tf.shape(Y)[2:]], 0))
-        reconstruction, decoded = self._reconstruction(
-            Y_flat, tf.reshape(z_mean, [-1, L]), tf.reshape(z_var, [-1, L]), training=training
-        )
-        return reconstruction, tf.reshape(decoded, tf.shape(Y))
+        return means, variances
 
     # ------------------------------------------------------- latent model
     @property
@@ -295,15 +228,20 @@ class VideoAutoencoder(LatentVariableAutoencoder):
         return self._terms(reconstruction, kl, tf.shape(X)[1], self.num_data, decoded)
 
     # ---------------------------------------------------------- prediction
-    def predict_f(self, data, Xnew=None):
+    def predict_f(self, Xnew, data=None):
         """Posterior means and variances of the latent codes given the videos.
 
+        :param Xnew: ``[V, R, D]`` (or ``[R, D]``, shared by all videos) inputs to
+            predict at, or ``None`` for the frames' own inputs.
         :param data: ``(X [V, T, D], Y [V, T, ...])``; the posterior of each video is
             conditioned on exactly its given frames.
-        :param Xnew: optional ``[V, R, D]`` (or ``[R, D]``, shared) inputs to predict at;
-            default: the frames' own inputs.
         :return: ``mean, variance``, each ``[V, T or R, L]``.
         """
+        if data is None:
+            raise ValueError(
+                f"{type(self).__name__}.predict_f(Xnew, data) needs the videos to condition on: "
+                "data = (X [V, T, D], Y [V, T, ...])."
+            )
         X, Y = data
         X, Y = self._check_videos(X, Y, full_videos=False)
         means, variances = self.encode_videos(Y, training=False)

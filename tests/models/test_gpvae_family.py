@@ -148,7 +148,7 @@ def test_svgpvae_elbo_with_frame_times_equals_exact_gpvae_elbo(rng):
     e, s = exact.objective_terms((X, Y)), sparse.objective_terms((X, Y))
     np.testing.assert_allclose(e["elbo"], s["elbo"], rtol=1e-7)
     np.testing.assert_allclose(e["kl"], s["kl"], rtol=1e-6)
-    fe, fs = exact.predict_f((X, Y)), sparse.predict_f((X, Y))
+    fe, fs = exact.predict_f(None, (X, Y)), sparse.predict_f(None, (X, Y))
     np.testing.assert_allclose(fe[0], fs[0], atol=1e-6)
 
 
@@ -194,20 +194,26 @@ def test_sparse_gpvae_refuses_minibatches_of_frames(rng):
     assert np.isfinite(elbo(X, Y).numpy())
 
 
-def test_video_svgpvae_is_the_single_dataset_svgpvae_per_video(rng):
-    """Batched over videos (and with b < N frames, scale N/b) = SVGPVAE on each video's latent dataset."""
+def test_svgpvae_on_videos_is_the_single_dataset_posterior_per_video(rng):
+    """Batched over videos (and with b < N frames, scale N/b) = the amortised posterior of each video's latent dataset."""
     X, means, variances = _latent_dataset(rng)
     keep = np.sort(rng.choice(T, size=12, replace=False))
     X, means, variances = X[:, keep], means[:, keep], variances[:, keep]
     Z = np.linspace(0, 29, 6)[:, None]
     enc, dec = _networks()
-    batched = VideoSVGPVAE(enc, dec, _kernel(1.5), Z, num_data=T)
-    single = SVGPVAE(enc, dec, _kernel(1.5), Z, num_data=T)
+    batched = SVGPVAE(enc, dec, _kernel(1.5), Z, num_data=T)
+    amortized = __import__("gpflow_svgpvae").amortized
+    iv = batched.inducing_variable
     post = batched.latent_posterior(tf.constant(X), tf.constant(means), tf.constant(variances), num_data=T)
     for v in range(V):
-        ref = single.whitened_posterior(tf.constant(X[v]), tf.constant(means[v]), tf.constant(variances[v]), T)
-        kl = tf.reduce_sum(__import__("gpflow_svgpvae").amortized.prior_kl(ref))
-        mean, var = single._predict_with(ref, tf.constant(X[v]))
+        ref = amortized.amortized_whitened_posterior(
+            batched.kernel, iv, tf.constant(X[v]), tf.constant(means[v]), tf.constant(variances[v]), T, jitter=1e-6
+        )
+        kl = tf.reduce_sum(amortized.prior_kl(ref))
+        mean, var = amortized.predict_marginals(
+            ref, amortized.cross_covariance(batched.kernel, iv, tf.constant(X[v])),
+            amortized.prior_variance_diag(batched.kernel, tf.constant(X[v])),
+        )
         np.testing.assert_allclose(post.kl[v], kl, rtol=1e-10)
         np.testing.assert_allclose(post.mean[v], mean, rtol=1e-10, atol=1e-12)
         np.testing.assert_allclose(post.variance[v], var, rtol=1e-10, atol=1e-12)
@@ -266,7 +272,7 @@ def test_hensman_one_free_posterior_per_video(rng):
     enc, dec = _networks()
     model = HensmanGPVAE(enc, dec, _kernel(), np.linspace(0, 29, 6)[:, None], "bernoulli", num_data=T,
                          num_latent_gps=L, num_videos=V, q_mu=rng.normal(size=(V, 6, L)))
-    mean, var = model.predict_f((X, Y))
+    mean, var = model.predict_f(None, (X, Y))
     assert mean.shape == (V, T, L) and np.all(var.numpy() > 0)
     assert not np.allclose(mean[0], mean[1])  # each video has its own q(u)
     with pytest.raises(ValueError, match="one q\\(u\\) per video"):
@@ -278,7 +284,7 @@ def test_vae_posterior_is_the_encoder_and_kl_is_standard_normal(rng):
     X, Y = _videos(rng)
     enc, dec = _networks()
     model = VAE(enc, dec, "bernoulli", num_data=T)
-    mean, var = model.predict_f((X, Y))
+    mean, var = model.predict_f(None, (X, Y))
     ref_mean, ref_var = enc(Y.reshape(-1, K))
     np.testing.assert_allclose(mean.numpy().reshape(-1, L), ref_mean.numpy(), rtol=1e-6)
     terms = model.objective_terms((X, Y))
@@ -292,10 +298,10 @@ def test_shapes_checks_and_prediction_at_new_times(rng):
     svgp = VideoSVGPVAE(enc, dec, _kernel(), np.linspace(0, 29, 6)[:, None], "bernoulli", num_data=T)
     terms = svgp.objective_terms((X, Y))
     assert terms["decoded"].shape == Y.shape and float(terms["scale"]) == 1.0
-    mean, var = svgp.predict_f((X, Y), Xnew=np.linspace(0, 29, 50)[:, None])
+    mean, var = svgp.predict_f(np.linspace(0, 29, 50)[:, None], (X, Y))
     assert mean.shape == (V, 50, L) and np.all(var.numpy() > 0)
-    with pytest.raises(ValueError, match="num_videos, num_frames, input_dim"):
-        svgp.objective_terms((X[0], Y[0]))
+    with pytest.raises(ValueError, match=r"\[num_datasets, batch, input_dim\]"):
+        svgp.objective_terms((X[None], Y[None]))
     with pytest.raises(ValueError, match="more frames|num_data must be"):
         VideoSVGPVAE(enc, dec, _kernel(), np.zeros((3, 1)), num_data=20).objective_terms((X, Y))
     with pytest.raises(ValueError, match="different numbers of frames"):
