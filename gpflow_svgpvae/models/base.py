@@ -95,8 +95,8 @@ class LatentVariableAutoencoder(BayesianModel, ExternalDataTrainingLossMixin, ab
             expected = self.input_dim
             if expected is not None and _static_dim(X, -1) not in (None, expected):
                 raise ValueError(
-                    f"X has {X.shape[-1]} input dimensions but the kernel/inducing inputs expect "
-                    f"{expected} (inducing inputs have shape [M, {expected}])."
+                    f"X has {X.shape[-1]} input dimensions but the model expects {expected} "
+                    f"({self._input_dim_origin()})."
                 )
             X = assert_finite(X, "X (auxiliary inputs) contains NaN or inf.")
         if Y is not None:
@@ -191,6 +191,9 @@ class LatentVariableAutoencoder(BayesianModel, ExternalDataTrainingLossMixin, ab
             f"is {self.num_data}. Its bound is not a sum over frames, so it has no unbiased minibatch "
             "estimate; pass all frames of every video (num_data = frames per video)."
         )
+
+    def _input_dim_origin(self) -> str:
+        return "the width of its auxiliary inputs"
 
     @property
     def input_dim(self) -> Optional[int]:

@@ -132,6 +132,11 @@ class SVGPVAE(LatentVariableAutoencoder):
             return self.gp_input_dim
         return self.input_transform.input_dim
 
+    def _input_dim_origin(self) -> str:
+        if isinstance(self.input_transform, Identity):
+            return f"the inducing inputs have shape [M, {self.gp_input_dim}]"
+        return f"the raw inputs of its input transform {type(self.input_transform).__name__}"
+
     # --------------------------------------------------------------- inputs
     def _check_data(self, X, Y, num_data=None):
         """Checks on raw ``(X, Y)`` of either layout (see the module docstring)."""

@@ -209,7 +209,7 @@ def _assert_unchanged(model, snapshot):
 @pytest.mark.parametrize(
     "corrupt, error, match",
     [
-        (lambda X, Y: (np.c_[X, X], Y), ValueError, "2 input dimensions.*expect 1"),
+        (lambda X, Y: (np.c_[X, X], Y), ValueError, "2 input dimensions.*expects 1"),
         (lambda X, Y: (X, Y[:-1]), ValueError, "different batch sizes"),
         (lambda X, Y: (np.where(np.arange(len(X))[:, None] == 3, np.nan, X), Y), tf.errors.InvalidArgumentError, "X .*NaN or inf"),
         (lambda X, Y: (X, np.where(np.arange(len(Y))[:, None] == 2, np.inf, Y)), tf.errors.InvalidArgumentError, "Y .*NaN or inf"),
