@@ -168,6 +168,12 @@ class ObjectVectors(InputTransform):
         """Width of the mapped inputs, ``num_view_features + Q`` (None: not fixed)."""
         return None if self.num_view_features is None else self.num_view_features + self.Q
 
+    def mapped_dim(self, input_dim: Optional[int] = None) -> Optional[int]:
+        """``input_dim - 1 + Q`` (the id column becomes the object vector)."""
+        if self.output_dim is not None:
+            return self.output_dim
+        return None if input_dim is None else int(input_dim) - 1 + self.Q
+
     def check_inputs(self, X: np.ndarray) -> None:
         """Validate the ids of a whole dataset's raw inputs (see :meth:`check_ids`)."""
         X = np.asarray(X)

@@ -36,6 +36,7 @@ __all__ = [
     "Chain",
     "Concatenate",
     "GroupRepresentation",
+    "representation_and_table",
     "as_input_transform",
 ]
 
@@ -71,6 +72,10 @@ class InputTransform(gpflow.Module, abc.ABC):
         """Width of the GP inputs (None: unknown)."""
         return None
 
+    def mapped_dim(self, input_dim: Optional[int] = None) -> Optional[int]:
+        """Width of the GP inputs given the width of the raw inputs (None: unknown)."""
+        return self.output_dim
+
     @abc.abstractmethod
     def __call__(self, X, Y=None, training: Optional[bool] = None) -> tf.Tensor:
         """GP inputs ``[..., b, D]`` of a batch with raw inputs ``X [..., b, D_raw]``
@@ -93,6 +98,9 @@ class InputTransform(gpflow.Module, abc.ABC):
 
 class Identity(InputTransform):
     """The raw inputs are the GP inputs (cast to ``gpflow.default_float()``)."""
+
+    def mapped_dim(self, input_dim: Optional[int] = None) -> Optional[int]:
+        return input_dim
 
     def __call__(self, X, Y=None, training: Optional[bool] = None) -> tf.Tensor:
         return tf.cast(X, gpflow.default_float())
@@ -140,7 +148,12 @@ class Chain(InputTransform):
 
     @property
     def output_dim(self) -> Optional[int]:
-        return self.transforms[-1].output_dim
+        return self.mapped_dim(self.input_dim)
+
+    def mapped_dim(self, input_dim: Optional[int] = None) -> Optional[int]:
+        for transform in self.transforms:
+            input_dim = transform.mapped_dim(input_dim)
+        return input_dim
 
     def __call__(self, X, Y=None, training: Optional[bool] = None) -> tf.Tensor:
         for transform in self.transforms:
@@ -183,7 +196,10 @@ class Concatenate(InputTransform):
 
     @property
     def output_dim(self) -> Optional[int]:
-        dims = [t.output_dim for t in self.transforms]
+        return self.mapped_dim(None)
+
+    def mapped_dim(self, input_dim: Optional[int] = None) -> Optional[int]:
+        dims = [t.mapped_dim(input_dim) for t in self.transforms]
         return None if any(d is None for d in dims) else int(sum(dims))
 
     def __call__(self, X, Y=None, training: Optional[bool] = None) -> tf.Tensor:
@@ -298,6 +314,22 @@ class GroupRepresentation(InputTransform):
             message="GroupRepresentation: a query's group is not in the conditioning data (no observations of it).",
         )
         return tf.gather(vectors, tf.argmax(tf.cast(match, tf.int32), axis=-1))  # [..., R, d]
+
+
+def representation_and_table(
+    representation, table: InputTransform, group_column: int = 0, id_column: int = 1
+) -> Concatenate:
+    """Raw ``[group id, view id]`` rows (and their observations) -> ``[group vector, view vector]``.
+
+    The group's vector comes from its observations (:class:`GroupRepresentation`),
+    the view's from a learned table (an :class:`~gpflow_svgpvae.auxiliary.ObjectVectors`
+    reading one id column): SPRITES' ``[style, pose vector]``.
+    """
+    if getattr(table, "num_view_features", None) not in (None, 0):
+        raise ValueError("the table must map a single id column (num_view_features=0).")
+    return Concatenate(
+        [GroupRepresentation(representation, group_column=group_column), Chain([SelectColumns([id_column]), table])]
+    )
 
 
 def as_input_transform(transform) -> InputTransform:

@@ -56,18 +56,18 @@ import tensorflow as tf
 from gpflow.keras import tf_keras
 
 from ..auxiliary import ObjectVectors
-from ..datasets.sprites import sprites
-from ..kernels import sprites_kernel
-from ..models.sprites_svgpvae import (
-    SpritesSVGPVAE,
+from ..datasets.sprites import (
     character_batches,
     init_sprites_inducing,
     mean_frames_per_pose,
     pca_pose_vectors,
-    sprites_decoder,
-    sprites_encoder,
+    sprites,
 )
+from ..kernels import sprites_kernel
+from ..models.svgpvae import SVGPVAE
+from ..transforms import representation_and_table
 from ..networks.representation import StyleRepresentation, pretrain_representation, representation_network
+from ..networks.sprites import sprites_decoder, sprites_encoder
 from ..training import GECO, train
 from .common import git_commit, pyplot, write_json
 
@@ -151,19 +151,58 @@ def build_model(cfg: Config, train_frames: np.ndarray, train_characters, train_p
     d, Q = cfg.style_dim, cfg.pose_dim
     kernel = sprites_kernel(list(range(d)), list(range(d, d + Q)), noise_variance=cfg.noise_variance)
     table = ObjectVectors(72, Q, id_column=0, num_view_features=0, initial_vectors=pose_init, name="pose_vectors")
-    model = SpritesSVGPVAE(
+    model = SVGPVAE(
         sprites_encoder(cfg.num_latent),
         sprites_decoder(cfg.num_latent),
         kernel,
         Z,
-        representation,
-        table,
         num_data=C * P,
+        input_transform=representation_and_table(representation, table, group_column=0, id_column=1),
         num_latent_gps=cfg.num_latent,
         jitter=cfg.jitter,
         seed=cfg.seed,
     )
     return model, info
+
+
+# ----------------------------------------------------------------------- generation
+def generate(model, predictor, context_frames, characters, context_poses, target_poses, *,
+             num_samples: Optional[int] = None, seed: int = 0, characters_per_chunk: int = 16) -> Dict[str, np.ndarray]:
+    """Frames of unseen characters at target poses, each conditioned on its own context frames.
+
+    :param predictor: the model (condition on the context only) or a posterior of it
+        (condition on that posterior's data and the context), anything with
+        ``predict_f(Xnew, data)``.
+    :param context_frames: ``[V, Qc, H, W, C]`` float frames; ``characters [V]`` their ids;
+        ``context_poses [V, Qc]``, ``target_poses [V, T]`` pose ids.
+    :return: ``{"mean": [V, T, H, W, C]}`` (decoded latent mean), ``"z_mean"``, ``"z_var"``,
+        and ``"samples": [S, V, T, H, W, C]`` (decoded latent samples, numpy draws seeded by ``seed``).
+    """
+    characters = np.asarray(characters, dtype=np.float64)
+    out = {"mean": [], "z_mean": [], "z_var": [], "samples": []}
+    gen = np.random.default_rng(seed)
+
+    def rows(ids, poses):  # [v, n, 2] raw inputs [character id, pose id]
+        return np.stack([np.broadcast_to(ids[:, None], poses.shape), poses], -1).astype(np.float64)
+
+    def decode(Z):
+        return model.decode_predictions(tf.constant(Z), tf.zeros_like(Z)).numpy()
+
+    for start in range(0, len(characters), int(characters_per_chunk)):
+        sl = slice(start, min(len(characters), start + int(characters_per_chunk)))
+        ids = characters[sl]
+        context = (rows(ids, np.asarray(context_poses[sl])), np.asarray(context_frames[sl], np.float32))
+        z_mean, z_var = (t.numpy() for t in predictor.predict_f(rows(ids, np.asarray(target_poses[sl])), context))
+        out["mean"].append(decode(z_mean))
+        out["z_mean"].append(z_mean)
+        out["z_var"].append(z_var)
+        if num_samples:
+            eps = gen.standard_normal((int(num_samples),) + z_mean.shape)
+            out["samples"].append(decode(z_mean[None] + np.sqrt(np.maximum(z_var, 0.0))[None] * eps))
+    result = {key: np.concatenate(vals, axis=0) for key, vals in out.items() if key != "samples"}
+    if num_samples:
+        result["samples"] = np.concatenate(out["samples"], axis=1)
+    return result
 
 
 # -------------------------------------------------------------------------- outputs
@@ -279,16 +318,17 @@ def run(cfg: Config, progress: bool = True) -> dict:
     t0 = time.perf_counter()
     context = ds.test_context_frames(dtype=np.float32)
     target = ds.test_target_frames(dtype=np.float32)
-    generated = model.generate(context, ds.test_context_poses, ds.test_target_poses, num_samples=1, seed=cfg.seed)
+    generated = generate(model, model, context, ds.test_characters, ds.test_context_poses, ds.test_target_poses,
+                         num_samples=1, seed=cfg.seed)
     eval_seconds = time.perf_counter() - t0
     per_character = np.mean((generated["mean"].astype(np.float64) - target) ** 2, axis=(1, 2, 3, 4))
     # Variant: condition each test character on the whole training set as well (s = 1).
     t0 = time.perf_counter()
-    train_statistics = model.statistics(character_batches(
+    train_posterior = model.posterior(character_batches(
         ds.train_characters, ds.train_poses, train_frames, characters_per_batch=cfg.characters_per_batch, shuffle=False
     ))
-    with_train = model.generate(context, ds.test_context_poses, ds.test_target_poses, num_samples=1,
-                                seed=cfg.seed, prior_statistics=train_statistics[:2])
+    with_train = generate(model, train_posterior, context, ds.test_characters, ds.test_context_poses,
+                          ds.test_target_poses, num_samples=1, seed=cfg.seed)
     eval_train_seconds = time.perf_counter() - t0
 
     npc, npp = min(cfg.num_plot_characters, len(target)), min(cfg.num_plot_poses, target.shape[1])

@@ -139,10 +139,11 @@ class LatentVariableAutoencoder(BayesianModel, ExternalDataTrainingLossMixin, ab
                 Y = tf.identity(Y) if Y is not None else Y
         return X, Y
 
-    def _check_sequences(self, X, Y, full_sequences: bool = False):
+    def _check_sequences(self, X, Y, full_sequences: bool = False, num_data=None):
         """Cast and check a batch of many latent datasets (sequences, videos):
         ``X [V, T, D]``, ``Y [V, T, ...]``; ``T <= num_data`` (``== num_data`` if
-        ``full_sequences``). Returns ``(X float64, Y)``."""
+        ``full_sequences``; ``num_data=np.inf``: any ``T``, for conditioning). Returns ``(X float64, Y)``."""
+        limit = self.num_data if num_data is None else num_data
         dtype = gpflow.default_float()
         X = tf.cast(tf.convert_to_tensor(X), dtype)
         Y = tf.convert_to_tensor(Y)
@@ -165,18 +166,18 @@ class LatentVariableAutoencoder(BayesianModel, ExternalDataTrainingLossMixin, ab
         if T is not None:
             if full_sequences and T != self.num_data:
                 raise ValueError(self._full_video_message(T))
-            if T > self.num_data:
+            if T > limit:
                 raise ValueError(
-                    f"The videos have {T} frames but num_data is {self.num_data}: num_data must be the number "
+                    f"The videos have {T} frames but num_data is {limit}: num_data must be the number "
                     "of frames per video (at least the number of frames given)."
                 )
-        elif numerical_checks():
+        elif numerical_checks() and (full_sequences or np.isfinite(limit)):
             T_dyn = tf.shape(X)[1]
             check = (
                 tf.debugging.assert_equal(T_dyn, self.num_data, self._full_video_message("a different number of"))
                 if full_sequences
                 else tf.debugging.assert_less_equal(
-                    T_dyn, self.num_data, "The videos have more frames than num_data (frames per video)."
+                    T_dyn, tf.cast(limit, T_dyn.dtype), "The videos have more frames than num_data (frames per video)."
                 )
             )
             with tf.control_dependencies([check]):

@@ -113,7 +113,8 @@ class SVGPVAE(LatentVariableAutoencoder):
                     f"SeparateIndependent has {len(kernel.kernels)} kernels but num_latent_gps is "
                     f"{self.num_latent_gps}."
                 )
-        mapped, gp_dim = self.input_transform.output_dim, self.gp_input_dim
+        mapped = self.input_transform.mapped_dim(self.input_transform.input_dim)
+        gp_dim = self.gp_input_dim
         if mapped is not None and gp_dim is not None and mapped != gp_dim:
             raise ValueError(
                 f"The inducing inputs have {gp_dim} columns but the input transform "
@@ -147,7 +148,7 @@ class SVGPVAE(LatentVariableAutoencoder):
                 f"(many: videos, sequences); got shape {tf.convert_to_tensor(X).shape}"
             )
         if rank == 3:
-            return self._check_sequences(X, Y)
+            return self._check_sequences(X, Y, num_data=num_data)
         return self._check_batch(X, Y, num_data=num_data)
 
     def map_inputs(self, X, Y=None, training: Optional[bool] = None) -> tf.Tensor:

@@ -3,6 +3,7 @@ from .conv import RepeatUpsampling2D, conv_decoder, conv_encoder
 from .heads import GaussianSiteHead
 from .mlp import mlp_decoder, mlp_encoder
 from .representation import StyleRepresentation, aggregate_by_group, pretrain_representation, representation_network
+from .sprites import sprites_decoder, sprites_encoder
 from .validation import check_network
 
 __all__ = [
@@ -17,4 +18,6 @@ __all__ = [
     "aggregate_by_group",
     "pretrain_representation",
     "check_network",
+    "sprites_encoder",
+    "sprites_decoder",
 ]
