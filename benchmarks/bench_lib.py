@@ -119,7 +119,7 @@ def build(kind: str, data: Dict, *, L: int = 16, m: int = 32, Q: int = 8, seed: 
     if kind == "gppvae":
         view_kernel = gpflow.kernels.Periodic(gpflow.kernels.SquaredExponential(), period=2 * np.pi)
         gpflow.set_trainable(view_kernel.period, False)
-        return GPPVAE(encoder, decoder, view_kernel, ANGLES, table, likelihood, num_data=N, num_latent=L, seed=seed)
+        return GPPVAE(encoder, decoder, view_kernel, ANGLES, table, likelihood, num_data=N, num_latent_gps=L, seed=seed)
     raise ValueError(kind)
 
 

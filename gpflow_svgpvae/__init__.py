@@ -1,10 +1,12 @@
 """gpflow_svgpvae: scalable Gaussian-process-prior variational autoencoders for GPflow.
 
-The SVGP-VAE of Jazbec et al. (AISTATS 2021) as a GPflow model, with the pure
-math in :mod:`gpflow_svgpvae.amortized`, training in
+The SVGP-VAE of Jazbec et al. (AISTATS 2021) as a GPflow model: one class,
+:class:`SVGPVAE`, for every kind of auxiliary input (input transforms in
+:mod:`gpflow_svgpvae.transforms`), with the pure math in
+:mod:`gpflow_svgpvae.amortized`, training in
 :mod:`gpflow_svgpvae.training` and data in :mod:`gpflow_svgpvae.datasets`.
 """
-from . import amortized, auxiliary, distribute, kernels, likelihoods, lowrank, metrics, networks, numerics
+from . import amortized, auxiliary, distribute, estimators, kernels, likelihoods, lowrank, metrics, networks, numerics, transforms
 from .amortized import amortized_inducing_posterior
 from .likelihoods import Bernoulli, Gaussian
 from .models import (
@@ -42,6 +44,8 @@ __all__ = [
     "Bernoulli",
     "amortized",
     "auxiliary",
+    "estimators",
+    "transforms",
     "distribute",
     "kernels",
     "likelihoods",

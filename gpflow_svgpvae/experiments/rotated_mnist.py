@@ -67,28 +67,22 @@ from gpflow.keras import tf_keras
 from ..auxiliary import ObjectVectors, init_inducing_per_view, pca_object_vectors, random_object_vectors
 from ..datasets.rotated_mnist import rotated_mnist
 from ..kernels import periodic_linear_kernel
-from ..models.auxiliary_svgpvae import AuxiliarySVGPVAE
 from ..models.cvae import CVAE
 from ..models.deep_svigp import DeepSVIGP
 from ..models.gppvae import GPPVAE
+from ..models.svgpvae import SVGPVAE
 from ..networks.conv import conv_decoder, conv_encoder
 from ..training import GECO, train
-from .common import git_commit, mean_sd, pyplot, read_json, run_key, write_csv, write_json
+from .common import git_commit, read_json, run_key, write_json
+from .rotated_mnist_report import COMPLEXITY, LABELS, PAPER_TABLE1, plot_generated, settings_line, summary_rows, write_tables
 
 __all__ = [
-    "Config", "MODELS", "load_data", "build_model", "place_new_objects", "run_model", "run_spec", "run_cached", "load_runs",
-    "run_table1", "summarise_folders", "main",
+    "Config", "MODELS", "PROTOCOLS", "Protocol", "load_data", "build_model", "object_table", "place_new_objects",
+    "predict", "run_model", "run_spec", "run_cached", "load_runs", "run_table1", "summarise_folders", "main",
+    "LABELS", "COMPLEXITY", "PAPER_TABLE1",
 ]
 
 MODELS = ("cvae", "gppvae", "svgpvae", "deep_svigp")
-LABELS = {"cvae": "CVAE", "gppvae": "GPPVAE (Casale)", "svgpvae": "SVGP-VAE", "deep_svigp": "Deep SVIGP (Hensman)"}
-COMPLEXITY = {"cvae": "-", "gppvae": "O(N H^2)", "svgpvae": "O(b m^2 + m^3)", "deep_svigp": "O(b m^2 + m^3)"}
-PAPER_TABLE1 = {  # MSE mean, sd, s/epoch (11 GB GPU)
-    "cvae": (0.0796, 0.0023, 0.39),
-    "gppvae": (0.0370, 0.0012, 19.10),
-    "svgpvae": (0.0251, 0.0005, 1.90),
-    "deep_svigp": (0.0233, 0.0014, 1.15),
-}
 
 
 @dataclass
@@ -180,53 +174,42 @@ def build_model(name: str, data: Data, cfg: Config, seed: int):
     if name == "cvae":
         return CVAE(conv_encoder(L, condition_dim=2), conv_decoder(L + 2), num_data=N, seed=seed)
     if name == "svgpvae":
-        return AuxiliarySVGPVAE(
-            conv_encoder(L), conv_decoder(L), kernel(), inducing(), table(), num_data=N, num_latent_gps=L, seed=seed
-        )
+        return SVGPVAE(conv_encoder(L), conv_decoder(L), kernel(), inducing(), likelihood="gaussian", num_data=N,
+                       num_latent_gps=L, seed=seed, input_transform=table())
     if name == "deep_svigp":
-        return DeepSVIGP(conv_decoder(L), kernel(), inducing(), num_latent=L, num_data=N, object_vectors=table(), seed=seed)
+        return DeepSVIGP(conv_decoder(L), kernel(), inducing(), num_latent_gps=L, num_data=N, input_transform=table(),
+                         seed=seed)
     if name == "gppvae":
         view_kernel = gpflow.kernels.Periodic(gpflow.kernels.SquaredExponential(), period=2 * np.pi)
         gpflow.set_trainable(view_kernel.period, False)
         return GPPVAE(
-            conv_encoder(L), conv_decoder(L), view_kernel, data.angles, table(), num_data=N, num_latent=L, seed=seed
+            conv_encoder(L), conv_decoder(L), view_kernel, data.angles, table(), num_data=N, num_latent_gps=L, seed=seed
         )
     raise ValueError(f"unknown model {name!r}; choose from {MODELS}")
 
 
-def predict(name: str, model, data: Data, split: str, seed: int = 0, cfg: Optional[Config] = None):
-    """Decoded means and one decoded sample ``[n, 28, 28, 1]`` for ``split`` in {"eval", "test"}."""
-    if split == "test":
-        X_new, X_ctx, Y_ctx = data.X_test, data.X_train, data.Y_train
-    elif split == "eval":
-        X_new, X_ctx, Y_ctx = data.X_eval, data.X_ctx_all, data.Y_ctx_all
-    else:
-        raise ValueError(split)
-    if split == "eval" and name != "cvae":
-        place_new_objects(model, data, _initial_object_vectors(data, cfg or Config(), seed))
-    if name == "svgpvae":
-        mean, samples = model.posterior((X_ctx, Y_ctx)).predict_y(X_new, num_samples=1, seed=seed)
-    elif name in ("gppvae", "cvae"):
-        if name == "cvae" and split == "eval":
-            X_ctx, Y_ctx = data.X_eval_ctx, data.Y_eval_ctx
-        mean, samples = model.predict_y(X_new, (X_ctx, Y_ctx), num_samples=1, seed=seed)
-    elif name == "deep_svigp":
-        if split == "eval":
-            steps = cfg.deep_svigp_eval_steps if cfg is not None else 30
-            model.fit_object_vectors(data.X_eval_ctx, data.Y_eval_ctx, data.eval_ids, steps=steps)
-        mean, samples = model.predict_y(X_new, num_samples=1, seed=seed)
-    else:
-        raise ValueError(name)
-    return np.asarray(mean, np.float32), np.asarray(samples, np.float32)[0]
+def object_table(model) -> ObjectVectors:
+    """The learned object vectors of a GP model of this experiment.
+
+    The SVGP-VAE and Deep SVIGP map their raw inputs through the table (their
+    ``input_transform``); GPPVAE looks up the rows of its low-rank kernel
+    features in it (``object_vectors``; it never maps inputs through it).
+    """
+    if isinstance(model, GPPVAE):
+        return model.object_vectors
+    if isinstance(model, (SVGPVAE, DeepSVIGP)) and isinstance(model.input_transform, ObjectVectors):
+        return model.input_transform
+    raise TypeError(f"{type(model).__name__} has no table of object vectors")
 
 
-def place_new_objects(model, data: Data, initial: np.ndarray) -> np.ndarray:
+def place_new_objects(table: ObjectVectors, data: Data, initial: np.ndarray) -> np.ndarray:
     """Set the eval instances' object vectors to ``[x0, 1] W``, where ``W`` is the least-squares
     affine map from the initial vectors ``x0`` to the current ones over the training instances.
 
+    :param table: the model's :func:`object_table`.
     Returns ``W`` (``[Q + 1, Q]``). Only eval rows change; they never enter a training loss.
     """
-    vectors = model.object_vectors.vectors
+    vectors = table.vectors
     current = vectors.numpy()
     fit, new = data.fit_ids, data.eval_ids
     design = np.concatenate([initial, np.ones((len(initial), 1))], axis=1)
@@ -234,6 +217,78 @@ def place_new_objects(model, data: Data, initial: np.ndarray) -> np.ndarray:
     current[new] = design[new] @ W
     vectors.assign(current)
     return W
+
+
+# ----------------------------------------------------------------- per-model steps
+def _nothing(*args):
+    pass
+
+
+def _refresh(model, data: Data):
+    model.refresh(data.X_train, data.Y_train)
+
+
+def _place(model, data: Data, cfg: Config, seed: int):
+    place_new_objects(object_table(model), data, _initial_object_vectors(data, cfg, seed))
+
+
+def _place_and_fit(model, data: Data, cfg: Config, seed: int):
+    _place(model, data, cfg, seed)
+    model.fit_object_vectors(data.X_eval_ctx, data.Y_eval_ctx, data.eval_ids, steps=cfg.deep_svigp_eval_steps)
+
+
+def _all_images(data: Data, split: str):
+    return (data.X_train, data.Y_train) if split == "test" else (data.X_ctx_all, data.Y_ctx_all)
+
+
+def _own_images(data: Data, split: str):
+    return (data.X_train, data.Y_train) if split == "test" else (data.X_eval_ctx, data.Y_eval_ctx)
+
+
+def _no_images(data: Data, split: str):
+    return None
+
+
+@dataclass(frozen=True)
+class Protocol:
+    """The steps of the protocol that differ between the models (one per model in :data:`PROTOCOLS`).
+
+    :param refresh: ``refresh(model, data)`` before training and after every epoch
+        (GPPVAE re-linearises its GP term on all training images).
+    :param prepare_eval: ``prepare_eval(model, data, cfg, seed)`` before predicting the
+        eval set: place the eval instances' object vectors (:func:`place_new_objects`)
+        and, without an encoder (Deep SVIGP), fit them on the eval context.
+    :param context: ``context(data, split)``, the ``data`` the predictions condition on:
+        the training images (test) or also the eval context (eval); the CVAE averages
+        only each object's own images, so it gets just the eval context; Deep SVIGP
+        conditions on nothing (``None``).
+    """
+
+    refresh: Callable = _nothing
+    prepare_eval: Callable = _nothing
+    context: Callable = _all_images
+
+
+PROTOCOLS = {
+    "cvae": Protocol(context=_own_images),
+    "gppvae": Protocol(refresh=_refresh, prepare_eval=_place),
+    "svgpvae": Protocol(prepare_eval=_place),
+    "deep_svigp": Protocol(prepare_eval=_place_and_fit, context=_no_images),
+}
+
+
+def predict(name: str, model, data: Data, split: str, seed: int = 0, cfg: Optional[Config] = None):
+    """Decoded means and one decoded sample ``[n, 28, 28, 1]`` for ``split`` in {"eval", "test"}:
+    ``model.predict_y(X_new, data=context, num_samples=1)`` for every model, after the
+    model's eval preparation (:class:`Protocol`)."""
+    if split not in ("eval", "test"):
+        raise ValueError(f"split must be 'eval' or 'test'; got {split!r}")
+    protocol = PROTOCOLS[name]
+    if split == "eval":
+        protocol.prepare_eval(model, data, cfg or Config(), seed)
+    X_new = data.X_test if split == "test" else data.X_eval
+    mean, samples = model.predict_y(X_new, data=protocol.context(data, split), num_samples=1, seed=seed)
+    return np.asarray(mean, np.float32), np.asarray(samples, np.float32)[0]
 
 
 def mse(pred, target) -> float:
@@ -260,12 +315,12 @@ def run_model(
         under the key ``"_model"``.
     """
     model = build_model(name, data, cfg, seed)
+    refresh = PROTOCOLS[name].refresh
     objective = GECO(
         cfg.kappa_squared, alpha=cfg.geco_alpha, nu=cfg.geco_nu, lambda_bounds=tuple(cfg.geco_lambda_bounds)
     )
     optimizer = tf_keras.optimizers.Adam(cfg.learning_rate)
-    if name == "gppvae":
-        model.refresh(data.X_train, data.Y_train)
+    refresh(model, data)
     ckpt = tf.train.Checkpoint(model=model)
     ckpt_path = os.path.join(workdir, f"best_{name}_seed{seed}")
     record = {"epoch_seconds": [], "eval_epochs": [], "eval_mse": []}
@@ -273,8 +328,7 @@ def run_model(
     clock = {"start": time.perf_counter()}
 
     def callback(epoch, logs):
-        if name == "gppvae":
-            model.refresh(data.X_train, data.Y_train)
+        refresh(model, data)
         record["epoch_seconds"].append(time.perf_counter() - clock["start"])
         if on_epoch is not None:
             on_epoch(epoch, model, logs)
@@ -332,25 +386,6 @@ def run_model(
 
 
 # -------------------------------------------------------------------------- outputs
-def _plot(path: str, truth, rows: Dict[str, np.ndarray]):
-    plt = pyplot()
-
-    names = ["ground truth"] + list(rows)
-    images = [truth] + list(rows.values())
-    n = truth.shape[0]
-    fig, axes = plt.subplots(len(names), n, figsize=(n * 0.9, len(names) * 1.0), squeeze=False)
-    for r, (label, imgs) in enumerate(zip(names, images)):
-        for c in range(n):
-            ax = axes[r, c]
-            ax.imshow(np.clip(imgs[c, ..., 0], 0, 1), cmap="gray", vmin=0, vmax=1)
-            ax.set_xticks([])
-            ax.set_yticks([])
-        axes[r, 0].set_ylabel(label, rotation=0, ha="right", va="center", fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=80)
-    plt.close(fig)
-
-
 # Config fields that do not change what a single (model, seed) run computes.
 _NOT_RUN_SETTINGS = ("seeds", "first_seed", "models", "out", "notes", "num_plot")
 
@@ -384,79 +419,9 @@ def load_runs(folder: str) -> List[dict]:
     return runs
 
 
-def _summary_rows(results: List[dict], models: Sequence[str]):
-    rows = []
-    for name in models:
-        rs = [r for r in results if r["model"] == name]
-        if not rs:
-            continue
-
-        def stat(key):  # (mean, sd): the format of metrics.json
-            st = mean_sd(r[key] for r in rs)
-            return st["mean"], st["sd"]
-
-        paper = PAPER_TABLE1[name]
-        rows.append(
-            {
-                "model": LABELS[name],
-                "runs": len(rs),
-                "seeds": sorted(int(r["seed"]) for r in rs),
-                "epochs": sorted({int(r["epochs"]) for r in rs}),
-                "test_mse_mean": stat("test_mse_mean"),
-                "test_mse_sample": stat("test_mse_sample"),
-                "best_eval_mse": stat("best_eval_mse"),
-                "best_epochs": [r["best_epoch"] for r in rs],
-                "gp_complexity": COMPLEXITY[name],
-                "seconds_per_epoch": float(np.median([r["seconds_per_epoch"] for r in rs])),
-                "paper_mse": f"{paper[0]:.4f} +- {paper[1]:.4f}",
-                "paper_seconds_per_epoch": paper[2],
-            }
-        )
-    return rows
-
-
-def _settings_line(specs: List[dict]) -> str:
-    """One sentence with the settings shared by all runs, and the ones that differ."""
-    keys = [k for k in specs[0] if k not in ("model", "seed")]
-    common = {k: specs[0][k] for k in keys if all(s.get(k) == specs[0][k] for s in specs)}
-    differ = [k for k in keys if k not in common]
-    m = common.get("num_inducing_per_angle")
-    text = (
-        f"Rotated MNIST (digit(s) {common.get('digits', '?')}, n_per_digit={common.get('n_per_digit', '?')}), "
-        f"L={common.get('num_latent', '?')}, m={'?' if m is None else 16 * m}, b={common.get('batch_size', '?')}, "
-        f"Adam {common.get('learning_rate', '?')}, GECO kappa^2={common.get('kappa_squared', '?')}, "
-        f"object init {common.get('object_init', '?')}, eval every {common.get('eval_every', '?')} epochs, "
-        f"jit_compile={common.get('jit_compile', '?')}."
-    )
-    if differ:
-        text += " Settings that differ between runs: " + ", ".join(differ) + "."
-    return text + " Mean +- sd over runs; test scored once with the checkpoint of best eval MSE."
-
-
-def _write_tables(out: str, rows, header_text: str):
-    def pm(t):
-        return f"{t[0]:.4f} +- {t[1]:.4f}"
-
-    header = ["model", "runs", "epochs", "test MSE (decoded mean)", "test MSE (decoded sample)", "best eval MSE",
-              "best epoch(s)", "GP complexity", "s/epoch (this machine)", "paper MSE", "paper s/epoch (GPU)"]
-    lines = [header_text, "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    csv_rows = []
-    for r in rows:
-        cells = [r["model"], str(r["runs"]), ",".join(str(e) for e in r["epochs"]), pm(r["test_mse_mean"]),
-                 pm(r["test_mse_sample"]), pm(r["best_eval_mse"]), ",".join(str(e) for e in r["best_epochs"]),
-                 r["gp_complexity"], f"{r['seconds_per_epoch']:.2f}", r["paper_mse"],
-                 f"{r['paper_seconds_per_epoch']:.2f}"]
-        lines.append("| " + " | ".join(cells) + " |")
-        csv_rows.append(dict(zip(header, cells)))
-    with open(os.path.join(out, "table1.md"), "w") as f:
-        f.write("\n".join(lines) + "\n")
-    write_csv(os.path.join(out, "table1.csv"), csv_rows)
-    return "\n".join(lines)
-
-
 def _summarise(out: str, results: List[dict], models: Sequence[str], progress: bool, extra: Optional[dict] = None):
-    rows = _summary_rows(results, models)
-    table = _write_tables(out, rows, _settings_line([r["spec"] for r in results]))
+    rows = summary_rows(results, models)
+    table = write_tables(out, rows, settings_line([r["spec"] for r in results]))
     write_json(os.path.join(out, "metrics.json"), {"results": results, "summary": rows, **(extra or {})})
     if progress:
         print(table, flush=True)
@@ -537,11 +502,11 @@ def run_table1(cfg: Config, progress: bool = True) -> dict:
             res.pop("_artifacts")
             mean_imgs, sample_imgs = res.pop("_images")
             per_seed[name] = mean_imgs
-            _plot(os.path.join(cfg.out, f"generated_{name}_seed{seed}.png"), data.Y_test[: cfg.num_plot],
-                  {f"{LABELS[name]} mean": mean_imgs, f"{LABELS[name]} sample": sample_imgs})
+            plot_generated(os.path.join(cfg.out, f"generated_{name}_seed{seed}.png"), data.Y_test[: cfg.num_plot],
+                           {f"{LABELS[name]} mean": mean_imgs, f"{LABELS[name]} sample": sample_imgs})
             results.append(res)
-        _plot(os.path.join(cfg.out, f"generated_seed{seed}.png"), data.Y_test[: cfg.num_plot],
-              {LABELS[n]: imgs for n, imgs in per_seed.items()})
+        plot_generated(os.path.join(cfg.out, f"generated_seed{seed}.png"), data.Y_test[: cfg.num_plot],
+                       {LABELS[n]: imgs for n, imgs in per_seed.items()})
     return _summarise(cfg.out, results, cfg.models, progress)
 
 

@@ -64,7 +64,8 @@ set scored once); a sweep changes only its own setting.
 ``--quick``: 12 instances per digit (N = 124 per digit), b = 32, 2 epochs, 1 seed, two values per sweep
 (a smoke run of about a minute per command on a free 2-core machine).
 
-Runs and the cache. Every training run goes through
+Runs and the cache (the machinery is in :mod:`~gpflow_svgpvae.experiments.rotated_mnist_sweeps`).
+Every training run goes through
 :func:`~gpflow_svgpvae.experiments.rotated_mnist.run_cached` with
 ``cfg.out = --cache`` (default ``results/rotated_mnist_figures/runs_cache``,
 shared by all commands): each finished (model, seed, settings) run is saved
@@ -95,13 +96,16 @@ import argparse
 import os
 import sys
 import time
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, replace
 from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
+from ..estimators import inducing_mean_bias
 from . import rotated_mnist as rm
 from .common import git_commit, mean_sd, pyplot, read_json, run_key, write_csv, write_json
+from .rotated_mnist_sweeps import (NUM_ANGLES, QUICK, QUICK_CONFIG, SweepContext, Sweeps, errorbar, per_angle, run_row,
+                                   run_sweep, settings_note, summarise_rows)
 
 __all__ = [
     "COMMANDS", "Sweeps", "QUICK", "QUICK_CONFIG", "PAPER_INIT", "inducing_mean_bias", "run_sweep",
@@ -109,156 +113,22 @@ __all__ = [
 ]
 
 COMMANDS = ("runtime", "digits", "batch_size", "num_inducing", "bias", "tsne", "init")
-NUM_ANGLES = 16
 #: Paper, "PCA vs random init" (test MSE, mean over 5 runs).
 PAPER_INIT = {"svgpvae": {"pca": 0.0251, "random": 0.0272}, "gppvae": {"pca": 0.0370, "random": 0.0374}}
 #: Paper, Table 1 (test MSE) for the reference lines of the sweeps.
 PAPER_MSE = {name: values[0] for name, values in rm.PAPER_TABLE1.items()}
 
 
-@dataclass
-class Sweeps:
-    """The values each command sweeps over (defaults: the paper's)."""
-
-    runtime_m: Sequence[int] = (16, 32, 48, 64)
-    runtime_object_dims: Sequence[int] = (8, 16, 24, 32)  # GPPVAE's Q; rank H = 16 Q
-    digit_sets: Sequence[Sequence[int]] = ((3,), (1, 3, 6), (1, 3, 6, 7, 9), tuple(range(10)))
-    digits_models: Sequence[str] = ("svgpvae",)
-    batch_sizes: Sequence[int] = (64, 128, 256, 512)
-    m_values: Sequence[int] = (16, 32, 64, 96)
-    bias_m: Sequence[int] = (16, 32, 64, 96)
-    bias_epochs: Sequence[int] = (0, 1, 2, 5, 10, 20, 50, 100, 200, 500, 1000)
-    bias_passes: int = 1
-    tsne_digits: Sequence[int] = (1, 3, 6, 7, 9)
-    tsne_max_points: int = 5000
-    tsne_perplexity: float = 30.0
-    tsne_iterations: int = 1000
-    init_models: Sequence[str] = ("svgpvae", "gppvae")
-
-
-#: ``--quick``: a tiny data set, 2 epochs, 1 seed, two values per sweep.
-QUICK_CONFIG = dict(epochs=2, seeds=1, n_per_digit=12, eval_every=1, batch_size=32)
-QUICK = dict(
-    runtime_m=(16, 32), runtime_object_dims=(2, 4), digit_sets=((3,), (1, 3, 6)), batch_sizes=(32, 64),
-    m_values=(16, 32), bias_m=(16, 32), bias_epochs=(0, 1, 2), tsne_digits=(1, 3, 6), tsne_max_points=1000,
-    tsne_iterations=250,
-)
-
-
-# ------------------------------------------------------------------------------ runs
-class _Context:
-    """What every command needs: base settings, sweep values, cache folder, progress, loaded data."""
-
-    def __init__(self, base: rm.Config, sweeps: Sweeps, cache: str, progress: bool):
-        self.base, self.sweeps, self.cache, self.progress = base, sweeps, cache, progress
-        self._data: Dict[tuple, rm.Data] = {}
-
-    @property
-    def seeds(self) -> List[int]:
-        return list(range(self.base.first_seed, self.base.first_seed + self.base.seeds))
-
-    def config(self, **changes) -> rm.Config:
-        """The base settings with ``changes``; runs are cached in ``self.cache``."""
-        return replace(self.base, out=self.cache, **changes)
-
-    def data(self, cfg: rm.Config) -> rm.Data:
-        key = (tuple(cfg.digits), cfg.n_per_digit, cfg.data_seed)
-        if key not in self._data:
-            self._data[key] = rm.load_data(cfg)
-        return self._data[key]
-
-
-def _per_angle(m: int) -> int:
-    if m % NUM_ANGLES or m <= 0:
-        raise ValueError(f"m must be a positive multiple of {NUM_ANGLES} (inducing points per angle); got {m}")
-    return m // NUM_ANGLES
-
-
-def _row(res: dict, **labels) -> dict:
-    """The numbers of one run, for the CSV and the JSON."""
-    spec = res.get("spec", {})
-    return {
-        **labels,
-        "model": res["model"],
-        "seed": int(res["seed"]),
-        "test_mse_mean": float(res["test_mse_mean"]),
-        "test_mse_sample": float(res["test_mse_sample"]),
-        "best_eval_mse": float(res["best_eval_mse"]),
-        "best_epoch": res["best_epoch"],
-        "seconds_per_epoch": float(res["seconds_per_epoch"]),
-        "epochs": int(res["epochs"]),
-        "num_data": int(res["num_data"]),
-        "m": NUM_ANGLES * int(spec["num_inducing_per_angle"]) if res["model"] in ("svgpvae", "deep_svigp") else None,
-        "object_dim": int(spec["object_dim"]) if spec else None,
-        "batch_size": int(spec["batch_size"]) if spec else None,
-        "digits": "-".join(str(d) for d in spec.get("digits", ())),
-        "object_init": spec.get("object_init"),
-        "cached": bool(res.get("cached", False)),
-    }
-
-
-def run_sweep(ctx: _Context, specs: List[Tuple[str, dict, dict]], desc: str) -> List[dict]:
-    """Train (or reuse) every ``(model, config changes, labels)`` for every seed; one row per run."""
-    from tqdm.auto import tqdm
-
-    jobs = [(name, changes, labels, seed) for seed in ctx.seeds for name, changes, labels in specs]
-    rows = []
-    bar = tqdm(jobs, desc=desc, disable=not ctx.progress, mininterval=1.0)
-    for name, changes, labels, seed in bar:
-        cfg = ctx.config(**changes)
-        bar.set_postfix_str(f"{name} {' '.join(f'{k}={v}' for k, v in changes.items())} seed {seed}")
-        res = rm.run_cached(name, ctx.data(cfg), cfg, seed, progress=False)
-        res.pop("_images", None)
-        rows.append({**_row(res, **labels), "run": run_key(f"{name}_seed{seed}", rm.run_spec(name, seed, cfg))})
-    bar.close()
-    return rows
-
-
-def _summary(rows: List[dict], keys: Sequence[str]) -> List[dict]:
-    """Mean +- sd of the test MSE and median s/epoch per group of ``keys`` (first-seen order)."""
-    groups: Dict[tuple, List[dict]] = {}
-    for r in rows:
-        groups.setdefault(tuple(r[k] for k in keys), []).append(r)
-    out = []
-    for key, rs in groups.items():
-        out.append({
-            **dict(zip(keys, key)),
-            "test_mse_mean": mean_sd(r["test_mse_mean"] for r in rs),
-            "test_mse_sample": mean_sd(r["test_mse_sample"] for r in rs),
-            "seconds_per_epoch": float(np.median([r["seconds_per_epoch"] for r in rs])),
-            "num_data": rs[0]["num_data"],
-            "seeds": [r["seed"] for r in rs],
-        })
-    return out
-
-
-def _settings_note(cfg: rm.Config, skip: Sequence[str] = ()) -> str:
-    parts = {
-        "digits": f"digit(s) {','.join(map(str, cfg.digits))}", "n": f"n_per_digit={cfg.n_per_digit}",
-        "m": f"m={16 * cfg.num_inducing_per_angle}", "b": f"b={cfg.batch_size}", "Q": f"Q={cfg.object_dim}",
-        "epochs": f"{cfg.epochs} epochs", "seeds": f"{cfg.seeds} seed(s)",
-    }
-    kept = ", ".join(v for k, v in parts.items() if k not in skip)
-    return kept + f", L={cfg.num_latent}, GECO kappa^2={cfg.kappa_squared}"
-
-
-def _errorbar(ax, summary: List[dict], x_key: str, label: str, **kwargs):
-    x = [s[x_key] for s in summary]
-    y = [s["test_mse_mean"]["mean"] for s in summary]
-    sd = [s["test_mse_mean"]["sd"] for s in summary]
-    ax.errorbar(x, y, yerr=sd, marker="o", capsize=3, label=label, **kwargs)
-
-
 # ---------------------------------------------------------------------- commands
-def cmd_runtime(ctx: _Context, out: str) -> dict:
+def cmd_runtime(ctx: SweepContext, out: str) -> dict:
     sw = ctx.sweeps
-    specs = [("svgpvae", {"num_inducing_per_angle": _per_angle(m)}, {"setting": f"m={m}"}) for m in sw.runtime_m]
+    specs = [("svgpvae", {"num_inducing_per_angle": per_angle(m)}, {"setting": f"m={m}"}) for m in sw.runtime_m]
     specs += [("gppvae", {"object_dim": int(q)}, {"setting": f"Q={q} (H={NUM_ANGLES * q})"})
               for q in sw.runtime_object_dims]
     rows = run_sweep(ctx, specs, "runtime runs")
     for r in rows:
         r["gppvae_rank_H"] = NUM_ANGLES * r["object_dim"] if r["model"] == "gppvae" else None
-    summary = _summary(rows, ("model", "setting"))
+    summary = summarise_rows(rows, ("model", "setting"))
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(6.5, 4.2))
     for c, name in enumerate(("svgpvae", "gppvae")):
@@ -271,7 +141,7 @@ def cmd_runtime(ctx: _Context, out: str) -> dict:
             ax.annotate(s["setting"], (xi, yi), textcoords="offset points", xytext=(4, 4), fontsize=7)
     ax.set_xlabel("seconds per epoch (this machine)")
     ax.set_ylabel("test MSE (decoded mean)")
-    fig.suptitle("Rotated MNIST: MSE vs runtime (mean ± sd over seeds)\n" + _settings_note(ctx.base, skip=("m", "Q")),
+    fig.suptitle("Rotated MNIST: MSE vs runtime (mean ± sd over seeds)\n" + settings_note(ctx.base, skip=("m", "Q")),
                  fontsize=8)
     ax.legend(fontsize=8, loc="upper right")
     fig.tight_layout()
@@ -284,17 +154,17 @@ def cmd_runtime(ctx: _Context, out: str) -> dict:
             "gppvae_rank_H": [NUM_ANGLES * int(q) for q in sw.runtime_object_dims]}
 
 
-def cmd_digits(ctx: _Context, out: str) -> dict:
+def cmd_digits(ctx: SweepContext, out: str) -> dict:
     sw = ctx.sweeps
     specs = [(name, {"digits": tuple(int(d) for d in ds)}, {"num_digits": len(ds)})
              for ds in sw.digit_sets for name in sw.digits_models]
     rows = run_sweep(ctx, specs, "digits runs")
-    summary = _summary(rows, ("model", "num_digits", "digits"))
+    summary = summarise_rows(rows, ("model", "num_digits", "digits"))
     plt = pyplot()
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 4))
     for c, name in enumerate(sw.digits_models):
         group = [s for s in summary if s["model"] == name]
-        _errorbar(ax1, group, "num_digits", rm.LABELS[name], color=f"C{c}")
+        errorbar(ax1, group, "num_digits", rm.LABELS[name], color=f"C{c}")
         ax2.plot([s["num_data"] for s in group], [s["seconds_per_epoch"] for s in group], "o-", color=f"C{c}",
                  label=rm.LABELS[name])
     ax1.set_xlabel("number of digits")
@@ -304,7 +174,7 @@ def cmd_digits(ctx: _Context, out: str) -> dict:
     ax2.set_ylabel("seconds per epoch (this machine)")
     for ax in (ax1, ax2):
         ax.legend(fontsize=8)
-    fig.suptitle("Rotated MNIST: scaling with the number of digits\n" + _settings_note(ctx.base, skip=("digits",))
+    fig.suptitle("Rotated MNIST: scaling with the number of digits\n" + settings_note(ctx.base, skip=("digits",))
                  + "; digit sets " + " | ".join(",".join(map(str, ds)) for ds in sw.digit_sets), fontsize=8)
     fig.tight_layout()
     fig.savefig(os.path.join(out, "digits.png"), dpi=130)
@@ -312,12 +182,12 @@ def cmd_digits(ctx: _Context, out: str) -> dict:
     return {"rows": rows, "summary": summary, "digit_sets": [list(ds) for ds in sw.digit_sets]}
 
 
-def _one_setting_figure(ctx: _Context, out: str, command: str, rows: List[dict], x_key: str, xlabel: str,
+def _one_setting_figure(ctx: SweepContext, out: str, command: str, rows: List[dict], x_key: str, xlabel: str,
                         skip: Sequence[str]):
-    summary = _summary(rows, ("model", x_key))
+    summary = summarise_rows(rows, ("model", x_key))
     plt = pyplot()
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 4))
-    _errorbar(ax1, summary, x_key, "SVGP-VAE", color="C0")
+    errorbar(ax1, summary, x_key, "SVGP-VAE", color="C0")
     ax1.axhline(PAPER_MSE["svgpvae"], color="k", ls=":", label="paper, m=32, b=256 (Table 1)")
     ax2.plot([s[x_key] for s in summary], [s["seconds_per_epoch"] for s in summary], "o-", color="C0")
     for ax in (ax1, ax2):
@@ -326,7 +196,7 @@ def _one_setting_figure(ctx: _Context, out: str, command: str, rows: List[dict],
     ax1.set_ylabel("test MSE (decoded mean)")
     ax2.set_ylabel("seconds per epoch (this machine)")
     ax1.legend(fontsize=8)
-    fig.suptitle(f"Rotated MNIST: SVGP-VAE vs {xlabel} (mean ± sd over seeds)\n" + _settings_note(ctx.base, skip),
+    fig.suptitle(f"Rotated MNIST: SVGP-VAE vs {xlabel} (mean ± sd over seeds)\n" + settings_note(ctx.base, skip),
                  fontsize=8)
     fig.tight_layout()
     fig.savefig(os.path.join(out, f"{command}.png"), dpi=130)
@@ -334,111 +204,27 @@ def _one_setting_figure(ctx: _Context, out: str, command: str, rows: List[dict],
     return summary
 
 
-def cmd_batch_size(ctx: _Context, out: str) -> dict:
+def cmd_batch_size(ctx: SweepContext, out: str) -> dict:
     specs = [("svgpvae", {"batch_size": int(b)}, {}) for b in ctx.sweeps.batch_sizes]
     rows = run_sweep(ctx, specs, "batch_size runs")
     summary = _one_setting_figure(ctx, out, "batch_size", rows, "batch_size", "batch size b", ("b",))
     return {"rows": rows, "summary": summary, "batch_sizes": list(ctx.sweeps.batch_sizes)}
 
 
-def cmd_num_inducing(ctx: _Context, out: str) -> dict:
-    specs = [("svgpvae", {"num_inducing_per_angle": _per_angle(m)}, {}) for m in ctx.sweeps.m_values]
+def cmd_num_inducing(ctx: SweepContext, out: str) -> dict:
+    specs = [("svgpvae", {"num_inducing_per_angle": per_angle(m)}, {}) for m in ctx.sweeps.m_values]
     rows = run_sweep(ctx, specs, "num_inducing runs")
     summary = _one_setting_figure(ctx, out, "num_inducing", rows, "m", "number of inducing points m", ("m",))
     return {"rows": rows, "summary": summary, "m_values": list(ctx.sweeps.m_values)}
 
 
 # --------------------------------------------------------------------------- bias
-def inducing_mean_bias(model, X, Y, batch_size: int, seed: int = 0, passes: int = 1) -> dict:
-    r"""Relative bias of the minibatch estimator of the inducing posterior mean of an SVGP-VAE.
-
-    With :math:`W = L_m^{-1}K_{mN}` over all :math:`N` training points and the
-    encoder's sites, the full-data posterior (:math:`s = 1`) has mean
-    :math:`\mu`. One pass of minibatches -- a seeded random permutation cut
-    into batches of ``batch_size`` (the last one may be smaller, as in
-    training) -- gives estimates :math:`\mu_b` with :math:`s = N/|b|`. Their
-    average, weighted by :math:`|b|/N` (the plain mean when ``batch_size``
-    divides :math:`N`), is compared with :math:`\mu`:
-
-    .. math:: \mathrm{bias} = \lVert \bar\mu_b - \mu\rVert_F / \lVert\mu\rVert_F.
-
-    The average over one pass mixes the bias with the estimator's spread
-    divided by the number of batches; ``passes > 1`` averages over that many
-    independent passes (fresh permutations), which leaves the bias.
-
-    The same weighted average of the minibatch precisions
-    :math:`\Sigma_b = K_{mm} + s K_{mb}\Lambda K_{bm}` equals the full-data
-    :math:`\Sigma` exactly (the batches partition the data);
-    ``precision_relative_deviation`` is that check (round-off only).
-
-    :param model: an :class:`~gpflow_svgpvae.models.AuxiliarySVGPVAE` (raw
-        inputs, mapped through its object vectors) or an
-        :class:`~gpflow_svgpvae.models.SVGPVAE`.
-    :param X: ``[N, D]`` raw auxiliary inputs of all training points.
-    :param Y: ``[N, ...]`` their images.
-    :param passes: number of passes (permutations) averaged over.
-    :return: dict with ``relative_bias``, ``precision_relative_deviation``,
-        ``num_batches``, ``mu_norm``, and ``mu_full`` (``[M, L]``).
-    """
-    import tensorflow as tf
-
-    from .. import amortized
-
-    N = len(X)
-    batch_size = int(min(batch_size, N))
-    Xm = model.map_inputs(np.asarray(X)) if hasattr(model, "map_inputs") else tf.convert_to_tensor(X)
-    Xm = tf.cast(Xm, tf.float64)
-    means, variances = model.encode_all(Y)
-    Lm = amortized.prior_cholesky(model.kernel, model.inducing_variable, model.jitter)  # [1 or L, M, M]
-    W = amortized.whiten(Lm, amortized.cross_covariance(model.kernel, model.inducing_variable, Xm))  # [., M, N]
-
-    def mean_of(P, r, scale):
-        post = amortized.posterior_from_statistics(Lm, P, r, scale)
-        return tf.linalg.matvec(Lm, post.whitened_mean)  # [L, M]
-
-    P_full, r_full = amortized.statistics_from_whitened(W, means, variances)
-    mu_full = mean_of(P_full, r_full, 1.0)
-    rng = np.random.default_rng([int(seed), 20210413])
-    mu_avg = tf.zeros_like(mu_full)
-    P_avg = tf.zeros_like(P_full)  # weighted average of s * P_b (B_b = I + s P_b), first pass
-    num_batches = 0
-    for p in range(int(passes)):
-        order = rng.permutation(N)
-        for start in range(0, N, batch_size):
-            idx = order[start:start + batch_size]
-            weight, scale = len(idx) / N, N / len(idx)
-            P_b, r_b = amortized.statistics_from_whitened(
-                tf.gather(W, idx, axis=-1), tf.gather(means, idx), tf.gather(variances, idx)
-            )
-            mu_avg += weight / passes * mean_of(P_b, r_b, scale)
-            if p == 0:
-                P_avg += weight * scale * P_b
-                num_batches += 1
-    M = int(P_full.shape[-1])
-    eye = tf.eye(M, dtype=P_full.dtype)
-
-    def precision(P):  # Sigma = Kmm + Kmb Lam Kbm = Lm (I + P) Lm^T
-        return tf.matmul(tf.matmul(Lm, eye + P), Lm, transpose_b=True)
-
-    mu_norm = float(tf.norm(mu_full))
-    return {
-        "relative_bias": float(tf.norm(mu_avg - mu_full)) / mu_norm,
-        "precision_relative_deviation": float(
-            tf.norm(precision(P_avg) - precision(P_full)) / tf.norm(precision(P_full))
-        ),
-        "num_batches": num_batches,
-        "passes": int(passes),
-        "mu_norm": mu_norm,
-        "mu_full": tf.transpose(mu_full).numpy(),
-    }
-
-
 def _bias_record_path(cfg: rm.Config, name: str, seed: int) -> str:
     spec = rm.run_spec(name, seed, cfg)
     return os.path.join(cfg.out, "records", run_key(f"{name}_seed{seed}", spec) + ".json")
 
 
-def cmd_bias(ctx: _Context, out: str) -> dict:
+def cmd_bias(ctx: SweepContext, out: str) -> dict:
     from tqdm.auto import tqdm
 
     sw = ctx.sweeps
@@ -448,7 +234,7 @@ def cmd_bias(ctx: _Context, out: str) -> dict:
     bar = tqdm(jobs, desc="bias runs", disable=not ctx.progress, mininterval=1.0)
     for m, seed in bar:
         bar.set_postfix_str(f"m={m} seed {seed}")
-        cfg = replace(ctx.config(num_inducing_per_angle=_per_angle(m)), out=os.path.join(ctx.cache, "bias"))
+        cfg = replace(ctx.config(num_inducing_per_angle=per_angle(m)), out=os.path.join(ctx.cache, "bias"))
         data = ctx.data(cfg)
         record_path = _bias_record_path(cfg, "svgpvae", seed)
         record = read_json(record_path) if os.path.exists(record_path) else None
@@ -458,7 +244,7 @@ def cmd_bias(ctx: _Context, out: str) -> dict:
         else:
             res = rm.run_cached("svgpvae", data, cfg, seed, progress=False)
         res.pop("_images", None)
-        runs.append(_row(res, setting=f"m={m}"))
+        runs.append(run_row(res, setting=f"m={m}"))
         for e, value, dev, nb in zip(record["epochs"], record["relative_bias"],
                                      record["precision_relative_deviation"], record["num_batches"]):
             if int(e) in wanted:
@@ -487,7 +273,7 @@ def cmd_bias(ctx: _Context, out: str) -> dict:
     ax.set_xlabel("epoch (0: initial model)")
     ax.set_ylabel(r"relative bias $\|\mathrm{avg}_b\,\mu_b - \mu\|_F / \|\mu\|_F$")
     fig.suptitle("Bias of the minibatch estimator of the inducing mean (mean ± sd over seeds)\n"
-                 + _settings_note(ctx.base, skip=("m",)), fontsize=8)
+                 + settings_note(ctx.base, skip=("m",)), fontsize=8)
     ax.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(os.path.join(out, "bias.png"), dpi=130)
@@ -495,7 +281,7 @@ def cmd_bias(ctx: _Context, out: str) -> dict:
     return {"rows": rows, "summary": summary, "runs": runs, "bias_m": list(sw.bias_m), "bias_epochs": wanted}
 
 
-def _train_with_bias(ctx: _Context, cfg: rm.Config, data: rm.Data, seed: int, wanted: Sequence[int],
+def _train_with_bias(ctx: SweepContext, cfg: rm.Config, data: rm.Data, seed: int, wanted: Sequence[int],
                      record_path: str) -> Tuple[dict, dict]:
     """Train the SVGP-VAE with ``on_epoch`` recording :func:`inducing_mean_bias`; save the record and
     return it with the run's result."""
@@ -524,7 +310,7 @@ def _train_with_bias(ctx: _Context, cfg: rm.Config, data: rm.Data, seed: int, wa
 
 
 # --------------------------------------------------------------------------- t-SNE
-def _tsne_latents(ctx: _Context, cfg: rm.Config, data: rm.Data, seed: int) -> Tuple[dict, np.ndarray]:
+def _tsne_latents(ctx: SweepContext, cfg: rm.Config, data: rm.Data, seed: int) -> Tuple[dict, np.ndarray]:
     """The trained run's result and the encoder means ``[N, L]`` of its training images (cached in
     ``<cache>/tsne/``, beside the run)."""
 
@@ -547,7 +333,7 @@ def _knn_agreement(points: np.ndarray, labels: np.ndarray, k: int = 10) -> float
     return float(np.mean(labels[idx[:, 1:]] == labels[:, None]))
 
 
-def cmd_tsne(ctx: _Context, out: str) -> dict:
+def cmd_tsne(ctx: SweepContext, out: str) -> dict:
     from sklearn.manifold import TSNE
 
     sw = ctx.sweeps
@@ -586,27 +372,27 @@ def cmd_tsne(ctx: _Context, out: str) -> dict:
         ax.set_xticks([])
         ax.set_yticks([])
     fig.suptitle(f"t-SNE of SVGP-VAE encoder means of {n} training images (test MSE {res['test_mse_mean']:.4f})\n"
-                 + _settings_note(cfg), fontsize=8)
+                 + settings_note(cfg), fontsize=8)
     fig.tight_layout()
     fig.savefig(os.path.join(out, "tsne.png"), dpi=130)
     plt.close(fig)
     rows = [{"index": int(i), "digit": int(digits[i]), "angle_degrees": float(np.degrees(angles[i])),
              "instance": int(instance[i]), "tsne_x": float(x), "tsne_y": float(y)}
             for i, (x, y) in zip(pick, embedding)]
-    return {"rows": rows, "run": _row(res), "tsne_digits": list(cfg.digits), "num_points": n,
+    return {"rows": rows, "run": run_row(res), "tsne_digits": list(cfg.digits), "num_points": n,
             "perplexity": perplexity, "tsne_seconds": tsne_seconds, "knn10_digit_agreement": agreement}
 
 
 # ---------------------------------------------------------------------------- init
-def cmd_init(ctx: _Context, out: str) -> dict:
+def cmd_init(ctx: SweepContext, out: str) -> dict:
     sw = ctx.sweeps
     specs = [(name, {"object_init": init}, {}) for name in sw.init_models for init in ("pca", "random")]
     rows = run_sweep(ctx, specs, "init runs")
-    summary = _summary(rows, ("model", "object_init"))
+    summary = summarise_rows(rows, ("model", "object_init"))
     header = ["model", "object init", "runs", "test MSE (decoded mean)", "test MSE (decoded sample)",
               "s/epoch (this machine)", "paper MSE"]
     lines = ["Rotated MNIST, PCA vs random (N(0, 1.5^2)) object-vector initialisation: "
-             + _settings_note(ctx.base) + ". Mean +- sd over seeds; the paper's numbers are means over 5 runs.",
+             + settings_note(ctx.base) + ". Mean +- sd over seeds; the paper's numbers are means over 5 runs.",
              "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     table = []
     for s in summary:
@@ -637,7 +423,7 @@ def cmd_init(ctx: _Context, out: str) -> dict:
     ax.set_xticklabels([rm.LABELS[n] for n in sw.init_models])
     ax.set_ylabel("test MSE (decoded mean)")
     fig.suptitle("Object-vector initialisation: PCA vs random (mean ± sd over seeds; black: paper)\n"
-                 + _settings_note(ctx.base), fontsize=8)
+                 + settings_note(ctx.base), fontsize=8)
     ax.legend(fontsize=8, loc="lower right")
     fig.tight_layout()
     fig.savefig(os.path.join(out, "init.png"), dpi=130)
@@ -722,7 +508,7 @@ def main(argv: Optional[Sequence[str]] = None) -> dict:
     base, sweeps = _configure(args)
     out = args.out or os.path.join("results", "rotated_mnist_figures", args.command + ("_quick" if args.quick else ""))
     os.makedirs(out, exist_ok=True)
-    ctx = _Context(base, sweeps, args.cache, progress=not args.quiet)
+    ctx = SweepContext(base, sweeps, args.cache, progress=not args.quiet)
     start = time.perf_counter()
     result = COMMAND_FUNCTIONS[args.command](ctx, out)
     wall = time.perf_counter() - start

@@ -1,11 +1,18 @@
 """Models: the SVGP-VAE and the baselines it is compared with.
 
-- :class:`SVGPVAE`: the scalable GP-prior VAE (one latent dataset, minibatched).
-- :class:`AuxiliarySVGPVAE`: SVGP-VAE whose inputs include learned object vectors (GP-LVM).
-- :class:`SpritesSVGPVAE`: SVGP-VAE with a style representation network (SPRITES).
-- Many short latent datasets at once (videos): :class:`GPVAE` (exact, Pearce 2019),
-  :class:`VideoSVGPVAE`, :class:`SparseGPVAE` (Titsias), :class:`HensmanGPVAE`
-  (free q(u); the encoder gets no gradient) and :class:`VAE`.
+- :class:`SVGPVAE`: the scalable GP-prior VAE, for every kind of auxiliary input
+  (an input transform maps raw inputs to GP inputs) and for one latent dataset
+  (``X [N, D]``, minibatched) or many (videos, sequences: ``X [V, T, D]``).
+- Deprecated aliases of :class:`SVGPVAE` (removed in the next release):
+  :class:`AuxiliarySVGPVAE` (``input_transform=ObjectVectors``),
+  :class:`SpritesSVGPVAE` (``input_transform=representation_and_table(...)``),
+  :class:`VideoSVGPVAE` (the same class on ``[V, T, D]`` data).
+- Video baselines: :class:`GPVAE` (exact, Pearce 2019), :class:`SparseGPVAE`
+  (Titsias), :class:`HensmanGPVAE` (free q(u); the encoder gets no gradient) and :class:`VAE`.
+
+Every model predicts with ``predict_f(Xnew, data=None)`` and
+``predict_y(Xnew, data=None, num_samples=None, seed=0)``, ``data`` being what the
+prediction conditions on.
 - Rotated-MNIST baselines: :class:`CVAE`, :class:`GPPVAE` (Casale 2018),
   :class:`DeepSVIGP` (Hensman 2013 with a decoder likelihood).
 """

@@ -17,13 +17,16 @@ encoder means of that object's *context* images (its images at the other,
 seen views), :math:`\bar m_j = \operatorname{mean}_{i: o(i)=j} m_i`, and decoded
 with the new view's :math:`c`. A "decoded sample" draws
 :math:`z = \bar m_j + \sqrt{\bar v_j}\,\epsilon` with :math:`\bar v_j` the
-average encoder variance of those images.
+average encoder variance of those images. ``predict_f(Xnew, data)`` returns
+:math:`(\bar m_j, \bar v_j)` of each row's object and ``predict_y`` decodes
+them; both require the context ``data = (X, Y)``.
 """
 from typing import Optional, Tuple, Union
 
 import gpflow
 import numpy as np
 import tensorflow as tf
+from check_shapes import check_shapes
 
 from ..likelihoods import DecoderLikelihood
 from ..numerics import assert_finite, assert_positive
@@ -124,30 +127,55 @@ class CVAE(LatentVariableAutoencoder):
             variances = sums_v.numpy() / counts[:, None]
         return means, variances, counts
 
-    def predict_y(self, Xnew, context, num_objects: Optional[int] = None, num_samples: Optional[int] = None, seed: int = 0):
-        """Generate objects at new views.
+    @check_shapes(
+        "Xnew: [N, D]",
+        "data[0]: [N_ctx, D] if data is not None",
+        "data[1]: [N_ctx, ...] if data is not None",
+        "return[0]: [N, L]",
+        "return[1]: [N, L]",
+    )
+    def predict_f(self, Xnew, data=None):
+        """The code of each row's object: the average encoder means and variances ``[N, L]``
+        of that object's images in the context ``data = (X, Y)`` (required).
 
-        :param Xnew: ``[n, 2]`` raw inputs ``[angle, object id]``.
-        :param context: ``(X, Y)`` images of the same objects at other views.
-        :return: decoded means ``[n, ...]`` at the averaged codes; with
-            ``num_samples = S`` also ``[S, n, ...]`` decoded samples.
+        :raises ValueError: if ``data`` is missing or holds no image of an object in ``Xnew``.
         """
-        Xnew = np.asarray(Xnew)
-        ids = np.round(Xnew[:, self.id_column]).astype(int)
-        X_ctx, Y_ctx = context
-        num_objects = int(num_objects or max(ids.max(), np.asarray(X_ctx)[:, self.id_column].max()) + 1)
+        if data is None:
+            raise ValueError(
+                "The CVAE encodes an object from its context images: pass data = (X, Y), images of the "
+                "objects of Xnew at other views."
+            )
+        X_ctx, Y_ctx = data
+        ids = np.round(np.asarray(Xnew)[:, self.id_column]).astype(int)
+        num_objects = int(max(ids.max(), np.asarray(X_ctx)[:, self.id_column].max()) + 1)
         means, variances, counts = self.object_codes(X_ctx, Y_ctx, num_objects)
         if np.any(counts[ids] == 0):
             raise ValueError("Some objects in Xnew have no context images to encode.")
-        m, v = means[ids], variances[ids]
-        condition = self._condition(Xnew)
-        decoded = self.likelihood.mean(tf.cast(self.decode_conditional(m, condition, training=False), tf.float64))
-        decoded = tf.cast(decoded, tf.float32)
-        if num_samples is None:
-            return decoded
-        eps = tf.random.stateless_normal([int(num_samples)] + list(m.shape), tf.constant([int(seed), 1], tf.int64), dtype=tf.float64)
-        Z = m[None] + np.sqrt(v)[None] * eps
-        S = int(num_samples)
-        flat = self.decode_conditional(tf.reshape(Z, [-1, m.shape[-1]]), tf.tile(condition, [S, 1]), training=False)
-        samples = tf.cast(self.likelihood.mean(tf.cast(flat, tf.float64)), tf.float32)
-        return decoded, tf.reshape(samples, tf.concat([[S, len(ids)], tf.shape(samples)[1:]], 0))
+        return tf.constant(means[ids]), tf.constant(variances[ids])
+
+    @check_shapes(
+        "Xnew: [N, D]",
+        "data[0]: [N_ctx, D] if data is not None",
+        "data[1]: [N_ctx, ...] if data is not None",
+        "return: [N, ...] if num_samples is None",
+        "return[0]: [N, ...] if num_samples is not None",
+        "return[1]: [S, N, ...] if num_samples is not None",
+    )
+    def predict_y(self, Xnew, data=None, num_samples: Optional[int] = None, seed: int = 0):
+        """Generate objects at new views: the decoder on ``[code, c(view)]`` with the codes of
+        :meth:`predict_f`.
+
+        :param Xnew: ``[N, 2]`` raw inputs ``[angle, object id]``.
+        :param data: ``(X, Y)`` images of the same objects at other views (required).
+        :return: decoded means ``[N, ...]`` at the averaged codes; with
+            ``num_samples = S`` the pair ``(mean, samples [S, N, ...])``
+            (:meth:`~gpflow_svgpvae.models.LatentVariableAutoencoder.decode_predictions`, stream 1).
+        """
+        mean, var = self.predict_f(Xnew, data)
+        condition = self._condition(Xnew)  # [N, 2]
+
+        def decode(Z):  # Z [k N, L]: k copies of the N rows
+            copies = tf.shape(Z)[0] // tf.shape(condition)[0]
+            return self.decode_conditional(Z, tf.tile(condition, [copies, 1]), training=False)
+
+        return self.decode_predictions(mean, var, num_samples=num_samples, seed=seed, stream=1, decode=decode)

@@ -12,21 +12,26 @@ decoder as likelihood and no encoder:
 
 with :math:`q(z_i)` the SVGP marginal at :math:`x_i`
 (:func:`gpflow.conditionals.conditional`) and the KL from
-:func:`gpflow.kullback_leiblers.gauss_kl`. With an
-:class:`~gpflow_svgpvae.auxiliary.ObjectVectors` table the raw inputs
-``[view features..., object id]`` are mapped to ``[view features..., object
-vector]`` before the kernel (GP-LVM), exactly as in
-:class:`~gpflow_svgpvae.models.AuxiliarySVGPVAE`.
+:func:`gpflow.kullback_leiblers.gauss_kl`. The raw inputs pass through an
+input transform before the kernel, as in :class:`~gpflow_svgpvae.models.SVGPVAE`;
+with an :class:`~gpflow_svgpvae.auxiliary.ObjectVectors` table, raw
+``[view features..., object id]`` become ``[view features..., object vector]``
+(GP-LVM).
 
-Without an encoder, a *new* object (one never seen in training) can only be
-placed by optimising its object vector: :meth:`fit_object_vectors` does that
-on context images with everything else frozen.
+Prediction conditions on nothing: :math:`q(u)` is a free parameter, so
+``predict_f`` / ``predict_y`` take no ``data`` (passing it raises a
+``ValueError``). Without an encoder, a *new* object (one never seen in
+training) can only be placed by optimising its object vector:
+:meth:`fit_object_vectors` does that on context images with everything else
+frozen; predict afterwards.
 """
+import warnings
 from typing import Optional, Union
 
 import gpflow
 import numpy as np
 import tensorflow as tf
+from check_shapes import check_shapes
 from gpflow.conditionals import conditional
 from gpflow.keras import tf_keras
 from gpflow.kullback_leiblers import gauss_kl
@@ -34,20 +39,45 @@ from gpflow.utilities import triangular
 
 from ..auxiliary import ObjectVectors
 from ..likelihoods import DecoderLikelihood
+from ..transforms import Identity, InputTransform, as_input_transform
 from .base import LatentVariableAutoencoder
 
 __all__ = ["DeepSVIGP"]
 
 
+def renamed_keyword(owner: str, new: str, new_value, old: str, old_value):
+    """The value of keyword ``new``, accepting the deprecated ``old`` (with a ``DeprecationWarning``)."""
+    if old_value is None:
+        return new_value
+    if new_value is not None:
+        raise TypeError(f"{owner}: pass {new}= only ({old}= is its deprecated name).")
+    warnings.warn(f"{owner}({old}=...) is deprecated; use {new}=...", DeprecationWarning, stacklevel=3)
+    return old_value
+
+
+def deprecated_attribute(owner: str, old: str, new: str):
+    """A read-only property ``old`` returning attribute ``new``, with a ``DeprecationWarning``."""
+
+    def getter(self):
+        warnings.warn(f"{owner}.{old} is deprecated; use {owner}.{new}", DeprecationWarning, stacklevel=2)
+        return getattr(self, new)
+
+    return property(getter, doc=f"Deprecated name of :attr:`{new}`.")
+
+
 class DeepSVIGP(LatentVariableAutoencoder):
-    """SVGP with free :math:`q(u)` over ``num_latent`` channels, decoder likelihood.
+    """SVGP with free :math:`q(u)` over ``num_latent_gps`` channels, decoder likelihood.
 
     :param decoder: ``tf_keras`` network ``Z [b, L] -> likelihood parameters``.
-    :param kernel: GPflow kernel shared by the channels (on the mapped inputs).
-    :param inducing_variable: ``[M, D]`` inducing inputs (mapped space) or an
+    :param kernel: GPflow kernel shared by the channels (on the GP inputs).
+    :param inducing_variable: ``[M, D]`` inducing inputs (GP input space) or an
         ``InducingPoints``.
-    :param num_latent: :math:`L`.
-    :param object_vectors: optional GP-LVM table for raw ``[..., id]`` inputs.
+    :param num_latent_gps: :math:`L` (deprecated name: ``num_latent``).
+    :param input_transform: maps raw inputs to GP inputs (:mod:`gpflow_svgpvae.transforms`,
+        e.g. an :class:`~gpflow_svgpvae.auxiliary.ObjectVectors` table for raw
+        ``[..., id]`` inputs; default: identity). Transforms that read the
+        observations are not possible: predictions have none. Deprecated name:
+        ``object_vectors``.
     :param q_sqrt_init: initial diagonal of the whitened ``q_sqrt``.
     """
 
@@ -58,45 +88,87 @@ class DeepSVIGP(LatentVariableAutoencoder):
         inducing_variable,
         likelihood: Union[str, DecoderLikelihood] = "gaussian",
         *,
-        num_latent: int,
+        num_latent_gps: Optional[int] = None,
         num_data: int,
-        object_vectors: Optional[ObjectVectors] = None,
+        input_transform: Optional[InputTransform] = None,
         q_sqrt_init: float = 1.0,
         num_samples: int = 1,
         seed: int = 0,
         name: Optional[str] = None,
+        num_latent: Optional[int] = None,
+        object_vectors: Optional[ObjectVectors] = None,
     ):
+        num_latent_gps = renamed_keyword("DeepSVIGP", "num_latent_gps", num_latent_gps, "num_latent", num_latent)
+        if num_latent_gps is None:
+            raise TypeError("DeepSVIGP needs num_latent_gps, the number of latent channels L.")
+        input_transform = renamed_keyword(
+            "DeepSVIGP", "input_transform", input_transform, "object_vectors", object_vectors
+        )
         super().__init__(None, decoder, likelihood, num_data=num_data, num_samples=num_samples, seed=seed, name=name)
         if not isinstance(inducing_variable, gpflow.inducing_variables.InducingVariables):
             inducing_variable = gpflow.inducing_variables.InducingPoints(inducing_variable)
         self.kernel = kernel
         self.inducing_variable = inducing_variable
-        self.object_vectors = object_vectors
-        L = int(num_latent)
+        self.input_transform = as_input_transform(input_transform)
+        if self.input_transform.needs_observations:
+            raise ValueError(
+                f"DeepSVIGP cannot use {type(self.input_transform).__name__}: it reads observations, "
+                "and DeepSVIGP predicts without any (its q(u) is a free parameter)."
+            )
+        L = int(num_latent_gps)
         M = int(inducing_variable.num_inducing)
-        self.num_latent = L
+        self.num_latent_gps = L
         rng = np.random.default_rng(seed)
         self.q_mu = gpflow.Parameter(1e-2 * rng.standard_normal((M, L)), dtype=gpflow.default_float(), name="q_mu")
         q_sqrt = np.tile(q_sqrt_init * np.eye(M)[None], [L, 1, 1])
         self.q_sqrt = gpflow.Parameter(q_sqrt, transform=triangular(), dtype=gpflow.default_float(), name="q_sqrt")
 
+    num_latent = deprecated_attribute("DeepSVIGP", "num_latent", "num_latent_gps")
+    object_vectors = deprecated_attribute("DeepSVIGP", "object_vectors", "input_transform")
+
     @property
     def input_dim(self) -> Optional[int]:
-        if self.object_vectors is not None:
-            dv = self.object_vectors.num_view_features
-            return None if dv is None else dv + 1
-        return int(self.inducing_variable.Z.shape[-1])
+        """Width of the raw inputs (None: not fixed)."""
+        if isinstance(self.input_transform, Identity):
+            return int(self.inducing_variable.Z.shape[-1])
+        return self.input_transform.input_dim
 
     def map_inputs(self, X) -> tf.Tensor:
+        """GP inputs ``[..., n, D]`` of raw inputs (through :attr:`input_transform`)."""
         X = tf.cast(tf.convert_to_tensor(X), gpflow.default_float())
-        return self.object_vectors(X) if self.object_vectors is not None else X
+        return tf.cast(self.input_transform(X), gpflow.default_float())
 
-    def predict_f(self, Xnew, full_cov: bool = False):
-        """Marginals of the latent channels at (raw) inputs, each ``[n, L]``."""
-        Xmapped = self.map_inputs(Xnew)
+    def _latent(self, X, full_cov: bool = False):
         return conditional(
-            Xmapped, self.inducing_variable, self.kernel, self.q_mu, q_sqrt=self.q_sqrt, full_cov=full_cov, white=True
+            self.map_inputs(X), self.inducing_variable, self.kernel, self.q_mu, q_sqrt=self.q_sqrt,
+            full_cov=full_cov, white=True,
         )
+
+    @staticmethod
+    def _no_data(data):
+        if data is not None:
+            raise ValueError(
+                "DeepSVIGP conditions on nothing: its q(u) is a free parameter learned in training, so "
+                "predict_f/predict_y take no data. To predict new objects, first fit their object vectors "
+                "on their context images with model.fit_object_vectors(X_context, Y_context, object_ids), "
+                "then call predict_y(Xnew)."
+            )
+
+    @check_shapes(
+        "Xnew: [batch..., N, D]",
+        "return[0]: [batch..., N, L]",
+        "return[1]: [batch..., N, L] if not full_cov",
+        "return[1]: [batch..., L, N, N] if full_cov",
+    )
+    def predict_f(self, Xnew, data=None, *, full_cov: bool = False):
+        """Latent marginals (mean and variance) at raw inputs ``Xnew``, each ``[..., N, L]``
+        (with ``full_cov``: covariances ``[..., L, N, N]``).
+
+        :param data: must be ``None``: the model conditions on nothing (:math:`q(u)` is a free
+            parameter); given data raise a ``ValueError`` that points to :meth:`fit_object_vectors`.
+        """
+        self._no_data(data)
+        return self._latent(Xnew, full_cov=full_cov)
 
     def prior_kl(self) -> tf.Tensor:
         return gauss_kl(self.q_mu, self.q_sqrt)
@@ -104,23 +176,25 @@ class DeepSVIGP(LatentVariableAutoencoder):
     def objective_terms(self, data, training: Optional[bool] = True):
         X, Y = data
         X, Y = self._check_batch(X, Y)
-        z_mean, z_var = self.predict_f(X)
+        z_mean, z_var = self._latent(X)
         reconstruction, decoded = self._reconstruction(Y, z_mean, z_var, training=training)
         return self._terms(reconstruction, self.prior_kl(), tf.shape(Y)[0], self.num_data, decoded)
 
-    def predict_y(self, Xnew, num_samples: Optional[int] = None, seed: int = 0):
-        """Decoded mean at the latent posterior mean ``[n, ...]``; with ``num_samples``
-        also ``[S, n, ...]`` decoded latent samples."""
-        mean, var = self.predict_f(Xnew)
-        decoded = tf.cast(self.likelihood.mean(tf.cast(self.decode(mean, training=False), tf.float64)), tf.float32)
-        if num_samples is None:
-            return decoded
-        S = int(num_samples)
-        eps = tf.random.stateless_normal(tf.concat([[S], tf.shape(mean)], 0), tf.constant([int(seed), 2], tf.int64), dtype=mean.dtype)
-        Z = mean + tf.sqrt(var) * eps
-        flat = self.decode(tf.reshape(Z, [-1, tf.shape(Z)[-1]]), training=False)
-        samples = tf.cast(self.likelihood.mean(tf.cast(flat, tf.float64)), tf.float32)
-        return decoded, tf.reshape(samples, tf.concat([[S, tf.shape(mean)[0]], tf.shape(samples)[1:]], 0))
+    @check_shapes(
+        "Xnew: [batch..., N, D]",
+        "return: [batch..., N, ...] if num_samples is None",
+        "return[0]: [batch..., N, ...] if num_samples is not None",
+        "return[1]: [S, batch..., N, ...] if num_samples is not None",
+    )
+    def predict_y(self, Xnew, data=None, num_samples: Optional[int] = None, seed: int = 0):
+        """Decoded mean at the latent posterior mean ``[..., N, ...]``; with ``num_samples = S``
+        the pair ``(mean, samples [S, ..., N, ...])`` of decoded latent samples
+        (:meth:`~gpflow_svgpvae.models.LatentVariableAutoencoder.decode_predictions`, stream 2).
+
+        :param data: must be ``None``: the model conditions on nothing (see :meth:`predict_f`).
+        """
+        mean, var = self.predict_f(Xnew, data)
+        return self.decode_predictions(mean, var, num_samples=num_samples, seed=seed, stream=2)
 
     def fit_object_vectors(self, X_context, Y_context, object_ids, steps: int = 50, learning_rate: float = 0.05,
                            initial_vectors: Optional[np.ndarray] = None):
@@ -131,12 +205,13 @@ class DeepSVIGP(LatentVariableAutoencoder):
         resets the rows first (e.g. to their PCA initialisation), which makes
         the result independent of earlier calls. Returns the final loss.
         """
-        if self.object_vectors is None:
-            raise ValueError("fit_object_vectors needs an ObjectVectors table.")
-        if self.object_vectors.id_column not in (-1, int(np.shape(X_context)[1]) - 1):
+        table = self.input_transform
+        if not isinstance(table, ObjectVectors):
+            raise ValueError("fit_object_vectors needs input_transform=ObjectVectors(...) (a GP-LVM table).")
+        if table.id_column not in (-1, int(np.shape(X_context)[1]) - 1):
             raise ValueError("fit_object_vectors expects the object id in the last column of X.")
         ids = tf.constant(np.asarray(object_ids, dtype=np.int64))
-        table = self.object_vectors.vectors
+        table = table.vectors
         start = tf.gather(table, ids) if initial_vectors is None else tf.constant(initial_vectors, gpflow.default_float())
         X_context = tf.constant(np.asarray(X_context), gpflow.default_float())
         Y_context = tf.constant(np.asarray(Y_context))
@@ -158,7 +233,7 @@ class DeepSVIGP(LatentVariableAutoencoder):
         cache = self.__dict__.setdefault("_object_fitters", {})
         key = (num_rows, learning_rate)
         if key not in cache:
-            Q = self.object_vectors.Q
+            Q = self.input_transform.Q
             rows = tf.Variable(tf.zeros([num_rows, Q], gpflow.default_float()), trainable=False)
             optimizer = tf_keras.optimizers.Adam(learning_rate)
             optimizer.build([rows])

@@ -54,7 +54,8 @@ coefficients become stale within an epoch; Casale et al. accumulate the
 gradients over the epoch and take one step per epoch instead, which is exact
 but gives 1 update per epoch (this implementation takes :math:`N/b`).
 
-Prediction (the GP posterior of new latents given context images): with
+Prediction (the GP posterior of new latents given context images
+``data = (X, Y)``, which :meth:`GPPVAE.predict_f` requires): with
 context means :math:`\mu_c` (encoder means, no sampling) and features
 :math:`V_c`, the new latents at features :math:`V_*` have mean
 :math:`V_* V_c^\top K_c^{-1}\mu_c` and variance
@@ -65,6 +66,7 @@ from typing import Optional, Union
 import gpflow
 import numpy as np
 import tensorflow as tf
+from check_shapes import check_shapes
 from gpflow.utilities import positive
 
 from .. import lowrank
@@ -72,6 +74,7 @@ from ..auxiliary import ObjectVectors
 from ..likelihoods import DecoderLikelihood
 from ..numerics import cholesky
 from .base import LatentVariableAutoencoder
+from .deep_svigp import deprecated_attribute, renamed_keyword
 
 __all__ = ["GPPVAE"]
 
@@ -86,8 +89,10 @@ class GPPVAE(LatentVariableAutoencoder):
         the view of a data point is the nearest value (circular distance for
         ``view_period``).
     :param object_vectors: :class:`~gpflow_svgpvae.auxiliary.ObjectVectors` table
-        (GP-LVM, trained on the GP term).
-    :param num_latent: :math:`L`.
+        (GP-LVM, trained on the GP term). It gives the rows of the low-rank
+        features :math:`V`, looked up by object id; it is not an input
+        transform (the model never maps its inputs through it).
+    :param num_latent_gps: :math:`L` (deprecated name: ``num_latent``).
     :param noise_variance: initial :math:`\\alpha` (trainable, positive).
     :param view_period: period of the view values (``None``: not periodic).
     """
@@ -102,13 +107,17 @@ class GPPVAE(LatentVariableAutoencoder):
         likelihood: Union[str, DecoderLikelihood] = "gaussian",
         *,
         num_data: int,
-        num_latent: int,
+        num_latent_gps: Optional[int] = None,
         noise_variance: float = 0.1,
         view_period: Optional[float] = 2 * np.pi,
         jitter: float = 1e-6,
         seed: int = 0,
         name: Optional[str] = None,
+        num_latent: Optional[int] = None,
     ):
+        num_latent_gps = renamed_keyword("GPPVAE", "num_latent_gps", num_latent_gps, "num_latent", num_latent)
+        if num_latent_gps is None:
+            raise TypeError("GPPVAE needs num_latent_gps, the number of latent channels L.")
         super().__init__(encoder, decoder, likelihood, num_data=num_data, num_samples=1, seed=seed, name=name)
         self.view_kernel = view_kernel
         view_values = np.asarray(view_values, dtype=np.float64).reshape(-1)
@@ -117,10 +126,10 @@ class GPPVAE(LatentVariableAutoencoder):
         self.view_period = None if view_period is None else float(view_period)
         self.object_vectors = object_vectors
         self.noise_variance = gpflow.Parameter(noise_variance, transform=positive(), name="alpha")
-        self.num_latent = int(num_latent)
+        self.num_latent_gps = int(num_latent_gps)
         self.jitter = float(jitter)
         dtype = gpflow.default_float()
-        P, A, L, N = object_vectors.num_objects, self.num_views, self.num_latent, self.num_data
+        P, A, L, N = object_vectors.num_objects, self.num_views, self.num_latent_gps, self.num_data
         # Per-epoch state (refresh); not trainable, saved in checkpoints.
         self.eps_table = tf.Variable(tf.zeros([P, A, L], dtype), trainable=False, name="eps_table")
         self.coef_table = tf.Variable(tf.zeros([P, A, L], dtype), trainable=False, name="coef_table")
@@ -130,6 +139,8 @@ class GPPVAE(LatentVariableAutoencoder):
         self.refreshed = tf.Variable(False, trainable=False, name="refreshed")
         self.refresh_seed = int(seed) + 7919  # a stream distinct from the base class's draws
         self.refresh_count = tf.Variable(0, dtype=tf.int64, trainable=False, name="refresh_count")
+
+    num_latent = deprecated_attribute("GPPVAE", "num_latent", "num_latent_gps")
 
     @property
     def input_dim(self) -> Optional[int]:
@@ -229,10 +240,26 @@ class GPPVAE(LatentVariableAutoencoder):
         return self._terms(reconstruction, kl, batch_size, self.num_data, decoded)
 
     # ----------------------------------------------------------- prediction
-    def predict_f(self, Xnew, context, batch_size: int = 1024):
-        """GP posterior of the latents at raw ``Xnew`` given context images ``(X, Y)``
-        (their encoder means), mean and variance ``[n, L]``."""
-        X_ctx, Y_ctx = context
+    @staticmethod
+    def _context(data):
+        if data is None:
+            raise ValueError(
+                "GPPVAE predicts from the GP posterior given context images: pass data = (X, Y) to "
+                "condition on (e.g. the training set, plus images of new objects at other views)."
+            )
+        return data
+
+    @check_shapes(
+        "Xnew: [N, D]",
+        "data[0]: [N_ctx, D] if data is not None",
+        "data[1]: [N_ctx, ...] if data is not None",
+        "return[0]: [N, L]",
+        "return[1]: [N, L]",
+    )
+    def predict_f(self, Xnew, data=None, *, batch_size: int = 1024):
+        """GP posterior of the latents at raw ``Xnew`` given context images ``data = (X, Y)``
+        (their encoder means), mean and variance ``[N, L]``. ``data`` is required."""
+        X_ctx, Y_ctx = self._context(data)
         means, _ = self.encode_all(Y_ctx, batch_size)
         ids_c, views_c = self.split_inputs(np.asarray(X_ctx))
         ids_n, views_n = self.split_inputs(np.asarray(Xnew))
@@ -248,17 +275,19 @@ class GPPVAE(LatentVariableAutoencoder):
             + alpha
             - tf.reduce_sum(tf.matmul(Vn, VtKinvV) * Vn, -1)
         )  # [n]; >= alpha analytically (no clipping)
-        return mean, tf.tile(var[:, None], [1, self.num_latent])
+        return mean, tf.tile(var[:, None], [1, self.num_latent_gps])
 
-    def predict_y(self, Xnew, context, num_samples: Optional[int] = None, seed: int = 0):
-        """Decoded predictive mean ``[n, ...]`` (and ``[S, n, ...]`` decoded samples)."""
-        mean, var = self.predict_f(Xnew, context)
-        decoded = tf.cast(self.likelihood.mean(tf.cast(self.decode(mean, training=False), tf.float64)), tf.float32)
-        if num_samples is None:
-            return decoded
-        S = int(num_samples)
-        eps = tf.random.stateless_normal(tf.concat([[S], tf.shape(mean)], 0), tf.constant([int(seed), 3], tf.int64), dtype=mean.dtype)
-        Z = mean + tf.sqrt(var) * eps
-        flat = self.decode(tf.reshape(Z, [-1, self.num_latent]), training=False)
-        samples = tf.cast(self.likelihood.mean(tf.cast(flat, tf.float64)), tf.float32)
-        return decoded, tf.reshape(samples, tf.concat([[S, tf.shape(mean)[0]], tf.shape(samples)[1:]], 0))
+    @check_shapes(
+        "Xnew: [N, D]",
+        "data[0]: [N_ctx, D] if data is not None",
+        "data[1]: [N_ctx, ...] if data is not None",
+        "return: [N, ...] if num_samples is None",
+        "return[0]: [N, ...] if num_samples is not None",
+        "return[1]: [S, N, ...] if num_samples is not None",
+    )
+    def predict_y(self, Xnew, data=None, num_samples: Optional[int] = None, seed: int = 0):
+        """Decoded predictive mean ``[N, ...]`` given context images ``data = (X, Y)``; with
+        ``num_samples = S`` the pair ``(mean, samples [S, N, ...])`` of decoded latent samples
+        (:meth:`~gpflow_svgpvae.models.LatentVariableAutoencoder.decode_predictions`, stream 3)."""
+        mean, var = self.predict_f(Xnew, data)
+        return self.decode_predictions(mean, var, num_samples=num_samples, seed=seed, stream=3)

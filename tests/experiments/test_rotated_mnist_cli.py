@@ -66,15 +66,45 @@ def test_place_new_objects_follows_the_learned_coordinates(rng):
     from gpflow_svgpvae.auxiliary import ObjectVectors
 
     initial = rng.standard_normal((10, 3))
-    model = SimpleNamespace(object_vectors=ObjectVectors(10, 3, initial_vectors=initial))
+    table = ObjectVectors(10, 3, initial_vectors=initial)
     data = SimpleNamespace(fit_ids=np.arange(7), eval_ids=np.arange(7, 10))
-    rotated_mnist.place_new_objects(model, data, initial)  # nothing learned yet: unchanged
-    np.testing.assert_allclose(model.object_vectors.vectors.numpy(), initial, atol=1e-12)
+    rotated_mnist.place_new_objects(table, data, initial)  # nothing learned yet: unchanged
+    np.testing.assert_allclose(table.vectors.numpy(), initial, atol=1e-12)
     A, c = rng.standard_normal((3, 3)), rng.standard_normal(3)
     learned = initial.copy()
     learned[:7] = initial[:7] @ A + c
     learned[7:] = 99.0  # whatever the eval rows hold is overwritten
-    model.object_vectors.vectors.assign(learned)
-    W = rotated_mnist.place_new_objects(model, data, initial)
+    table.vectors.assign(learned)
+    W = rotated_mnist.place_new_objects(table, data, initial)
     np.testing.assert_allclose(W, np.vstack([A, c]), atol=1e-10)
-    np.testing.assert_allclose(model.object_vectors.vectors.numpy(), initial @ A + c, atol=1e-10)
+    np.testing.assert_allclose(table.vectors.numpy(), initial @ A + c, atol=1e-10)
+
+
+def test_every_model_predicts_through_one_predict_y_call(monkeypatch):
+    """``predict`` calls ``model.predict_y(X_new, data=context, num_samples=1, seed=seed)`` for every
+    model; what differs (the context, the eval preparation) comes from the model's Protocol."""
+    from types import SimpleNamespace
+
+    calls = []
+
+    class Model:
+        def predict_y(self, Xnew, data=None, num_samples=None, seed=0):
+            calls.append((Xnew, data, num_samples, seed))
+            return np.zeros((len(Xnew), 1)), np.ones((1, len(Xnew), 1))
+
+    prepared = []
+    data = SimpleNamespace(X_test=np.zeros((3, 2)), X_eval=np.zeros((2, 2)), X_train="Xtr", Y_train="Ytr",
+                           X_ctx_all="Xall", Y_ctx_all="Yall", X_eval_ctx="Xev", Y_eval_ctx="Yev")
+    expected = {"cvae": ("Xev", "Yev"), "gppvae": ("Xall", "Yall"), "svgpvae": ("Xall", "Yall"), "deep_svigp": None}
+    for name in rotated_mnist.MODELS:
+        protocol = rotated_mnist.PROTOCOLS[name]
+        monkeypatch.setitem(rotated_mnist.PROTOCOLS, name,
+                            rotated_mnist.Protocol(protocol.refresh, lambda *a: prepared.append(a), protocol.context))
+        calls.clear()
+        mean, sample = rotated_mnist.predict(name, Model(), data, "eval", seed=4)
+        assert mean.shape == (2, 1) and sample.shape == (2, 1) and len(prepared) == 1
+        assert calls == [(data.X_eval, expected[name], 1, 4)]
+        prepared.clear()
+        rotated_mnist.predict(name, Model(), data, "test", seed=4)
+        assert not prepared  # the test set needs no preparation
+        assert calls[-1][1] == (None if name == "deep_svigp" else ("Xtr", "Ytr"))

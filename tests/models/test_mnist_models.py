@@ -4,6 +4,7 @@ import gpflow
 import numpy as np
 import pytest
 import tensorflow as tf
+from check_shapes.exceptions import ShapeMismatchError
 from gpflow.keras import tf_keras
 
 from gpflow_svgpvae.auxiliary import ObjectVectors
@@ -60,7 +61,7 @@ def make_gppvae(rng, X, noise_variance=0.3):
     encoder, decoder = networks()
     view_kernel = gpflow.kernels.Periodic(gpflow.kernels.SquaredExponential(lengthscales=0.7), period=2 * np.pi)
     gpflow.set_trainable(view_kernel.period, False)
-    return GPPVAE(encoder, decoder, view_kernel, ANGLES, table(rng), num_data=len(X), num_latent=L,
+    return GPPVAE(encoder, decoder, view_kernel, ANGLES, table(rng), num_data=len(X), num_latent_gps=L,
                   noise_variance=noise_variance, seed=3)
 
 
@@ -126,7 +127,7 @@ def test_gppvae_prediction_is_gp_posterior(rng):
     X, Y = toy_data(rng)
     model = make_gppvae(rng, X)
     Xnew = np.array([[ANGLES[1], 2.0], [ANGLES[3], 0.0]])
-    mean, var = model.predict_f(Xnew, (X, Y))
+    mean, var = model.predict_f(Xnew, data=(X, Y))
     means, _ = model.encode(Y)
     ids, views = model.split_inputs(X)
     idn, vwn = model.split_inputs(Xnew)
@@ -138,6 +139,38 @@ def test_gppvae_prediction_is_gp_posterior(rng):
     expected_var = np.sum(Vn**2, 1) + alpha - np.einsum("ij,ji->i", Kx, np.linalg.solve(Kc, Kx.T))
     np.testing.assert_allclose(var.numpy()[:, 0], expected_var, rtol=1e-8)
     assert np.all(var.numpy() >= alpha * (1 - 1e-8))
+
+
+def test_gppvae_predict_y_decodes_predict_f_and_needs_data(rng):
+    X, Y = toy_data(rng)
+    model = make_gppvae(rng, X)
+    Xnew = np.array([[ANGLES[1], 2.0], [ANGLES[3], 0.0], [ANGLES[0], 1.0]])
+    mean_f, var_f = model.predict_f(Xnew, (X, Y))
+    mean, samples = model.predict_y(Xnew, (X, Y), num_samples=4, seed=7)
+    assert mean.shape == (3, K) and samples.shape == (4, 3, K)
+    np.testing.assert_allclose(mean.numpy(), model.decode(mean_f).numpy(), rtol=1e-6)
+    eps = tf.random.stateless_normal([4, 3, L], tf.constant([7, 3], tf.int64), dtype=tf.float64)  # stream 3
+    expected = model.decode(tf.reshape(mean_f + tf.sqrt(var_f) * eps, [-1, L])).numpy().reshape(4, 3, K)
+    np.testing.assert_allclose(samples.numpy(), expected, rtol=1e-6)
+    np.testing.assert_array_equal(model.predict_y(Xnew, (X, Y)).numpy(), mean.numpy())
+    for method in (model.predict_f, model.predict_y):
+        with pytest.raises(ValueError, match="pass data"):
+            method(Xnew)
+        with pytest.raises(ShapeMismatchError):
+            method(Xnew[0], (X, Y))  # [D] instead of [N, D]
+
+
+def test_gppvae_num_latent_is_deprecated(rng):
+    X, _ = toy_data(rng)
+    encoder, decoder = networks()
+    view_kernel = gpflow.kernels.Periodic(gpflow.kernels.SquaredExponential(), period=2 * np.pi)
+    with pytest.warns(DeprecationWarning, match="num_latent_gps"):
+        model = GPPVAE(encoder, decoder, view_kernel, ANGLES, table(rng), num_data=len(X), num_latent=L)
+    assert model.num_latent_gps == L
+    with pytest.warns(DeprecationWarning):
+        assert model.num_latent == L
+    with pytest.raises(TypeError, match="num_latent_gps"):
+        GPPVAE(encoder, decoder, view_kernel, ANGLES, table(rng), num_data=len(X), num_latent=L, num_latent_gps=L)
 
 
 def test_gppvae_requires_refresh(rng):
@@ -200,10 +233,10 @@ def test_auxiliary_svgpvae_training_step_compiles_with_xla(rng):
 def test_auxiliary_svgpvae_checks_raw_width(rng):
     X, Y = toy_data(rng)
     model = make_aux_svgpvae(rng, X)
-    assert model.input_dim == 1 + Q and model.raw_input_dim == 2
-    with pytest.raises(ValueError, match="columns"):
+    assert model.gp_input_dim == 1 + Q and model.input_dim == model.raw_input_dim == 2
+    with pytest.raises(ValueError, match="3 input dimensions but the model expects 2.*ObjectVectors"):
         model.objective_terms((np.concatenate([X, X[:, :1]], 1), Y))
-    with pytest.raises(ValueError, match="num_view_features"):
+    with pytest.raises(ValueError, match="inducing inputs have 2 columns but the input transform"):
         AuxiliarySVGPVAE(*networks(), kernel(), inducing(rng)[:, :2], table(rng), num_data=len(X))
 
 
@@ -211,7 +244,7 @@ def test_auxiliary_svgpvae_checks_raw_width(rng):
 def test_deep_svigp_matches_gpflow_svgp_and_trains_object_vectors(rng):
     X, Y = toy_data(rng)
     _, decoder = networks()
-    model = DeepSVIGP(decoder, kernel(), inducing(rng), num_latent=L, num_data=len(X), object_vectors=table(rng))
+    model = DeepSVIGP(decoder, kernel(), inducing(rng), num_latent_gps=L, num_data=len(X), input_transform=table(rng))
     model.q_mu.assign(rng.standard_normal(model.q_mu.shape))
     svgp = gpflow.models.SVGP(model.kernel, gpflow.likelihoods.Gaussian(), model.inducing_variable,
                               num_latent_gps=L, q_mu=model.q_mu.numpy(), q_sqrt=model.q_sqrt.numpy(), whiten=True)
@@ -221,19 +254,58 @@ def test_deep_svigp_matches_gpflow_svgp_and_trains_object_vectors(rng):
     assert model.encoder is None
     with tf.GradientTape() as tape:
         elbo = model.objective_terms((X, Y))["elbo"]
-    g = tape.gradient(elbo, model.object_vectors.vectors.unconstrained_variable)
+    g = tape.gradient(elbo, model.input_transform.vectors.unconstrained_variable)
     assert np.all(np.abs(tf.convert_to_tensor(g).numpy()).sum(1) > 0)
+
+
+def test_deep_svigp_predicts_without_data(rng):
+    X, Y = toy_data(rng)
+    _, decoder = networks()
+    model = DeepSVIGP(decoder, kernel(), inducing(rng), num_latent_gps=L, num_data=len(X), input_transform=table(rng))
+    model.q_mu.assign(rng.standard_normal(model.q_mu.shape))
+    mean_f, var_f = model.predict_f(X[:4])
+    mean, samples = model.predict_y(X[:4], num_samples=3, seed=5)
+    assert mean.shape == (4, K) and samples.shape == (3, 4, K)
+    np.testing.assert_allclose(mean.numpy(), model.decode(mean_f).numpy(), rtol=1e-6)
+    eps = tf.random.stateless_normal([3, 4, L], tf.constant([5, 2], tf.int64), dtype=tf.float64)  # stream 2
+    expected = model.decode(tf.reshape(mean_f + tf.sqrt(var_f) * eps, [-1, L])).numpy().reshape(3, 4, K)
+    np.testing.assert_allclose(samples.numpy(), expected, rtol=1e-6)
+    # leading batch dimensions, and full covariances
+    batched, _ = model.predict_f(np.stack([X[:4], X[4:8]]))
+    np.testing.assert_allclose(batched.numpy()[0], mean_f.numpy(), rtol=1e-10)
+    assert model.predict_y(np.stack([X[:4], X[4:8]])).shape == (2, 4, K)
+    _, cov = model.predict_f(X[:4], full_cov=True)
+    assert cov.shape == (L, 4, 4)
+    # it conditions on nothing: data are refused with a pointer to fit_object_vectors
+    for method in (model.predict_f, model.predict_y):
+        with pytest.raises(ValueError, match="fit_object_vectors"):
+            method(X[:4], (X, Y))
+    with pytest.raises(ShapeMismatchError):
+        model.predict_f(X[0])  # [D] instead of [N, D]
+
+
+def test_deep_svigp_deprecated_keywords(rng):
+    X, _ = toy_data(rng)
+    _, decoder = networks()
+    with pytest.warns(DeprecationWarning) as record:
+        model = DeepSVIGP(decoder, kernel(), inducing(rng), num_latent=L, num_data=len(X), object_vectors=table(rng))
+    assert {str(w.message).split("(")[1].split("=")[0] for w in record} == {"num_latent", "object_vectors"}
+    assert model.num_latent_gps == L and model.input_transform.Q == Q
+    with pytest.warns(DeprecationWarning):
+        assert model.object_vectors is model.input_transform
+    with pytest.raises(TypeError, match="num_latent_gps"):
+        DeepSVIGP(decoder, kernel(), inducing(rng), num_data=len(X))
 
 
 def test_deep_svigp_fit_object_vectors_touches_only_new_objects(rng):
     X, Y = toy_data(rng)
     _, decoder = networks()
-    model = DeepSVIGP(decoder, kernel(), inducing(rng), num_latent=L, num_data=len(X), object_vectors=table(rng))
-    before = model.object_vectors.vectors.numpy().copy()
+    model = DeepSVIGP(decoder, kernel(), inducing(rng), num_latent_gps=L, num_data=len(X), input_transform=table(rng))
+    before = model.input_transform.vectors.numpy().copy()
     ctx = X[:, 1] == 2
     first = model.fit_object_vectors(X[ctx], Y[ctx], [2], steps=1)
     last = model.fit_object_vectors(X[ctx], Y[ctx], [2], steps=40, learning_rate=0.05)
-    after = model.object_vectors.vectors.numpy()
+    after = model.input_transform.vectors.numpy()
     np.testing.assert_array_equal(after[[0, 1, 3]], before[[0, 1, 3]])
     assert not np.allclose(after[2], before[2])
     assert last < first
@@ -271,6 +343,30 @@ def test_cvae_terms_and_object_codes(rng):
     assert mean.shape == (2, K) and samples.shape == (2, 2, K)
     expected = model.decode_conditional(means[[0, 3]], angle_condition(Xnew[:, 0])).numpy()
     np.testing.assert_allclose(mean.numpy(), expected, rtol=1e-5)
+    # predict_f: the object codes; samples decode code + sd * eps (stream 1) with each row's view
+    code_mean, code_var = model.predict_f(Xnew, data=(X, Y))
+    np.testing.assert_allclose(code_mean.numpy(), means[[0, 3]], rtol=1e-12)
+    np.testing.assert_allclose(code_var.numpy(), variances[[0, 3]], rtol=1e-12)
+    eps = tf.random.stateless_normal([2, 2, L], tf.constant([0, 1], tf.int64), dtype=tf.float64)
+    Z = code_mean + tf.sqrt(code_var) * eps
+    condition = tf.tile(angle_condition(Xnew[:, 0]), [2, 1])
+    expected = model.decode_conditional(tf.reshape(Z, [-1, L]), condition).numpy().reshape(2, 2, K)
+    np.testing.assert_allclose(samples.numpy(), expected, rtol=1e-5)
+
+
+def test_cvae_prediction_needs_context_and_checks_shapes(rng):
+    X, Y = toy_data(rng)
+    model = make_cvae(X)
+    Xnew = np.array([[0.1, 0.0], [0.2, 3.0]])
+    for method in (model.predict_f, model.predict_y):
+        with pytest.raises(ValueError, match="pass data"):
+            method(Xnew)
+        with pytest.raises(ShapeMismatchError):
+            method(Xnew[0], (X, Y))  # [D] instead of [N, D]
+        with pytest.raises(ShapeMismatchError):
+            method(Xnew, (X, Y[:-1]))  # context X and Y of different lengths
+    with pytest.raises(ValueError, match="no context images"):
+        model.predict_y(Xnew, (X[X[:, 1] != 3], Y[X[:, 1] != 3]))
 
 
 # ------------------------------------------------------------------------------- smoke

@@ -1,0 +1,150 @@
+"""The run machinery of the rotated-MNIST figures (:mod:`gpflow_svgpvae.experiments.rotated_mnist_figures`):
+the values each command sweeps over, the shared context (settings, cache, data), training or
+reusing every run of a sweep (:func:`run_sweep`, through
+:func:`~gpflow_svgpvae.experiments.rotated_mnist.run_cached`) and the per-run and per-setting
+summaries the commands tabulate and plot."""
+from dataclasses import dataclass, replace
+from typing import Dict, List, Sequence, Tuple
+
+import numpy as np
+
+from . import rotated_mnist as rm
+from .common import mean_sd, run_key
+
+__all__ = ["Sweeps", "QUICK", "QUICK_CONFIG", "NUM_ANGLES", "SweepContext", "per_angle", "run_row", "run_sweep",
+           "summarise_rows", "settings_note", "errorbar"]
+
+NUM_ANGLES = 16
+
+
+@dataclass
+class Sweeps:
+    """The values each command sweeps over (defaults: the paper's)."""
+
+    runtime_m: Sequence[int] = (16, 32, 48, 64)
+    runtime_object_dims: Sequence[int] = (8, 16, 24, 32)  # GPPVAE's Q; rank H = 16 Q
+    digit_sets: Sequence[Sequence[int]] = ((3,), (1, 3, 6), (1, 3, 6, 7, 9), tuple(range(10)))
+    digits_models: Sequence[str] = ("svgpvae",)
+    batch_sizes: Sequence[int] = (64, 128, 256, 512)
+    m_values: Sequence[int] = (16, 32, 64, 96)
+    bias_m: Sequence[int] = (16, 32, 64, 96)
+    bias_epochs: Sequence[int] = (0, 1, 2, 5, 10, 20, 50, 100, 200, 500, 1000)
+    bias_passes: int = 1
+    tsne_digits: Sequence[int] = (1, 3, 6, 7, 9)
+    tsne_max_points: int = 5000
+    tsne_perplexity: float = 30.0
+    tsne_iterations: int = 1000
+    init_models: Sequence[str] = ("svgpvae", "gppvae")
+
+
+#: ``--quick``: a tiny data set, 2 epochs, 1 seed, two values per sweep.
+QUICK_CONFIG = dict(epochs=2, seeds=1, n_per_digit=12, eval_every=1, batch_size=32)
+QUICK = dict(
+    runtime_m=(16, 32), runtime_object_dims=(2, 4), digit_sets=((3,), (1, 3, 6)), batch_sizes=(32, 64),
+    m_values=(16, 32), bias_m=(16, 32), bias_epochs=(0, 1, 2), tsne_digits=(1, 3, 6), tsne_max_points=1000,
+    tsne_iterations=250,
+)
+
+
+# ------------------------------------------------------------------------------ runs
+class SweepContext:
+    """What every command needs: base settings, sweep values, cache folder, progress, loaded data."""
+
+    def __init__(self, base: rm.Config, sweeps: Sweeps, cache: str, progress: bool):
+        self.base, self.sweeps, self.cache, self.progress = base, sweeps, cache, progress
+        self._data: Dict[tuple, rm.Data] = {}
+
+    @property
+    def seeds(self) -> List[int]:
+        return list(range(self.base.first_seed, self.base.first_seed + self.base.seeds))
+
+    def config(self, **changes) -> rm.Config:
+        """The base settings with ``changes``; runs are cached in ``self.cache``."""
+        return replace(self.base, out=self.cache, **changes)
+
+    def data(self, cfg: rm.Config) -> rm.Data:
+        key = (tuple(cfg.digits), cfg.n_per_digit, cfg.data_seed)
+        if key not in self._data:
+            self._data[key] = rm.load_data(cfg)
+        return self._data[key]
+
+
+def per_angle(m: int) -> int:
+    if m % NUM_ANGLES or m <= 0:
+        raise ValueError(f"m must be a positive multiple of {NUM_ANGLES} (inducing points per angle); got {m}")
+    return m // NUM_ANGLES
+
+
+def run_row(res: dict, **labels) -> dict:
+    """The numbers of one run, for the CSV and the JSON."""
+    spec = res.get("spec", {})
+    return {
+        **labels,
+        "model": res["model"],
+        "seed": int(res["seed"]),
+        "test_mse_mean": float(res["test_mse_mean"]),
+        "test_mse_sample": float(res["test_mse_sample"]),
+        "best_eval_mse": float(res["best_eval_mse"]),
+        "best_epoch": res["best_epoch"],
+        "seconds_per_epoch": float(res["seconds_per_epoch"]),
+        "epochs": int(res["epochs"]),
+        "num_data": int(res["num_data"]),
+        "m": NUM_ANGLES * int(spec["num_inducing_per_angle"]) if res["model"] in ("svgpvae", "deep_svigp") else None,
+        "object_dim": int(spec["object_dim"]) if spec else None,
+        "batch_size": int(spec["batch_size"]) if spec else None,
+        "digits": "-".join(str(d) for d in spec.get("digits", ())),
+        "object_init": spec.get("object_init"),
+        "cached": bool(res.get("cached", False)),
+    }
+
+
+def run_sweep(ctx: SweepContext, specs: List[Tuple[str, dict, dict]], desc: str) -> List[dict]:
+    """Train (or reuse) every ``(model, config changes, labels)`` for every seed; one row per run."""
+    from tqdm.auto import tqdm
+
+    jobs = [(name, changes, labels, seed) for seed in ctx.seeds for name, changes, labels in specs]
+    rows = []
+    bar = tqdm(jobs, desc=desc, disable=not ctx.progress, mininterval=1.0)
+    for name, changes, labels, seed in bar:
+        cfg = ctx.config(**changes)
+        bar.set_postfix_str(f"{name} {' '.join(f'{k}={v}' for k, v in changes.items())} seed {seed}")
+        res = rm.run_cached(name, ctx.data(cfg), cfg, seed, progress=False)
+        res.pop("_images", None)
+        rows.append({**run_row(res, **labels), "run": run_key(f"{name}_seed{seed}", rm.run_spec(name, seed, cfg))})
+    bar.close()
+    return rows
+
+
+def summarise_rows(rows: List[dict], keys: Sequence[str]) -> List[dict]:
+    """Mean +- sd of the test MSE and median s/epoch per group of ``keys`` (first-seen order)."""
+    groups: Dict[tuple, List[dict]] = {}
+    for r in rows:
+        groups.setdefault(tuple(r[k] for k in keys), []).append(r)
+    out = []
+    for key, rs in groups.items():
+        out.append({
+            **dict(zip(keys, key)),
+            "test_mse_mean": mean_sd(r["test_mse_mean"] for r in rs),
+            "test_mse_sample": mean_sd(r["test_mse_sample"] for r in rs),
+            "seconds_per_epoch": float(np.median([r["seconds_per_epoch"] for r in rs])),
+            "num_data": rs[0]["num_data"],
+            "seeds": [r["seed"] for r in rs],
+        })
+    return out
+
+
+def settings_note(cfg: rm.Config, skip: Sequence[str] = ()) -> str:
+    parts = {
+        "digits": f"digit(s) {','.join(map(str, cfg.digits))}", "n": f"n_per_digit={cfg.n_per_digit}",
+        "m": f"m={16 * cfg.num_inducing_per_angle}", "b": f"b={cfg.batch_size}", "Q": f"Q={cfg.object_dim}",
+        "epochs": f"{cfg.epochs} epochs", "seeds": f"{cfg.seeds} seed(s)",
+    }
+    kept = ", ".join(v for k, v in parts.items() if k not in skip)
+    return kept + f", L={cfg.num_latent}, GECO kappa^2={cfg.kappa_squared}"
+
+
+def errorbar(ax, summary: List[dict], x_key: str, label: str, **kwargs):
+    x = [s[x_key] for s in summary]
+    y = [s["test_mse_mean"]["mean"] for s in summary]
+    sd = [s["test_mse_mean"]["sd"] for s in summary]
+    ax.errorbar(x, y, yerr=sd, marker="o", capsize=3, label=label, **kwargs)
