@@ -8,6 +8,7 @@ from gpflow.keras import tf_keras
 import tensorflow as tf
 
 from .objectives import as_objective
+from .optimizers import OptimizerGroups, as_optimizer
 from .step import LOG_KEYS, evaluation_terms, training_step
 
 __all__ = ["KerasTrainingModel"]
@@ -21,6 +22,11 @@ class KerasTrainingModel(tf_keras.Model):
     ``EarlyStopping``, ``ReduceLROnPlateau`` and ``BackupAndRestore`` work
     because the GPflow model, its objective state and the optimiser are
     tracked by this Keras model.
+
+    ``compile(optimizer=...)`` also accepts optimiser groups
+    (:class:`~gpflow_svgpvae.training.OptimizerGroups` or a list of
+    ``(optimizer, variables_or_modules)`` pairs); callbacks that change "the"
+    learning rate (``ReduceLROnPlateau``) need a single optimiser.
 
     :param model: a :class:`~gpflow_svgpvae.models.base.LatentVariableAutoencoder`.
     :param objective: :class:`~gpflow_svgpvae.training.ELBO` (default) or
@@ -51,6 +57,11 @@ class KerasTrainingModel(tf_keras.Model):
             raise ValueError("The loss is the model's objective; do not pass `loss` to compile().")
         self._ensure_trackers()
         super().compile(optimizer=optimizer, **kwargs)
+
+    def _get_optimizer(self, optimizer):
+        if isinstance(optimizer, (OptimizerGroups, list, tuple)):
+            return as_optimizer(optimizer)
+        return super()._get_optimizer(optimizer)
 
     def call(self, inputs, training=None):
         """Returns the ELBO of a batch ``(X, Y)``."""

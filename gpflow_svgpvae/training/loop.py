@@ -6,7 +6,7 @@ checkpointing with resume.
 """
 import contextlib
 import os
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Sequence, Union
 
 import numpy as np
 import tensorflow as tf
@@ -15,6 +15,7 @@ from tqdm.auto import tqdm
 
 from .. import numerics
 from .objectives import as_objective
+from .optimizers import OptimizerGroups, as_optimizer
 from .step import evaluation_terms, training_step
 
 __all__ = ["train", "make_dataset"]
@@ -61,7 +62,7 @@ def train(
     data,
     *,
     epochs: int,
-    optimizer: Optional[tf_keras.optimizers.Optimizer] = None,
+    optimizer: Optional[Union[tf_keras.optimizers.Optimizer, OptimizerGroups, Sequence]] = None,
     objective=None,
     batch_size: Optional[int] = None,
     seed: int = 0,
@@ -79,7 +80,12 @@ def train(
 
     :param data: a ``tf.data.Dataset`` of ``(X, Y)`` batches, or ``(X, Y)``
         arrays with ``batch_size`` (shuffled with ``seed``).
-    :param optimizer: a ``tf_keras`` optimiser (default: Adam, learning rate 1e-3).
+    :param optimizer: a ``tf_keras`` optimiser (default: Adam, learning rate 1e-3), or
+        optimiser groups, one optimiser per group of variables:
+        :class:`~gpflow_svgpvae.training.OptimizerGroups` or a list of
+        ``(optimizer, variables_or_modules)`` pairs, the last one possibly
+        ``(optimizer, None)`` for every remaining variable, e.g.
+        ``[(Adam(1e-2), [model.kernel, model.inducing_variable]), (Adam(1e-3), None)]``.
     :param objective: :class:`~gpflow_svgpvae.training.ELBO` (default) or
         :class:`~gpflow_svgpvae.training.GECO`.
     :param jit_compile: compile the step with XLA. Runtime assertions (NaN
@@ -111,7 +117,7 @@ def train(
         validation_data = make_dataset(validation_data, batch_size or 1024, shuffle=False)
     strategy = strategy or tf.distribute.get_strategy()
     with strategy.scope():
-        optimizer = optimizer or tf_keras.optimizers.Adam(1e-3)
+        optimizer = as_optimizer(optimizer) or tf_keras.optimizers.Adam(1e-3)
         objective = as_objective(objective)
     distributed = strategy.num_replicas_in_sync > 1
 

@@ -22,6 +22,10 @@ def training_step(model, objective, optimizer, batch) -> Dict[str, tf.Tensor]:
     """Loss, gradients for ``model.trainable_variables``, one optimiser update,
     then the objective's state update (GECO's lambda). Returns the logs.
 
+    ``optimizer`` is a ``tf_keras`` optimiser or an
+    :class:`~gpflow_svgpvae.training.OptimizerGroups` (one optimiser per group of
+    variables, resolved here, after the forward pass).
+
     All checks on the batch run inside the loss computation, before the
     optimiser touches a variable, so a bad batch leaves the model unchanged.
     """

@@ -4,7 +4,7 @@ import pytest
 import tensorflow as tf
 from gpflow.keras import tf_keras
 
-from gpflow_svgpvae.training import ELBO, GECO, train
+from gpflow_svgpvae.training import ELBO, GECO, OptimizerGroups, train
 from tests.conftest import make_tiny_model, tiny_data
 
 
@@ -200,3 +200,99 @@ def test_objective_without_log_keys_is_rejected():
     X, Y = tiny_data()
     with pytest.raises(TypeError, match="log_keys"):
         train(make_tiny_model(), (X, Y), batch_size=10, epochs=1, objective=NoKeys(), progress=False)
+
+
+# ------------------------------------------------------------------ optimizer groups
+def _gp_and_rest(model, gp_lr=1e-2, net_lr=1e-3):
+    return OptimizerGroups([(tf_keras.optimizers.Adam(gp_lr), [model.kernel, model.inducing_variable]),
+                            (tf_keras.optimizers.Adam(net_lr), None)])
+
+
+def test_optimizer_groups_step_equals_two_optimizers_by_hand():
+    X, Y = tiny_data()
+    batch = (X[:20], Y[:20])
+    model = make_tiny_model(seed=0)
+    groups = _gp_and_rest(model)
+    train(model, _dataset(*batch), epochs=1, optimizer=groups, progress=False)
+    assert [int(o.iterations.numpy()) for o in groups.optimizers] == [1, 1]
+
+    # By hand: one loss, one tape, two Adams on disjoint variable sets.
+    ref = make_tiny_model(seed=0)
+    gp_opt, net_opt = tf_keras.optimizers.Adam(1e-2), tf_keras.optimizers.Adam(1e-3)
+    with tf.GradientTape() as tape:
+        loss, _ = ELBO().loss(ref.objective_terms(batch, training=True), batch[1])
+    variables = ref.trainable_variables
+    before = [v.numpy().copy() for v in variables]
+    grads = tape.gradient(loss, variables)
+    gp = {v.ref() for v in ref.kernel.trainable_variables + ref.inducing_variable.trainable_variables}
+    assert 0 < len(gp) < len(variables)
+    gp_opt.apply_gradients([(g, v) for g, v in zip(grads, variables) if v.ref() in gp])
+    net_opt.apply_gradients([(g, v) for g, v in zip(grads, variables) if v.ref() not in gp])
+
+    assert len(model.trainable_variables) == len(variables)
+    for mine, theirs in zip(model.trainable_variables, variables):
+        assert mine.shape == theirs.shape
+        np.testing.assert_allclose(mine.numpy(), theirs.numpy(), rtol=1e-6, atol=1e-7, err_msg=mine.name)
+    # Adam's first step moves each parameter by about its learning rate: the rates really differ.
+    step = {v.ref(): np.max(np.abs(v.numpy() - b)) for v, b in zip(variables, before)}
+    np.testing.assert_allclose(max(s for r, s in step.items() if r in gp), 1e-2, rtol=1e-3)
+    np.testing.assert_allclose(max(s for r, s in step.items() if r not in gp), 1e-3, rtol=1e-3)
+
+
+def test_optimizer_groups_reject_overlapping_and_missing_variables():
+    X, Y = tiny_data()
+    adam = tf_keras.optimizers.Adam
+    model = make_tiny_model(seed=0)
+    overlapping = OptimizerGroups([(adam(), [model.kernel]), (adam(), model.kernel.lengthscales), (adam(), None)])
+    with pytest.raises(ValueError, match="in optimizer groups 0 and 1"):
+        train(model, _dataset(X, Y), epochs=1, optimizer=overlapping, progress=False)
+    # No catch-all group: the decoder's variables are in no group.
+    missing = [(adam(), [model.kernel, model.inducing_variable]), (adam(), [model.encoder])]
+    with pytest.raises(ValueError, match=r"in no optimizer group.*decoder|in no optimizer group"):
+        train(model, _dataset(X, Y), epochs=1, optimizer=missing, progress=False)
+    with pytest.raises(ValueError, match="only the last group"):
+        OptimizerGroups([(adam(), None), (adam(), [model.kernel])])
+    shared = adam()
+    with pytest.raises(ValueError, match="its own"):
+        OptimizerGroups([(shared, [model.kernel]), (shared, None)])
+    with pytest.raises(TypeError, match="optimizer"):
+        train(model, _dataset(X, Y), epochs=1, optimizer="adam", progress=False)
+
+
+def test_optimizer_groups_checkpoint_round_trip_continues_identically(tmp_path):
+    X, Y = tiny_data()
+    two_batches = _dataset(X[:40], Y[:40])
+    straight = make_tiny_model(seed=0)
+    straight_groups = _gp_and_rest(straight)
+    train(straight, two_batches, epochs=1, optimizer=straight_groups, progress=False)
+
+    first = make_tiny_model(seed=0)
+    groups = _gp_and_rest(first)
+    train(first, two_batches.take(1), epochs=1, optimizer=groups, progress=False)
+    path = tf.train.Checkpoint(model=first, optimizer=groups).write(str(tmp_path / "ckpt"))
+
+    resumed = make_tiny_model(seed=123)  # fresh objects, other initial weights
+    resumed_groups = _gp_and_rest(resumed)
+    tf.train.Checkpoint(model=resumed, optimizer=resumed_groups).read(path).assert_existing_objects_matched()
+    train(resumed, two_batches.skip(1), epochs=1, optimizer=resumed_groups, progress=False)
+    np.testing.assert_allclose(_flat(resumed), _flat(straight), rtol=1e-6, atol=1e-7)
+    for restored, reference in zip(resumed_groups.optimizers, straight_groups.optimizers):
+        assert int(restored.iterations.numpy()) == int(reference.iterations.numpy()) == 2
+        slots, expected = restored.variables()[1:], reference.variables()[1:]  # after the step counter
+        assert len(slots) == len(expected) > 0
+        for slot, want in zip(slots, expected):
+            np.testing.assert_allclose(slot.numpy(), want.numpy(), rtol=1e-6, atol=1e-9, err_msg=want.name)
+
+
+def test_keras_fit_with_optimizer_groups_matches_loop():
+    X, Y = tiny_data()
+    loop_model = make_tiny_model(seed=0)
+    history = train(loop_model, _dataset(X, Y), epochs=2, optimizer=_gp_and_rest(loop_model), progress=False)
+    keras_model = make_tiny_model(seed=0)
+    view = keras_model.as_training_model()
+    adam = tf_keras.optimizers.Adam
+    view.compile([(adam(1e-2), [keras_model.kernel, keras_model.inducing_variable]), (adam(1e-3), None)])
+    assert isinstance(view.optimizer, OptimizerGroups)
+    fit = view.fit(_dataset(X, Y), epochs=2, verbose=0)
+    np.testing.assert_allclose(history["loss"], fit.history["loss"], rtol=1e-5)
+    np.testing.assert_allclose(_flat(loop_model), _flat(keras_model), rtol=1e-4, atol=1e-6)
