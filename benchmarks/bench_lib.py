@@ -95,7 +95,7 @@ def build(kind: str, data: Dict, *, L: int = 16, m: int = 32, Q: int = 8, seed: 
 
     from gpflow_svgpvae.auxiliary import ObjectVectors, init_inducing_per_view, pca_object_vectors
     from gpflow_svgpvae.kernels import periodic_linear_kernel
-    from gpflow_svgpvae.models.auxiliary_svgpvae import AuxiliarySVGPVAE
+    from gpflow_svgpvae.models.svgpvae import SVGPVAE
     from gpflow_svgpvae.models.gppvae import GPPVAE
     from gpflow_svgpvae.models.vae import VAE
     from gpflow_svgpvae.networks.conv import conv_decoder, conv_encoder
@@ -115,7 +115,8 @@ def build(kind: str, data: Dict, *, L: int = 16, m: int = 32, Q: int = 8, seed: 
             raise ValueError("m must be a multiple of the 16 angles")
         kernel = periodic_linear_kernel(angle_dims=[0], object_dims=list(range(1, 1 + Q)))
         Z = init_inducing_per_view(ANGLES, m // 16, vectors, seed=seed)
-        return AuxiliarySVGPVAE(encoder, decoder, kernel, Z, table, likelihood, num_data=N, num_latent_gps=L, seed=seed)
+        return SVGPVAE(encoder, decoder, kernel, Z, likelihood, num_data=N, num_latent_gps=L, seed=seed,
+                       input_transform=table)
     if kind == "gppvae":
         view_kernel = gpflow.kernels.Periodic(gpflow.kernels.SquaredExponential(), period=2 * np.pi)
         gpflow.set_trainable(view_kernel.period, False)

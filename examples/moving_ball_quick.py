@@ -11,7 +11,7 @@ from gpflow.keras import tf_keras
 
 from gpflow_svgpvae.datasets.moving_ball import moving_ball_stream, moving_ball_test_set
 from gpflow_svgpvae.metrics import affine_path_rmse
-from gpflow_svgpvae.models.video_svgpvae import VideoSVGPVAE
+from gpflow_svgpvae import SVGPVAE
 from gpflow_svgpvae.networks import mlp_decoder, mlp_encoder
 from gpflow_svgpvae.training import train
 
@@ -36,7 +36,7 @@ dataset = tf.data.Dataset.from_generator(
 
 kernel = gpflow.kernels.SquaredExponential(variance=1.0, lengthscales=1.0)
 gpflow.set_trainable(kernel.variance, False)
-model = VideoSVGPVAE(
+model = SVGPVAE(
     mlp_encoder(1024, 2, hidden_units=(128, 128)),
     mlp_decoder(2, 1024, hidden_units=(128, 128)),
     kernel,

@@ -54,9 +54,8 @@ def inducing_mean_bias(model, X, Y, batch_size: int, seed: int = 0, passes: int 
     :math:`\Sigma` exactly (the batches partition the data);
     ``precision_relative_deviation`` is that check (round-off only).
 
-    :param model: an :class:`~gpflow_svgpvae.models.AuxiliarySVGPVAE` (raw
-        inputs, mapped through its object vectors) or an
-        :class:`~gpflow_svgpvae.models.SVGPVAE`.
+    :param model: an :class:`~gpflow_svgpvae.SVGPVAE` (raw inputs are mapped
+        through its input transform).
     :param X: ``[N, D]`` raw auxiliary inputs of all training points.
     :param Y: ``[N, ...]`` their images.
     :param passes: number of passes (permutations) averaged over.
@@ -65,8 +64,7 @@ def inducing_mean_bias(model, X, Y, batch_size: int, seed: int = 0, passes: int 
     """
     N = len(X)
     batch_size = int(min(batch_size, N))
-    # TODO(input_transform): use the model's input transform instead of probing for map_inputs.
-    Xm = model.map_inputs(np.asarray(X)) if hasattr(model, "map_inputs") else tf.convert_to_tensor(X)
+    Xm = model.map_inputs(np.asarray(X))
     Xm = tf.cast(Xm, tf.float64)
     means, variances = model.encode_all(Y)
     Lm = amortized.prior_cholesky(model.kernel, model.inducing_variable, model.jitter)  # [1 or L, M, M]

@@ -11,7 +11,8 @@ characters (the real LPC sprites cannot be downloaded here), 1296 characters x
 random poses (N = 50,000 frames); 296 unseen test characters, each with 36
 context poses and 36 target poses.
 
-Model (paper settings, the defaults): :class:`~gpflow_svgpvae.models.sprites_svgpvae.SpritesSVGPVAE`
+Model (paper settings, the defaults): :class:`~gpflow_svgpvae.SVGPVAE` with the input transform
+:func:`~gpflow_svgpvae.transforms.representation_and_table`
 with GP inputs ``[style (16), pose vector (8)]``; the style is the sum of the
 representation network's outputs over the character's frames in the batch
 (3 conv layers of 16 filters 2x2, one pooling layer, 16-dim output), optionally

@@ -81,7 +81,7 @@ class GPVAE(VideoGPAutoencoder):
     Training from random networks can settle in a poor local optimum: on the moving
     ball it ends with a short lengthscale and latents that are not an affine image of
     the paths, and training longer does not leave it. Starting from the networks of a
-    :class:`~gpflow_svgpvae.models.video_svgpvae.VideoSVGPVAE` with few inducing points
+    :class:`~gpflow_svgpvae.SVGPVAE` with few inducing points
     (pass the same ``encoder``/``decoder`` objects, or copy their weights) reaches a
     higher bound and recovers the paths; see ``docs/results.md``.
     """

@@ -68,7 +68,7 @@ class HensmanGPVAE(InducingVideoAutoencoder):
     :param q_mu: optional initial ``[Q, M, L]`` whitened means (default zeros).
     :param q_sqrt: optional initial lower-triangular ``[Q, L, M, M]`` (default identity).
 
-    Other arguments as :class:`~gpflow_svgpvae.models.video_svgpvae.VideoSVGPVAE`.
+    Other arguments as :class:`~gpflow_svgpvae.SVGPVAE` on video data.
     """
 
     def __init__(self, encoder, decoder, kernel, inducing_variable, likelihood="gaussian", *, num_data: int,

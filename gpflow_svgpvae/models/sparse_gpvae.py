@@ -39,7 +39,7 @@ __all__ = ["SparseGPVAE"]
 class SparseGPVAE(InducingVideoAutoencoder):
     r"""Sparse GP-VAE trained with Titsias' collapsed bound; whole videos only.
 
-    Same arguments as :class:`~gpflow_svgpvae.models.video_svgpvae.VideoSVGPVAE`.
+    Same arguments as :class:`~gpflow_svgpvae.SVGPVAE` on video data.
     ``num_data`` must be the number of frames of every video: a batch whose videos
     have a different number of frames (a "minibatch" of frames) raises
     ``ValueError`` (static shapes) or ``InvalidArgumentError`` (dynamic shapes).

@@ -16,7 +16,7 @@ batch of videos is the *sum* of the per-video ELBOs
         E_{q}[\log p(y_{vt}\mid z_{vt})] - \mathrm{KL}_v\Big),
 
 with :math:`b = N = T` for every model here except
-:class:`~gpflow_svgpvae.models.video_svgpvae.VideoSVGPVAE`, which may be given
+:class:`~gpflow_svgpvae.SVGPVAE` (which takes the same video data), which may be given
 a random subset of :math:`b < N` frames per video. Everything is batched over
 videos with a leading dimension (no Python loop over videos).
 

@@ -24,7 +24,7 @@ Pieces:
   ``gpflow.default_float()`` (float64), the boundary to the GP;
 * :func:`group_styles` -- the distinct groups of a batch and their styles (eager);
 * :class:`StyleRepresentation` -- the network plus the aggregation, as stored
-  on :class:`~gpflow_svgpvae.models.sprites_svgpvae.SpritesSVGPVAE`;
+  on :class:`~gpflow_svgpvae.SVGPVAE` through :class:`~gpflow_svgpvae.transforms.GroupRepresentation`;
 * :func:`pretrain_representation` -- per-frame character classification
   (softmax over the training characters) with a temporary dense head.
 
@@ -147,7 +147,7 @@ class StyleRepresentation(gpflow.Module):
     Calling it with a batch of frames and their character ids returns, for
     every frame, the style of its character computed from *the frames of that
     character present in the batch*; batches must therefore hold whole
-    characters (see :func:`~gpflow_svgpvae.models.sprites_svgpvae.character_batches`).
+    characters (see :func:`~gpflow_svgpvae.datasets.sprites.character_batches`).
 
     :param network: a ``tf_keras`` network ``frames -> [b, d]`` (default:
         :func:`representation_network`).

@@ -14,7 +14,6 @@ from gpflow_svgpvae.models.hensman_gpvae import HensmanGPVAE, whitened_gauss_kl
 from gpflow_svgpvae.models.sparse_gpvae import SparseGPVAE
 from gpflow_svgpvae.models.svgpvae import SVGPVAE
 from gpflow_svgpvae.models.vae import VAE
-from gpflow_svgpvae.models.video_svgpvae import VideoSVGPVAE
 from gpflow_svgpvae.networks import mlp_decoder, mlp_encoder
 
 V, T, K, L = 4, 30, 16, 2
@@ -131,7 +130,7 @@ def test_svgpvae_with_frame_times_as_inducing_points_is_exact(rng, jitter):
     X, means, variances = _latent_dataset(rng)
     enc, dec = _networks()
     exact = GPVAE(enc, dec, _kernel(2.0), num_data=T)
-    sparse = VideoSVGPVAE(enc, dec, _kernel(2.0), TIMES[:, None], num_data=T, jitter=jitter)
+    sparse = SVGPVAE(enc, dec, _kernel(2.0), TIMES[:, None], num_data=T, jitter=jitter)
     args = (tf.constant(X), tf.constant(means), tf.constant(variances))
     a, b = exact.latent_posterior(*args, num_data=T), sparse.latent_posterior(*args, num_data=T)
     tol = 1e3 * jitter  # the deviation is linear in the jitter (measured ~70 x jitter)
@@ -144,7 +143,7 @@ def test_svgpvae_elbo_with_frame_times_equals_exact_gpvae_elbo(rng):
     X, Y = _videos(rng)
     enc, dec = _networks()
     exact = GPVAE(enc, dec, _kernel(2.0), "bernoulli", num_data=T, seed=3)
-    sparse = VideoSVGPVAE(enc, dec, _kernel(2.0), TIMES[:, None], "bernoulli", num_data=T, jitter=1e-9, seed=3)
+    sparse = SVGPVAE(enc, dec, _kernel(2.0), TIMES[:, None], "bernoulli", num_data=T, jitter=1e-9, seed=3)
     e, s = exact.objective_terms((X, Y)), sparse.objective_terms((X, Y))
     np.testing.assert_allclose(e["elbo"], s["elbo"], rtol=1e-7)
     np.testing.assert_allclose(e["kl"], s["kl"], rtol=1e-6)
@@ -166,7 +165,7 @@ def test_titsias_bound_matches_numpy_and_svgpvae_at_full_batch(rng):
     jitter = 1e-6
     enc, dec = _networks()
     titsias = SparseGPVAE(enc, dec, _kernel(2.0), Z[:, None], num_data=T, jitter=jitter)
-    svgp = VideoSVGPVAE(enc, dec, _kernel(2.0), Z[:, None], num_data=T, jitter=jitter)
+    svgp = SVGPVAE(enc, dec, _kernel(2.0), Z[:, None], num_data=T, jitter=jitter)
     args = (tf.constant(X), tf.constant(means), tf.constant(variances))
     bound = titsias._titsias(*args)[-1].numpy()  # [V, L]
     Kmm = _rbf(Z, Z, 2.0) + jitter * np.eye(len(Z))
@@ -257,7 +256,7 @@ def test_hensman_encoder_gradient_is_exactly_zero_and_others_are_not(rng):
 
     others = [
         GPVAE(enc, dec, _kernel(), "bernoulli", num_data=T),
-        VideoSVGPVAE(enc, dec, _kernel(), Z, "bernoulli", num_data=T),
+        SVGPVAE(enc, dec, _kernel(), Z, "bernoulli", num_data=T),
         SparseGPVAE(enc, dec, _kernel(), Z, "bernoulli", num_data=T),
         VAE(enc, dec, "bernoulli", num_data=T),
     ]
@@ -295,7 +294,7 @@ def test_vae_posterior_is_the_encoder_and_kl_is_standard_normal(rng):
 def test_shapes_checks_and_prediction_at_new_times(rng):
     X, Y = _videos(rng)
     enc, dec = _networks()
-    svgp = VideoSVGPVAE(enc, dec, _kernel(), np.linspace(0, 29, 6)[:, None], "bernoulli", num_data=T)
+    svgp = SVGPVAE(enc, dec, _kernel(), np.linspace(0, 29, 6)[:, None], "bernoulli", num_data=T)
     terms = svgp.objective_terms((X, Y))
     assert terms["decoded"].shape == Y.shape and float(terms["scale"]) == 1.0
     mean, var = svgp.predict_f(np.linspace(0, 29, 50)[:, None], (X, Y))
@@ -303,7 +302,7 @@ def test_shapes_checks_and_prediction_at_new_times(rng):
     with pytest.raises(ValueError, match=r"\[num_datasets, batch, input_dim\]"):
         svgp.objective_terms((X[None], Y[None]))
     with pytest.raises(ValueError, match="more frames|num_data must be"):
-        VideoSVGPVAE(enc, dec, _kernel(), np.zeros((3, 1)), num_data=20).objective_terms((X, Y))
+        SVGPVAE(enc, dec, _kernel(), np.zeros((3, 1)), num_data=20).objective_terms((X, Y))
     with pytest.raises(ValueError, match="different numbers of frames"):
         svgp.objective_terms((X[:, :10], Y))
     with pytest.raises(ValueError, match="latent channels"):
@@ -325,7 +324,7 @@ def test_smoke_training_all_models_on_moving_ball():
     builders = {
         "vae": lambda e, d: VAE(e, d, "bernoulli", num_data=10),
         "gpvae": lambda e, d: GPVAE(e, d, _kernel(), "bernoulli", num_data=10),
-        "svgpvae": lambda e, d: VideoSVGPVAE(e, d, _kernel(), Z, "bernoulli", num_data=10),
+        "svgpvae": lambda e, d: SVGPVAE(e, d, _kernel(), Z, "bernoulli", num_data=10),
         "sparse": lambda e, d: SparseGPVAE(e, d, _kernel(), Z, "bernoulli", num_data=10),
         "hensman": lambda e, d: HensmanGPVAE(e, d, _kernel(), Z, "bernoulli", num_data=10, num_latent_gps=2),
     }

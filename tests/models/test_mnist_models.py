@@ -10,6 +10,7 @@ from gpflow.keras import tf_keras
 from gpflow_svgpvae.auxiliary import ObjectVectors
 from gpflow_svgpvae.kernels import periodic_linear_kernel
 from gpflow_svgpvae.models.auxiliary_svgpvae import AuxiliarySVGPVAE
+from gpflow_svgpvae.models.svgpvae import SVGPVAE
 from gpflow_svgpvae.models.cvae import CVAE, angle_condition
 from gpflow_svgpvae.models.deep_svigp import DeepSVIGP
 from gpflow_svgpvae.models.gppvae import GPPVAE
@@ -183,7 +184,7 @@ def test_gppvae_requires_refresh(rng):
 # ---------------------------------------------------------------------- SVGP-VAE + GP-LVM
 def make_aux_svgpvae(rng, X, seed=5):
     encoder, decoder = networks()
-    return AuxiliarySVGPVAE(encoder, decoder, kernel(), inducing(rng), table(rng), num_data=len(X), seed=seed)
+    return SVGPVAE(encoder, decoder, kernel(), inducing(rng), num_data=len(X), seed=seed, input_transform=table(rng))
 
 
 def test_object_vectors_get_gradients_through_svgpvae(rng):
@@ -192,7 +193,7 @@ def test_object_vectors_get_gradients_through_svgpvae(rng):
     model = make_aux_svgpvae(rng, X)
     with tf.GradientTape() as tape:
         elbo = model.objective_terms((X[batch], Y[batch]))["elbo"]
-    vectors = model.object_vectors.vectors
+    vectors = model.input_transform.vectors
     lengthscale = model.kernel.kernels[0].base_kernel.lengthscales
     g_vec, g_len = tape.gradient(elbo, [vectors.unconstrained_variable, lengthscale.unconstrained_variable])
     g_vec = tf.convert_to_tensor(g_vec).numpy()
@@ -224,20 +225,23 @@ def test_auxiliary_svgpvae_training_step_compiles_with_xla(rng):
 
     X, Y = toy_data(rng)
     model = make_aux_svgpvae(rng, X)
-    before = model.object_vectors.vectors.numpy().copy()
+    before = model.input_transform.vectors.numpy().copy()
     history = train(model, (X, Y), epochs=1, batch_size=len(X), jit_compile=True, progress=False)
     assert np.isfinite(history["loss"][0])
-    assert not np.allclose(model.object_vectors.vectors.numpy(), before)
+    assert not np.allclose(model.input_transform.vectors.numpy(), before)
 
 
 def test_auxiliary_svgpvae_checks_raw_width(rng):
     X, Y = toy_data(rng)
     model = make_aux_svgpvae(rng, X)
-    assert model.gp_input_dim == 1 + Q and model.input_dim == model.raw_input_dim == 2
+    assert model.gp_input_dim == 1 + Q and model.input_dim == 2
     with pytest.raises(ValueError, match="3 input dimensions but the model expects 2.*ObjectVectors"):
         model.objective_terms((np.concatenate([X, X[:, :1]], 1), Y))
     with pytest.raises(ValueError, match="inducing inputs have 2 columns but the input transform"):
-        AuxiliarySVGPVAE(*networks(), kernel(), inducing(rng)[:, :2], table(rng), num_data=len(X))
+        SVGPVAE(*networks(), kernel(), inducing(rng)[:, :2], num_data=len(X), input_transform=table(rng))
+    with pytest.warns(DeprecationWarning):
+        alias = AuxiliarySVGPVAE(*networks(), kernel(), inducing(rng), table(rng), num_data=len(X))
+    assert isinstance(alias, SVGPVAE) and alias.object_vectors is alias.input_transform
 
 
 # ---------------------------------------------------------------------------- Deep SVIGP
