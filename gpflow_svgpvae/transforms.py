@@ -38,10 +38,11 @@ __all__ = [
     "GroupRepresentation",
     "representation_and_table",
     "as_input_transform",
+    "flatten_leading",
 ]
 
 
-def _flatten_leading(tensor: tf.Tensor, num_leading: int) -> tf.Tensor:
+def flatten_leading(tensor: tf.Tensor, num_leading: int) -> tf.Tensor:
     """Merge the first ``num_leading`` axes into one."""
     if num_leading == 1:
         return tensor
@@ -277,7 +278,7 @@ class GroupRepresentation(InputTransform):
         X = tf.convert_to_tensor(X)
         lead = X.shape.rank - 1
         groups = tf.reshape(self._groups(X), [-1])  # [n]
-        styles = self.representation(_flatten_leading(tf.convert_to_tensor(Y), lead), groups, training=training)
+        styles = self.representation(flatten_leading(tf.convert_to_tensor(Y), lead), groups, training=training)
         return tf.reshape(styles, tf.concat([tf.shape(X)[:-1], tf.shape(styles)[-1:]], 0))  # [..., b, d]
 
     def context(self, chunks) -> Tuple[tf.Tensor, tf.Tensor]:

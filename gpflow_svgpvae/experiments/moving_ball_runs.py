@@ -95,7 +95,7 @@ def build_model(kind: str, cfg: Config, seed: int, num_inducing: Optional[int] =
 
     from ..models.gpvae import GPVAE
     from ..models.vae import VAE
-    from ..models.video_svgpvae import VideoSVGPVAE
+    from ..models.svgpvae import SVGPVAE
     from ..networks import mlp_decoder, mlp_encoder
 
     tf_keras.utils.set_random_seed(int(seed))
@@ -111,20 +111,30 @@ def build_model(kind: str, cfg: Config, seed: int, num_inducing: Optional[int] =
         return GPVAE(encoder, decoder, kernel, "bernoulli", num_data=NUM_FRAMES, num_latent_gps=L, seed=seed)
     if kind == "svgpvae":
         Z = np.linspace(0.0, NUM_FRAMES - 1, int(num_inducing)) if inducing_init is None else np.asarray(inducing_init)
-        return VideoSVGPVAE(encoder, decoder, kernel, Z[:, None], "bernoulli", num_data=NUM_FRAMES,
-                            num_latent_gps=L, jitter=cfg.jitter, seed=seed)
+        return SVGPVAE(encoder, decoder, kernel, Z[:, None], "bernoulli", num_data=NUM_FRAMES,
+                       num_latent_gps=L, jitter=cfg.jitter, seed=seed)
     raise ValueError(f"unknown model kind {kind!r}")
 
 
-def _gp_modules(kind: str, model) -> List:
-    """The GP part of a model of ``kind`` (trained at ``cfg.gp_learning_rate``): the kernel of
-    the GP models and the inducing inputs of the SVGP-VAE; the VAE has none."""
-    if kind == "vae":
-        return []
-    return [model.kernel, model.inducing_variable] if kind == "svgpvae" else [model.kernel]
+def _gp_modules(model) -> List:
+    """The GP part of a model (trained at ``cfg.gp_learning_rate``): the kernel of the GP
+    models and the inducing inputs of the SVGP-VAE; the VAE has none."""
+    from ..models.svgpvae import SVGPVAE
+    from ..models.video import VideoGPAutoencoder
+
+    if isinstance(model, SVGPVAE):
+        return [model.kernel, model.inducing_variable]
+    return [model.kernel] if isinstance(model, VideoGPAutoencoder) else []
 
 
-def _optimizer(kind: str, model, cfg: Config):
+def _inducing_times(model) -> Optional[np.ndarray]:
+    """Sorted inducing times of an SVGP-VAE (None for models without inducing inputs)."""
+    from ..models.svgpvae import SVGPVAE
+
+    return np.sort(model.inducing_variable.Z.numpy()[:, 0]) if isinstance(model, SVGPVAE) else None
+
+
+def _optimizer(model, cfg: Config):
     """Two Adams: the GP part at ``cfg.gp_learning_rate`` (default: ``cfg.learning_rate``), the rest
     (the networks) at ``cfg.learning_rate``."""
     from gpflow.keras import tf_keras
@@ -132,13 +142,14 @@ def _optimizer(kind: str, model, cfg: Config):
     from ..training import OptimizerGroups
 
     return OptimizerGroups([
-        (tf_keras.optimizers.Adam(cfg.gp_learning_rate or cfg.learning_rate), _gp_modules(kind, model)),
+        (tf_keras.optimizers.Adam(cfg.gp_learning_rate or cfg.learning_rate), _gp_modules(model)),
         (tf_keras.optimizers.Adam(cfg.learning_rate), None),
     ])
 
 
-def _lengthscale(kind: str, model) -> float:
-    return float("nan") if kind == "vae" else float(model.kernel.lengthscales.numpy())
+def _lengthscale(model) -> float:
+    gp = _gp_modules(model)
+    return float(gp[0].lengthscales.numpy()) if gp else float("nan")
 
 
 def evaluate(model, test) -> Dict[str, np.ndarray]:
@@ -174,13 +185,14 @@ class _Progress:
         self.step_times: List[float] = []
         self.data_times: List[float] = []
 
-    def record(self, step: int, model, kind: str):
+    def record(self, step: int, model):
         h = self.history
         h["step"].append(int(step))
         h["elbo"].append(float(np.mean(self.elbo_window)) if self.elbo_window else float("nan"))
-        h["lengthscale"].append(_lengthscale(kind, model))
-        if kind == "svgpvae":
-            h["inducing"].append(np.sort(model.inducing_variable.Z.numpy()[:, 0]))
+        h["lengthscale"].append(_lengthscale(model))
+        inducing = _inducing_times(model)
+        if inducing is not None:
+            h["inducing"].append(inducing)
         self.elbo_window.clear()
 
     def arrays(self) -> Dict[str, np.ndarray]:
@@ -209,9 +221,9 @@ class _Progress:
         return progress
 
 
-def _fit(model, kind: str, cfg: Config, seed: int, first_step: int, last_step: int, progress: _Progress,
+def _fit(model, cfg: Config, seed: int, first_step: int, last_step: int, progress: _Progress,
          label: str, position: int):
-    """Train ``model`` (of ``kind``) with :func:`~gpflow_svgpvae.training.train` on batches
+    """Train ``model`` with :func:`~gpflow_svgpvae.training.train` on batches
     ``first_step .. last_step - 1`` of the run's video stream (the GP part at its own learning
     rate, :func:`_optimizer`; fresh optimiser state), recording into ``progress`` at every
     ``record_every``-th step and at ``cfg.steps``."""
@@ -251,13 +263,13 @@ def _fit(model, kind: str, cfg: Config, seed: int, first_step: int, last_step: i
         progress.elbo_window.append(logs["elbo"] / cfg.batch_videos)
         i = first_step + epoch + 1
         if i % cfg.record_every == 0 or i == cfg.steps:
-            progress.record(i, model, kind)
+            progress.record(i, model)
             bar.set_postfix(elbo_per_video=f"{progress.history['elbo'][-1]:.1f}",
                             ls=f"{progress.history['lengthscale'][-1]:.2f}")
         bar.update(1)
 
     try:
-        train(model, dataset, epochs=last_step - first_step, steps_per_epoch=1, optimizer=_optimizer(kind, model, cfg),
+        train(model, dataset, epochs=last_step - first_step, steps_per_epoch=1, optimizer=_optimizer(model, cfg),
               objective=ELBO(), progress=False, callback=after_step)
     except FloatingPointError as error:
         step = first_step + bar.n + 1
@@ -294,16 +306,17 @@ def _trained_model(kind: str, cfg: Config, seed: int, m: Optional[int], inducing
         model.encoder.set_weights(warm.encoder.get_weights())
         model.decoder.set_weights(warm.decoder.get_weights())
         model.kernel.lengthscales.assign(warm.kernel.lengthscales)
-        if kind == "svgpvae" and int(m) == warm_m and inducing_init is None:
+        inducing = _inducing_times(model)
+        if inducing is not None and len(inducing) == warm_m and inducing_init is None:
             model.inducing_variable.Z.assign(warm.inducing_variable.Z)
-        if kind != "svgpvae":
+        if inducing is None:
             progress.history["inducing"] = []
         first_step = cfg.warm_start_steps
     else:
         progress, warm_seconds, first_step = _Progress(), 0.0, 0
-        progress.record(0, model, kind)
+        progress.record(0, model)
     start = time.perf_counter()
-    _fit(model, kind, cfg, seed, first_step, cfg.steps, progress, kind if m is None else f"{kind} m={m}", position)
+    _fit(model, cfg, seed, first_step, cfg.steps, progress, kind if m is None else f"{kind} m={m}", position)
     seconds = warm_seconds + time.perf_counter() - start
     if path:
         os.makedirs(os.path.dirname(path), exist_ok=True)
@@ -344,8 +357,8 @@ def train_run(kind: str, cfg: Config, seed: int, m: Optional[int] = None, induci
     step_times, data_times = progress.step_times, progress.data_times
     meta = {
         "kind": kind, "m": m, "seed": int(seed), "key": key, "rmse": float(result["rmse"]),
-        "test_elbo": float(result["test_elbo"]), "final_lengthscale": _lengthscale(kind, model),
-        "final_inducing": np.sort(model.inducing_variable.Z.numpy()[:, 0]).tolist() if kind == "svgpvae" else None,
+        "test_elbo": float(result["test_elbo"]), "final_lengthscale": _lengthscale(model),
+        "final_inducing": None if _inducing_times(model) is None else _inducing_times(model).tolist(),
         "sec_per_step": float(np.median(step_times[1:])) if len(step_times) > 1 else float("nan"),
         "data_sec_per_step": float(np.median(data_times)) if data_times else float("nan"),
         "first_step_seconds": float(step_times[0]) if step_times else float("nan"),

@@ -24,18 +24,20 @@ from ..numerics import assert_finite, assert_positive, numerical_checks
 from .. import distribute
 from ..likelihoods import DecoderLikelihood, as_likelihood
 from ..networks.validation import check_network
+from ..transforms import flatten_leading as _flatten_leading
 
-__all__ = ["LatentVariableAutoencoder"]
+__all__ = ["LatentVariableAutoencoder", "CONTEXT_PREDICT_Y_SHAPES"]
 
-
-def _flatten_leading(tensor: tf.Tensor, num_leading: int) -> tf.Tensor:
-    """Merge the first ``num_leading`` axes into one."""
-    if num_leading == 1:
-        return tensor
-    rest = tensor.shape[num_leading:]
-    if rest.is_fully_defined():
-        return tf.reshape(tensor, [-1] + rest.as_list())
-    return tf.reshape(tensor, tf.concat([[-1], tf.shape(tensor)[num_leading:]], 0))
+#: ``check_shapes`` specification of ``predict_y(Xnew, data, num_samples, seed)`` for models
+#: that condition on context data ``(X [N_ctx, D], Y [N_ctx, ...])``.
+CONTEXT_PREDICT_Y_SHAPES = (
+    "Xnew: [N, D]",
+    "data[0]: [N_ctx, D] if data is not None",
+    "data[1]: [N_ctx, ...] if data is not None",
+    "return: [N, ...] if num_samples is None",
+    "return[0]: [N, ...] if num_samples is not None",
+    "return[1]: [S, N, ...] if num_samples is not None",
+)
 
 
 def _static_dim(tensor, axis):

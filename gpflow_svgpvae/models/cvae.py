@@ -30,7 +30,7 @@ from check_shapes import check_shapes
 
 from ..likelihoods import DecoderLikelihood
 from ..numerics import assert_finite, assert_positive
-from .base import LatentVariableAutoencoder
+from .base import CONTEXT_PREDICT_Y_SHAPES, LatentVariableAutoencoder
 
 __all__ = ["CVAE", "angle_condition"]
 
@@ -153,14 +153,7 @@ class CVAE(LatentVariableAutoencoder):
             raise ValueError("Some objects in Xnew have no context images to encode.")
         return tf.constant(means[ids]), tf.constant(variances[ids])
 
-    @check_shapes(
-        "Xnew: [N, D]",
-        "data[0]: [N_ctx, D] if data is not None",
-        "data[1]: [N_ctx, ...] if data is not None",
-        "return: [N, ...] if num_samples is None",
-        "return[0]: [N, ...] if num_samples is not None",
-        "return[1]: [S, N, ...] if num_samples is not None",
-    )
+    @check_shapes(*CONTEXT_PREDICT_Y_SHAPES)
     def predict_y(self, Xnew, data=None, num_samples: Optional[int] = None, seed: int = 0):
         """Generate objects at new views: the decoder on ``[code, c(view)]`` with the codes of
         :meth:`predict_f`.

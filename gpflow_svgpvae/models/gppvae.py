@@ -73,7 +73,7 @@ from .. import lowrank
 from ..auxiliary import ObjectVectors
 from ..likelihoods import DecoderLikelihood
 from ..numerics import cholesky
-from .base import LatentVariableAutoencoder
+from .base import CONTEXT_PREDICT_Y_SHAPES, LatentVariableAutoencoder
 from .deep_svigp import deprecated_attribute, renamed_keyword
 
 __all__ = ["GPPVAE"]
@@ -277,14 +277,7 @@ class GPPVAE(LatentVariableAutoencoder):
         )  # [n]; >= alpha analytically (no clipping)
         return mean, tf.tile(var[:, None], [1, self.num_latent_gps])
 
-    @check_shapes(
-        "Xnew: [N, D]",
-        "data[0]: [N_ctx, D] if data is not None",
-        "data[1]: [N_ctx, ...] if data is not None",
-        "return: [N, ...] if num_samples is None",
-        "return[0]: [N, ...] if num_samples is not None",
-        "return[1]: [S, N, ...] if num_samples is not None",
-    )
+    @check_shapes(*CONTEXT_PREDICT_Y_SHAPES)
     def predict_y(self, Xnew, data=None, num_samples: Optional[int] = None, seed: int = 0):
         """Decoded predictive mean ``[N, ...]`` given context images ``data = (X, Y)``; with
         ``num_samples = S`` the pair ``(mean, samples [S, N, ...])`` of decoded latent samples
