@@ -30,7 +30,16 @@ with the final parameters), every test character is generated on its own:
 style from its 36 context frames, GP posterior conditioned on exactly those
 encoded frames (``test_mse_*``), decoder mean at the predictive mean for the 36
 target poses. Reported: MSE per pixel over all test target frames for the
-decoded mean and for one decoded sample of the latent posterior. A variant
+decoded mean and for one decoded sample of the latent posterior, and the
+*style accuracy* of the decoded means (``style_accuracy``; see
+:mod:`~gpflow_svgpvae.experiments.sprites_style`): per frame and colour
+attribute (skin, hair, top, bottom), is the mean generated colour over the
+pixels the true label map assigns to the attribute nearest to the true one of
+the six options (chance 1/6); and the hair shape (nearest of the five
+re-drawn candidates, chance 1/5). ``diagnostics``: the style accuracy of
+decoded encoder means of training frames (``reconstruction``) and a
+cross-validated linear probe from the unseen characters' style vectors to
+their attribute classes (``style_probe``). A variant
 (``train_and_context``) conditions each test character's posterior on the
 whole training set *and* its context frames (statistics summed, s = 1): the
 posterior that the training-time minibatch estimate (s = N/b) approximates.
@@ -71,6 +80,7 @@ from ..networks.representation import StyleRepresentation, pretrain_representati
 from ..networks.sprites import sprites_decoder, sprites_encoder
 from ..training import GECO, train
 from .common import git_commit, pyplot, write_json
+from .sprites_style import STYLE_RULE, format_style, reconstruction_style, style_probe, style_scores
 
 __all__ = ["Config", "PAPER", "build_model", "run", "main"]
 
@@ -106,6 +116,7 @@ class Config:
     jitter: float = 1e-6
     jit_compile: bool = False
     frames: str = "memory"  # "memory": uint8 array in RAM; "render": render each batch
+    num_reconstruction_frames: int = 1000  # training frames sampled for the reconstruction style diagnostic
     num_plot_characters: int = 6
     num_plot_poses: int = 12
     out: str = "results/sprites"
@@ -332,6 +343,23 @@ def run(cfg: Config, progress: bool = True) -> dict:
                           ds.test_target_poses, num_samples=1, seed=cfg.seed)
     eval_train_seconds = time.perf_counter() - t0
 
+    # Style of the generations (issue 12) and where it is lost: reconstructions, linear probe.
+    t0 = time.perf_counter()
+    test_pairs = (ds.test_characters[:, None], ds.test_target_poses)
+    style = {
+        "rule": STYLE_RULE,
+        "given_context": style_scores(ds, generated["mean"], *test_pairs),
+        "given_train_and_context": style_scores(ds, with_train["mean"], *test_pairs),
+    }
+    style_seconds = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    reconstruction = reconstruction_style(model, ds, train_frames, num_frames=cfg.num_reconstruction_frames,
+                                          seed=cfg.seed)
+    reconstruction["seconds"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    probe = style_probe(model, ds, context, seed=cfg.seed)
+    probe["seconds"] = time.perf_counter() - t0
+
     npc, npp = min(cfg.num_plot_characters, len(target)), min(cfg.num_plot_poses, target.shape[1])
     test_mse = _mse(generated["mean"], target)
     tf.train.Checkpoint(model=model).write(os.path.join(cfg.out, "model"))
@@ -363,6 +391,8 @@ def run(cfg: Config, progress: bool = True) -> dict:
             "test_mse_sample": _mse(with_train["samples"][0], target),
             "eval_seconds": eval_train_seconds,
         },
+        "style_accuracy": {**style, "seconds": style_seconds},
+        "diagnostics": {"reconstruction": reconstruction, "style_probe": probe},
         "seconds_per_epoch": float(np.median(times[1:] if len(times) > 1 else times)) if times else None,
         "first_epoch_seconds": float(times[0]) if times else None,
         "epoch_seconds": [float(t) for t in times],
@@ -386,6 +416,12 @@ def run(cfg: Config, progress: bool = True) -> dict:
               f"the context frames: decoded mean {metrics['test_mse_mean']:.5f}, decoded sample "
               f"{metrics['test_mse_sample']:.5f}; given training set + context: decoded mean {test_mse_train:.5f}; "
               f"{metrics['seconds_per_epoch']:.1f} s/epoch; grid: {grid}", flush=True)
+        print(f"style accuracy (chance: colours 1/6, hair shape 1/5), given the context frames: "
+              f"{format_style(style['given_context'])}; given training set + context: "
+              f"{format_style(style['given_train_and_context'])}; reconstructed training frames: "
+              f"{format_style(reconstruction['style_accuracy'])}; linear probe from the style vector "
+              f"({probe['num_characters']} test characters, {probe['folds']}-fold): "
+              f"{format_style(probe) if probe['folds'] >= 2 else '-'}", flush=True)
     return metrics
 
 
@@ -444,6 +480,7 @@ def config_from_args(argv: Optional[Sequence[str]] = None) -> Config:
         data_seed=args.data_seed,
         frames=args.frames,
         jit_compile=args.jit,
+        num_reconstruction_frames=300 if quick else 1000,
         num_plot_characters=4 if quick else 6,
         out=args.out,
     )

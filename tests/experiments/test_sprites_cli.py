@@ -10,10 +10,12 @@ from gpflow_svgpvae.experiments import sprites
 def test_quick_defaults_and_paper_defaults():
     quick = sprites.config_from_args(["--quick"])
     assert (quick.num_characters, quick.num_train_characters, quick.epochs, quick.pretrain_epochs) == (24, 18, 3, 2)
+    assert quick.num_reconstruction_frames == 300
     paper = sprites.config_from_args([])
     assert (paper.num_characters, paper.num_train_characters, paper.epochs) == (1296, 1000, 50)
     assert (paper.num_latent, paper.num_inducing, paper.characters_per_batch, paper.kappa_squared) == (64, 72, 10, 0.0075)
     assert paper.pretrain_epochs == 400 and paper.style_reduction == "sum"
+    assert paper.num_reconstruction_frames == 1000
     assert sprites.config_from_args(["--num-characters", "130"]).num_train_characters == 100
 
 
@@ -34,3 +36,19 @@ def test_quick_cli_smoke_writes_config_metrics_and_grid(tmp_path):
     assert saved["num_test_characters"] == 2 and len(saved["epoch_seconds"]) == 2
     assert len(saved["history"]["geco_lambda"]) == 2 and saved["pretrain"]["epochs"] == 1
     assert metrics["test_mse_mean"] == saved["test_mse_mean"]
+    # Style accuracy of the generations (2 test characters x 36 target poses) and the diagnostics.
+    attributes = ("skin", "hair_colour", "top_colour", "bottom_colour", "hair_shape")
+    for variant in ("given_context", "given_train_and_context"):
+        style = saved["style_accuracy"][variant]
+        for name in attributes:
+            assert style[name]["num_scored"] + style[name]["num_skipped"] == 2 * 36, (variant, name)
+            assert 0.0 <= style[name]["accuracy"] <= 1.0 and style[name]["num_pixels"] > 0
+        assert style["skin"]["chance"] == 1 / 6 and style["hair_shape"]["chance"] == 1 / 5
+        assert 0.0 <= style["mean_colour_accuracy"] <= 1.0
+    reconstruction = saved["diagnostics"]["reconstruction"]
+    assert reconstruction["num_frames"] == 4 * 50 and reconstruction["mse"] > 0  # all 200 (< 300 in --quick)
+    assert set(attributes) <= set(reconstruction["style_accuracy"])
+    probe = saved["diagnostics"]["style_probe"]
+    assert probe["num_characters"] == 2 and probe["folds"] == 2
+    for name in attributes:
+        assert 0.0 <= probe[name]["accuracy"] <= 1.0 and 0.0 <= probe[name]["majority"] <= 1.0

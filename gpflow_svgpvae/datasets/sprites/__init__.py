@@ -23,6 +23,8 @@ Modules (each imports only those above it):
 ``poses``      pose layout (:data:`ACTIONS`, :func:`pose_index`) and skeletons
 ``raster``     rasteriser: pose + shape attributes -> label map (cached)
 ``render``     label maps + palettes -> frames (:func:`render_sprites`)
+``scoring``    style scores of generated frames from the true label maps and
+               palettes (:func:`style_accuracy`, :func:`label_maps`)
 ``dataset``    :class:`SpritesDataset`, splits and seeding, :func:`sprites`
 ``io``         real arrays on disk (:func:`load_sprites_arrays`, :func:`save_sprites_arrays`)
 ``plotting``   :func:`save_sprite_sheet`
@@ -39,6 +41,15 @@ from .plotting import save_sprite_sheet
 from .poses import ACTIONS, FRAMES_PER_ACTION, IMAGE_SIZE, NUM_POSES, pose_index
 from .raster import _shape_label_maps
 from .render import render_sprite, render_sprites
+from .scoring import (
+    COLOUR_ATTRIBUTES,
+    STYLE_ATTRIBUTES,
+    colour_options,
+    hair_shape_candidates,
+    label_maps,
+    style_accuracy,
+    style_accuracy_summary,
+)
 from .styles import (
     _BOTTOM,
     _HAIR,
@@ -75,6 +86,13 @@ __all__ = [
     "character_styles",
     "render_sprite",
     "render_sprites",
+    "COLOUR_ATTRIBUTES",
+    "STYLE_ATTRIBUTES",
+    "label_maps",
+    "colour_options",
+    "hair_shape_candidates",
+    "style_accuracy",
+    "style_accuracy_summary",
     "sprites",
     "load_sprites_arrays",
     "save_sprites_arrays",

@@ -13,13 +13,15 @@ are sorted along their last axis and read-only.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Optional, Tuple
+from typing import Dict, Optional, Tuple
 
 import numpy as np
 
 from .palettes import _DEFAULT_BACKGROUND, _palettes
 from .poses import IMAGE_SIZE, NUM_POSES
 from .render import _check_dtype, _label_bank, _palette_as, _render_into
+from .scoring import label_maps as _label_maps
+from .scoring import style_accuracy as _style_accuracy
 from .styles import SpriteStyle, _streams, _style_array
 
 __all__ = ["SpritesDataset", "sprites"]
@@ -30,6 +32,7 @@ class _ProceduralFrames:
 
     def __init__(self, styles: np.ndarray, background):
         self.styles = styles
+        self.background = tuple(int(v) for v in background)
         self.palettes = _palettes(styles, background)
         self._bank = None
 
@@ -107,6 +110,31 @@ class SpritesDataset:
         if np.any((p < 0) | (p >= NUM_POSES)):
             raise ValueError(f"pose indices must be in [0, {NUM_POSES})")
         return self._frames(c, p, _check_dtype(dtype))
+
+    def _procedural_pairs(self, characters, poses) -> Tuple[np.ndarray, np.ndarray]:
+        if self.source != "procedural":
+            raise ValueError("label maps and style scores exist only for procedural data")
+        c, p = np.broadcast_arrays(np.asarray(characters, dtype=np.int64), np.asarray(poses, dtype=np.int64))
+        if np.any((c < 0) | (c >= self.num_characters)):
+            raise ValueError(f"character ids must be in [0, {self.num_characters})")
+        return self.attributes[c], p
+
+    def label_maps_for(self, characters, poses) -> np.ndarray:
+        """True label maps (palette slots, see :mod:`.palettes`) of ``(characters, poses)`` pairs,
+        broadcast like :meth:`frames_for`: ``broadcast_shape + (64, 64)`` uint8 (procedural only)."""
+        return _label_maps(*self._procedural_pairs(characters, poses))
+
+    def style_accuracy(self, generated, characters, poses, *, hair_shape: bool = True) -> Dict[str, object]:
+        """Style scores of ``generated`` frames meant to show ``characters`` in ``poses`` (procedural only).
+
+        :param generated: ``broadcast_shape + (64, 64, 3)`` frames (floats in [0, 1] or uint8).
+        :param characters: character ids, broadcast against ``poses`` (e.g. ``test_characters[:, None]``).
+        :param poses: pose indices (e.g. ``test_target_poses``).
+        :returns: ``{attribute: ChoiceAccuracy}`` for skin, hair/top/bottom colour (and hair shape);
+            see :func:`gpflow_svgpvae.datasets.sprites.scoring.style_accuracy`.
+        """
+        styles, p = self._procedural_pairs(characters, poses)
+        return _style_accuracy(generated, styles, p, hair_shape=hair_shape, background=self._frames.background)
 
     def all_frames(self, *, dtype=np.uint8) -> np.ndarray:
         """Every frame, ``[C, 72, 64, 64, 3]`` (1.15 GB as uint8 for C = 1296)."""

@@ -1,0 +1,139 @@
+r"""Style scores and style diagnostics of the SPRITES experiment (issue 12, items 1 and 2).
+
+* :func:`style_scores` -- the style accuracy of generated frames
+  (:meth:`SpritesDataset.style_accuracy <gpflow_svgpvae.datasets.sprites.SpritesDataset.style_accuracy>`:
+  skin, hair, top and bottom colour, chance 1/6; hair shape, chance 1/5) as a
+  JSON-ready summary.
+* :func:`reconstruction_style` -- can the autoencoder reproduce a *training*
+  frame's style at all? A seeded sample of training frames is encoded, the
+  encoder means are decoded (no GP involved) and scored like the generations.
+* :func:`style_probe` -- does the style vector carry the colours? The style
+  vectors of the unseen characters (representation network summed over each
+  character's context frames, as at generation) are mapped to each attribute's
+  class by a standardised multinomial logistic regression (scikit-learn),
+  scored by k-fold cross-validation over the test characters (at most 5 folds,
+  seeded). ``majority`` is the same cross-validation predicting the training
+  folds' most frequent class.
+"""
+from typing import Dict, Optional
+
+import numpy as np
+
+from ..datasets.sprites import STYLE_ATTRIBUTES, SpriteStyle, style_accuracy_summary
+from ..datasets.sprites.styles import _ATTRIBUTE_SIZES
+from ..transforms import GroupRepresentation
+
+__all__ = ["STYLE_RULE", "style_scores", "reconstruction_style", "style_probe", "format_style"]
+
+STYLE_RULE = (
+    "per generated frame and colour attribute: mean generated colour over the pixels the TRUE label map assigns to "
+    "the attribute (light + shaded slot) vs the mean each of the 6 options would render there; nearest (Euclidean "
+    "RGB) correct, chance 1/6; frames without such pixels skipped. hair_shape: nearest (squared error) of the true "
+    "frame re-drawn with each of the 5 hair shapes, chance 1/5"
+)
+
+
+def style_scores(ds, generated, characters, poses, *, hair_shape: bool = True) -> dict:
+    """JSON-ready style accuracy of ``generated [..., 64, 64, 3]`` frames of ``characters`` in ``poses``
+    (broadcast): ``{attribute: summary, "mean_colour_accuracy": float}``."""
+    return style_accuracy_summary(ds.style_accuracy(generated, characters, poses, hair_shape=hair_shape))
+
+
+def reconstruction_style(model, ds, train_frames, *, num_frames: int = 1000, seed: int = 0,
+                         batch_size: int = 500) -> dict:
+    """Decode the encoder means of a seeded sample of training frames and score their style.
+
+    :param train_frames: ``[C, P, 64, 64, 3]`` uint8 frames of ``ds.train_characters`` in ``ds.train_poses``.
+    :returns: ``{"num_frames", "mse", "style_accuracy"}``.
+    """
+    C, P = ds.train_poses.shape
+    rng = np.random.default_rng(seed)
+    rows = np.sort(rng.choice(C * P, size=min(int(num_frames), C * P), replace=False))
+    ci, pi = np.divmod(rows, P)
+    frames = train_frames[ci, pi].astype(np.float32) / np.float32(255.0)
+    means = model.encode_all(frames, batch_size=batch_size)[0].numpy()
+    decoded = np.concatenate([
+        np.asarray(model.decode_predictions(means[s:s + batch_size], np.zeros_like(means[s:s + batch_size])))
+        for s in range(0, len(rows), int(batch_size))
+    ])
+    return {
+        "description": "encoder means of a random sample of training frames, decoded (no GP), scored like the "
+                       "generations",
+        "num_frames": int(len(rows)),
+        "mse": float(np.mean((decoded.astype(np.float64) - frames) ** 2)),
+        "style_accuracy": style_scores(ds, decoded, ds.train_characters[ci], ds.train_poses[ci, pi]),
+    }
+
+
+def _representation(model):
+    """The :class:`~gpflow_svgpvae.networks.representation.StyleRepresentation` in the model's input transform."""
+    stack = [model.input_transform]
+    while stack:
+        t = stack.pop()
+        if isinstance(t, GroupRepresentation):
+            return t.representation
+        stack.extend(getattr(t, "transforms", []))
+    raise ValueError("the model's input transform has no GroupRepresentation")
+
+
+def _cv_accuracy(features: np.ndarray, labels: np.ndarray, folds: int, seed: int) -> Dict[str, Optional[float]]:
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.model_selection import KFold
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    n = len(labels)
+    probe = np.empty(n, labels.dtype)
+    majority = np.empty(n, labels.dtype)
+    for train, test in KFold(n_splits=folds, shuffle=True, random_state=seed).split(features):
+        classes, counts = np.unique(labels[train], return_counts=True)
+        majority[test] = classes[np.argmax(counts)]
+        if len(classes) == 1:
+            probe[test] = classes[0]
+            continue
+        classifier = make_pipeline(StandardScaler(), LogisticRegression(max_iter=2000))
+        probe[test] = classifier.fit(features[train], labels[train]).predict(features[test])
+    return {"accuracy": float(np.mean(probe == labels)), "majority": float(np.mean(majority == labels))}
+
+
+def style_probe(model, ds, context_frames, *, seed: int = 0) -> dict:
+    """Cross-validated linear probe from the unseen characters' style vectors to their attribute classes.
+
+    :param context_frames: ``[n_test, Q, 64, 64, 3]`` float frames of ``ds.test_characters`` in
+        ``ds.test_context_poses`` (the frames the style is computed from at generation).
+    :returns: ``{"num_characters", "folds", attribute: {"accuracy", "majority", "chance"}}``.
+    """
+    V, Q = context_frames.shape[:2]
+    representation = _representation(model)
+    ids, styles = representation.styles(context_frames.reshape((V * Q,) + context_frames.shape[2:]),
+                                        np.repeat(np.asarray(ds.test_characters), Q))
+    order = {int(c): i for i, c in enumerate(ids)}
+    styles = styles[[order[int(c)] for c in ds.test_characters]]
+    labels = np.asarray(ds.attributes)[np.asarray(ds.test_characters)]
+    folds = int(min(5, V))
+    result = {
+        "description": "style vector of each unseen character (summed over its context frames) -> attribute "
+                       "class; standardised logistic regression, k-fold cross-validation over the test characters; "
+                       "'majority' predicts the training folds' most frequent class",
+        "num_characters": int(V),
+        "folds": folds,
+    }
+    if folds < 2:
+        return result
+    for name in STYLE_ATTRIBUTES:
+        column = SpriteStyle._fields.index(name)
+        scores = _cv_accuracy(styles, labels[:, column], folds, seed)
+        result[name] = {**scores, "chance": 1.0 / _ATTRIBUTE_SIZES[column]}
+    return result
+
+
+def format_style(summary: dict) -> str:
+    """``'skin 0.95, hair 0.90, top 0.93, bottom 0.91, hair shape 0.80'`` of a :func:`style_scores` summary."""
+    names = {"skin": "skin", "hair_colour": "hair", "top_colour": "top", "bottom_colour": "bottom",
+             "hair_shape": "hair shape"}
+    parts = []
+    for key, label in names.items():
+        if key in summary:
+            acc = summary[key]["accuracy"]
+            parts.append(f"{label} {acc:.2f}" if acc is not None else f"{label} -")
+    return ", ".join(parts)
