@@ -163,14 +163,16 @@ def with_batch_rank(prior_chol: tf.Tensor, batch_rank: int) -> tf.Tensor:
     "return[1]: [batch..., L, M]",
 )
 def whitened_statistics(
-    prior_chol: tf.Tensor, Kmb: tf.Tensor, means: tf.Tensor, variances: tf.Tensor
+    prior_chol: tf.Tensor, Kmb: tf.Tensor, means: tf.Tensor, variances: tf.Tensor, weights=None
 ) -> Tuple[tf.Tensor, tf.Tensor]:
     r"""Sufficient statistics :math:`P_l = W\Lambda_l W^\top`, :math:`r_l = W\Lambda_l\tilde y_l`.
 
     :math:`W = L_m^{-1}K_{mb}`. Both are sums over the data points, so the
     statistics of a union of batches are the sums of their statistics.
+
+    :param weights: optional per-point weights ``[..., N]`` (see :func:`statistics_from_whitened`).
     """
-    return statistics_from_whitened(whiten(prior_chol, Kmb), means, variances)
+    return statistics_from_whitened(whiten(prior_chol, Kmb), means, variances, weights=weights)
 
 
 def whiten(prior_chol: tf.Tensor, Kmb: tf.Tensor) -> tf.Tensor:
@@ -179,9 +181,25 @@ def whiten(prior_chol: tf.Tensor, Kmb: tf.Tensor) -> tf.Tensor:
     return tf.linalg.triangular_solve(prior_chol, Kmb, lower=True)
 
 
-def statistics_from_whitened(W: tf.Tensor, means: tf.Tensor, variances: tf.Tensor) -> Tuple[tf.Tensor, tf.Tensor]:
-    """:func:`whitened_statistics` given :math:`W = L_m^{-1}K_{mb}`."""
-    precisions = tf.linalg.matrix_transpose(1.0 / variances)[..., None, :]  # [..., L, 1, N]
+def statistics_from_whitened(
+    W: tf.Tensor, means: tf.Tensor, variances: tf.Tensor, weights=None
+) -> Tuple[tf.Tensor, tf.Tensor]:
+    r""":func:`whitened_statistics` given :math:`W = L_m^{-1}K_{mb}`.
+
+    :param weights: optional per-point weights :math:`w_i \ge 0`, ``[..., N]``: the site
+        precisions become :math:`w_i/\tilde v_{il}` (all channels). Weight 0 removes a point
+        from the statistics exactly (its mean and variance are never used, so no inf or
+        NaN arises): how points with no observed entry and padded frames carry no
+        information. Weights of ones give exactly the unweighted numbers.
+    """
+    if weights is None:
+        precisions = 1.0 / variances
+    else:
+        weights = tf.cast(weights, variances.dtype)[..., None]  # [..., N, 1]
+        used = tf.broadcast_to(weights > 0, tf.shape(variances))
+        precisions = weights / tf.where(used, variances, tf.ones_like(variances))  # no 0/0, also in gradients
+        means = tf.where(used, means, tf.zeros_like(means))
+    precisions = tf.linalg.matrix_transpose(precisions)[..., None, :]  # [..., L, 1, N]
     weighted = W * precisions  # [L, M, N]
     P = tf.linalg.matmul(weighted, W, transpose_b=True)  # [L, M, M]
     r = tf.linalg.matvec(weighted, tf.linalg.matrix_transpose(means))  # [L, M]
@@ -386,6 +404,7 @@ def minibatch_posterior(
     num_data,
     jitter: float,
     reduce_statistics=None,
+    weights=None,
 ) -> BatchPosterior:
     r"""Statistics -> posterior -> KL -> predictive for a batch of one or many latent datasets.
 
@@ -396,6 +415,11 @@ def minibatch_posterior(
     :param reduce_statistics: optional ``[P, r, b] -> [P, r, b]`` applied to the
         statistics before factorisation (e.g. a sum across replicas, so that the
         posterior is that of the global batch).
+    :param weights: optional per-point weights ``[..., b]`` of the sites (0: the point
+        carries no information, e.g. nothing observed or a padded frame; see
+        :func:`statistics_from_whitened`). The batch size :math:`b` (and so the scale)
+        still counts every point: a fully missing point is a point of the dataset whose
+        observations are all missing.
 
     :math:`W = L_m^{-1}K_{mb}` is formed once and shared by the statistics and the
     predictive at the batch's inputs.
@@ -403,7 +427,7 @@ def minibatch_posterior(
     batch_rank = X.shape.rank - 2
     prior_chol = with_batch_rank(prior_cholesky(kernel, inducing_variable, jitter), batch_rank)  # [..., 1 or L, M, M]
     W = whiten(prior_chol, cross_covariance(kernel, inducing_variable, X))  # [..., 1 or L, M, b]
-    P, r = statistics_from_whitened(W, means, variances)  # [..., L, M, M], [..., L, M]
+    P, r = statistics_from_whitened(W, means, variances, weights=weights)  # [..., L, M, M], [..., L, M]
     batch_size = tf.cast(tf.shape(X)[-2], P.dtype)
     if reduce_statistics is not None:
         P, r, batch_size = reduce_statistics([P, r, batch_size])

@@ -10,7 +10,9 @@ pre-link values), one per pixel, and the log density of an observation
     \log p(y_i \mid z_i) = \sum_{k=1}^{K} \log p(y_{ik} \mid f_{ik}).
 
 Every decoder likelihood is a :class:`DecoderLikelihood` with
-``log_prob(Y, params) -> [b]`` (the sum above, in ``gpflow.default_float()``),
+``log_prob(Y, params, mask=None) -> [b]`` (the sum above, in ``gpflow.default_float()``;
+with a ``mask`` of ``Y``'s shape, 1 = observed, 0 = missing, the sum over the observed
+pixels only, for every likelihood below including the GPflow adapters),
 ``mean(params)`` (:math:`E[y \mid z]`, same shape as ``params``) and
 ``sample(params, seed)`` (one stateless draw per pixel).
 
@@ -66,7 +68,7 @@ subclass :class:`DecoderLikelihood` (``_pixel_log_prob``, ``mean``,
 ``sample``) to use other densities.
 """
 import abc
-from typing import Union
+from typing import Optional, Union
 
 import gpflow
 import numpy as np
@@ -129,12 +131,24 @@ class DecoderLikelihood(gpflow.Module, abc.ABC):
     def sample(self, params: tf.Tensor, seed) -> tf.Tensor:
         """One draw of ``y`` per decoder output (``seed``: a stateless seed ``[2]``)."""
 
-    def log_prob(self, Y: tf.Tensor, params: tf.Tensor) -> tf.Tensor:
-        r""":math:`\log p(y_i \mid z_i) = \sum_k \log p(y_{ik} \mid \text{params}_{ik})`, shape ``[b]``."""
+    def log_prob(self, Y: tf.Tensor, params: tf.Tensor, mask: Optional[tf.Tensor] = None) -> tf.Tensor:
+        r""":math:`\log p(y_i \mid z_i) = \sum_k \log p(y_{ik} \mid \text{params}_{ik})`, shape ``[b]``.
+
+        :param mask: optional, ``Y``'s shape, 1 = observed, 0 = missing: the sum runs over
+            the observed entries only, :math:`\sum_k m_{ik}\log p(y_{ik}\mid\cdot)` (a point with
+            nothing observed gives 0). The missing entries of ``Y`` are never read (they may
+            hold any value, even NaN), and neither value nor gradient depends on them. A mask
+            of ones gives exactly the unmasked numbers.
+        """
         dtype = gpflow.default_float()
         Y = _flatten(tf.cast(Y, dtype))
         params = _flatten(tf.cast(params, dtype))
-        return tf.reduce_sum(self._pixel_log_prob(Y, params), axis=-1)
+        if mask is None:
+            return tf.reduce_sum(self._pixel_log_prob(Y, params), axis=-1)
+        observed = _flatten(tf.cast(mask, dtype)) > 0
+        Y = tf.where(observed, Y, tf.zeros_like(Y))  # a NaN at a missing entry never reaches a gradient
+        pixel = self._pixel_log_prob(Y, params)
+        return tf.reduce_sum(tf.where(observed, pixel, tf.zeros_like(pixel)), axis=-1)
 
 
 class Gaussian(DecoderLikelihood):

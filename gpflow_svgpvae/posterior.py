@@ -34,14 +34,18 @@ __all__ = ["SVGPVAEPosterior"]
 
 
 def _chunks(data, batch_size: int):
-    """A re-iterable of ``(X, Y)`` chunks of arrays or a ``tf.data.Dataset``."""
+    """A re-iterable of ``(X, Y)`` or ``(X, Y, mask)`` chunks of arrays or a ``tf.data.Dataset``."""
     if isinstance(data, tf.data.Dataset):
         return data
-    if not isinstance(data, (tuple, list)) or len(data) != 2:
-        raise TypeError("data must be a pair (X, Y) of arrays or a tf.data.Dataset of (X, Y) batches")
-    X, Y = data
+    if not isinstance(data, (tuple, list)) or len(data) not in (2, 3):
+        raise TypeError(
+            "data must be a pair (X, Y) of arrays, a triple (X, Y, mask), or a tf.data.Dataset of such batches"
+        )
+    X, Y = data[:2]
     if len(X) != len(Y):
         raise ValueError(f"X and Y have different lengths: {len(X)} and {len(Y)}")
+    if len(data) == 3 and len(data[2]) != len(Y):
+        raise ValueError(f"The mask and Y have different lengths: {len(data[2])} and {len(Y)}")
     if len(X) == 0:
         raise ValueError("Cannot condition a posterior on an empty dataset.")
     if np.ndim(X) == 3:  # whole latent datasets per chunk
@@ -52,7 +56,7 @@ def _chunks(data, batch_size: int):
     class _Chunks:
         def __iter__(self):
             for start in range(0, len(X), step):
-                yield X[start : start + step], Y[start : start + step]
+                yield tuple(array[start : start + step] for array in data)
 
     return _Chunks()
 
@@ -68,54 +72,83 @@ def _statistics_function(model, rank: int):
     if function is None:
 
         @tf.function(reduce_retracing=True)
-        def function(X, Y, context):
+        def function(X, Y, mask, context):
+            X, Y, mask = model.observed((X, Y) if mask is None else (X, Y, mask))
             X, Y = model._check_data(X, Y, num_data=np.inf)
             X_gp = model.input_transform.map_queries(X, context) if context is not None else model.map_inputs(X, Y)
-            means, variances = model.encode_frames(Y, num_leading=X_gp.shape.rank - 1, training=False)
+            lead = X_gp.shape.rank - 1
+            means, variances = model.encode_frames(model.encoder_inputs(Y, mask), num_leading=lead, training=False)
             model._check_num_latent(means)
-            return _statistics(model, X_gp, means, variances)
+            weights = None if mask is None else model.point_weights(mask, lead)
+            P, r = _statistics(model, X_gp, means, variances, weights)
+            # Points conditioned on: those with at least one observed entry.
+            count = tf.size(X_gp[..., 0]) if weights is None else tf.cast(tf.reduce_sum(weights), tf.int32)
+            return P, r, count
 
         functions[rank] = function
     return function
 
 
-def _statistics(model, X_gp, means, variances):
+def _statistics(model, X_gp, means, variances, weights=None):
     prior_chol = amortized.with_batch_rank(
         amortized.prior_cholesky(model.kernel, model.inducing_variable, model.jitter), X_gp.shape.rank - 2
     )
     Kmb = amortized.cross_covariance(model.kernel, model.inducing_variable, X_gp)
-    return amortized.whitened_statistics(prior_chol, Kmb, means, variances)
+    return amortized.whitened_statistics(prior_chol, Kmb, means, variances, weights=weights)
 
 
 def data_statistics(model, data, batch_size: int = 1024, context: Any = None):
     """Whitened statistics ``(P [..., L, M, M], r [..., L, M], count)`` of all of ``data``
     (summed over points; per latent dataset for ``X [V, T, D]``), encoder in inference mode.
+    ``data`` may carry masks (``(X, Y, mask)``; see :mod:`gpflow_svgpvae.models.svgpvae`):
+    points with no observed entry add nothing, and ``count`` counts the points with at
+    least one observed entry.
 
     :param context: the input transform's summary of the conditioning data
         (``None``: the transform maps each chunk with its own observations).
     """
     P = r = None
     count = 0
-    for X, Y in _chunks(data, batch_size):
+    for chunk in _chunks(data, batch_size):
+        X, Y, mask = _split_chunk(chunk)
         X = tf.cast(tf.convert_to_tensor(X), gpflow.default_float())
-        P_chunk, r_chunk = _statistics_function(model, X.shape.rank)(X, tf.convert_to_tensor(Y), context)
+        mask = None if mask is None else tf.convert_to_tensor(mask)
+        P_chunk, r_chunk, n_chunk = _statistics_function(model, X.shape.rank)(X, tf.convert_to_tensor(Y), mask, context)
         if X.shape.rank == 3:  # independent datasets: stack them
             P = P_chunk if P is None else tf.concat([P, P_chunk], 0)
             r = r_chunk if r is None else tf.concat([r, r_chunk], 0)
         else:
             P = P_chunk if P is None else P + P_chunk
             r = r_chunk if r is None else r + r_chunk
-        count += int(np.prod(X.shape[:-1]))
+        count += int(n_chunk)
     if P is None:
         raise ValueError("Cannot condition a posterior on an empty dataset.")
     return P, r, count
+
+
+def _split_chunk(chunk):
+    if not isinstance(chunk, (tuple, list)) or len(chunk) not in (2, 3):
+        raise TypeError("The dataset's elements must be (X, Y) or (X, Y, mask) batches.")
+    return (tuple(chunk) + (None,))[:3]
+
+
+class _ObservedChunks:
+    """``(X, Y zero-filled)`` pairs of (possibly masked) chunks, for transforms that read observations."""
+
+    def __init__(self, model, chunks):
+        self.model, self.chunks = model, chunks
+
+    def __iter__(self):
+        for chunk in self.chunks:
+            X, Y, _ = self.model.observed(_split_chunk(chunk))
+            yield X, Y
 
 
 def _transform_context(model, data, batch_size: int):
     transform = model.input_transform
     if not transform.needs_observations:
         return None
-    return transform.context(_chunks(data, batch_size))
+    return transform.context(_ObservedChunks(model, _chunks(data, batch_size)))
 
 
 class SVGPVAEPosterior(tf.Module):
@@ -182,7 +215,7 @@ class SVGPVAEPosterior(tf.Module):
     def predict_f(self, Xnew, data=None, batch_size: int = 1024):
         """Latent predictive mean and variance ``[..., n, L]`` at raw inputs ``Xnew``.
 
-        :param data: more data ``(X, Y)`` to condition on, besides the cached data
+        :param data: more data ``(X, Y)`` or ``(X, Y, mask)`` to condition on, besides the cached data
             (``X [V, T, D]`` with ``Xnew [V, n, D]``: each query row block is
             conditioned on its own dataset).
         """

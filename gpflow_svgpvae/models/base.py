@@ -141,6 +141,89 @@ class LatentVariableAutoencoder(BayesianModel, ExternalDataTrainingLossMixin, ab
                 Y = tf.identity(Y) if Y is not None else Y
         return X, Y
 
+    # ------------------------------------------------------------ missing data
+    #: Whether :meth:`objective_terms` accepts ``data = (X, Y, mask)`` (missing entries).
+    supports_missing = False
+
+    def _split_data(self, data):
+        """``(X, Y)`` or ``(X, Y, mask)`` -> ``(X, Y, mask or None)``."""
+        if isinstance(data, (tuple, list)) and len(data) in (2, 3):
+            if len(data) == 3 and not self.supports_missing:
+                raise TypeError(
+                    f"{type(self).__name__} does not take a mask of missing entries: pass data = (X, Y) "
+                    "(SVGPVAE takes data = (X, Y, mask))."
+                )
+            return (tuple(data) + (None,))[:3]
+        raise TypeError(f"data must be a pair (X, Y) or a triple (X, Y, mask); got {type(data).__name__}")
+
+    def _observed(self, X, Y, mask=None, nan_missing: bool = False):
+        r"""Normalise the missing entries of a batch.
+
+        ``mask`` (1 = observed, 0 = missing; bool or numbers) has ``Y``'s shape, or the
+        leading shape of ``X`` without its last axis (one flag per point/frame, e.g.
+        ``[V, T]`` marking the real frames of padded sequences), broadcast to ``Y``'s shape.
+        ``nan_missing``: NaN entries of ``Y`` are missing too. Without a mask and without
+        ``nan_missing`` nothing changes (``(Y, None)``). Otherwise returns ``Y`` with the
+        missing entries set to 0 (their values, even NaN, are never read) and the entry
+        mask ``[Y's shape]`` in ``Y``'s float dtype. Observed entries must be finite.
+
+        :raises ValueError: for a mask of the wrong shape.
+        :raises tf.errors.InvalidArgumentError: (at run time) for mask values other than 0/1.
+        """
+        if mask is None and not nan_missing:
+            return Y, None
+        Y = tf.convert_to_tensor(Y)
+        if not Y.dtype.is_floating:
+            Y = tf.cast(Y, tf.float32)
+        num_leading = tf.convert_to_tensor(X).shape.rank - 1
+        observed = None
+        if mask is not None:
+            mask = tf.convert_to_tensor(mask)
+            lead_shape = Y.shape[:num_leading]
+            if mask.shape.rank is not None and Y.shape.rank is not None and not (
+                mask.shape.is_compatible_with(Y.shape) or mask.shape.is_compatible_with(lead_shape)
+            ):
+                raise ValueError(
+                    f"mask must have Y's shape {Y.shape.as_list()} (1 = observed, 0 = missing) or "
+                    f"{lead_shape.as_list()} (one flag per point/frame); got shape {mask.shape.as_list()}."
+                )
+            if mask.dtype != tf.bool:
+                mask = tf.cast(mask, Y.dtype)
+                if numerical_checks():
+                    binary = tf.debugging.Assert(
+                        tf.reduce_all(tf.logical_or(tf.equal(mask, 0), tf.equal(mask, 1))),
+                        ["mask must hold only 0 (missing) and 1 (observed) (or booleans)."],
+                    )
+                    with tf.control_dependencies([binary]):
+                        mask = tf.identity(mask)
+                observed = mask > 0
+            else:
+                observed = mask
+            if observed.shape.rank == num_leading and Y.shape.rank != num_leading:  # per point/frame
+                extra = tf.rank(Y) - num_leading
+                flags = tf.reshape(observed, tf.concat([tf.shape(observed), tf.ones([extra], tf.int32)], 0))
+                observed = tf.broadcast_to(flags, tf.shape(Y))
+        if nan_missing:
+            not_nan = tf.logical_not(tf.math.is_nan(Y))
+            observed = not_nan if observed is None else tf.logical_and(observed, not_nan)
+        else:
+            Y = assert_finite(
+                tf.where(observed, Y, tf.zeros_like(Y)),
+                "Y (observations) contains NaN or inf at observed entries (mask = 1); to treat NaN as "
+                "missing set its mask entry to 0 or build the model with missing_values='nan'.",
+            )
+        Y = tf.where(observed, Y, tf.zeros_like(Y))
+        return Y, tf.cast(observed, Y.dtype)
+
+    @staticmethod
+    def point_weights(mask: tf.Tensor, num_leading: int) -> tf.Tensor:
+        """``[..., b]`` float64: 1 for a point (frame) with at least one observed entry, 0 otherwise."""
+        axes = list(range(num_leading, mask.shape.rank))
+        observed = mask > 0
+        if axes:
+            observed = tf.reduce_any(observed, axis=axes)
+        return tf.cast(observed, gpflow.default_float())
+
     def _check_sequences(self, X, Y, full_sequences: bool = False, num_data=None):
         """Cast and check a batch of many latent datasets (sequences, videos):
         ``X [V, T, D]``, ``Y [V, T, ...]``; ``T <= num_data`` (``== num_data`` if
@@ -245,14 +328,19 @@ class LatentVariableAutoencoder(BayesianModel, ExternalDataTrainingLossMixin, ab
         shape = tf.concat([tf.shape(Y)[:num_leading], tf.shape(means)[-1:]], 0)
         return tf.reshape(means, shape), tf.reshape(variances, shape)
 
-    def reconstruct(self, Y: tf.Tensor, z_mean: tf.Tensor, z_var: tf.Tensor, training: Optional[bool] = None):
+    def reconstruct(self, Y: tf.Tensor, z_mean: tf.Tensor, z_var: tf.Tensor, training: Optional[bool] = None,
+                    mask: Optional[tf.Tensor] = None):
         r""":math:`\sum_i E_q[\log p(y_i\mid z_i)]` (Monte Carlo) over all rows of ``Y [..., b, ...]``
-        given latent marginals ``[..., b, L]``, and the decoded means of the sampled codes, shaped like ``Y``."""
+        given latent marginals ``[..., b, L]``, and the decoded means of the sampled codes, shaped like ``Y``.
+
+        :param mask: optional entry mask of ``Y``'s shape (1 = observed): the log density
+            is summed over the observed entries only."""
         num_leading = z_mean.shape.rank - 1
         L = z_mean.shape[-1] if z_mean.shape[-1] is not None else tf.shape(z_mean)[-1]
+        masked = {} if mask is None else {"mask": _flatten_leading(mask, num_leading)}
         reconstruction, decoded = self._reconstruction(
             _flatten_leading(Y, num_leading), tf.reshape(z_mean, [-1, L]), tf.reshape(z_var, [-1, L]),
-            training=training,
+            training=training, **masked,
         )
         return reconstruction, (decoded if num_leading == 1 else tf.reshape(decoded, tf.shape(Y)))
 
@@ -324,15 +412,20 @@ class LatentVariableAutoencoder(BayesianModel, ExternalDataTrainingLossMixin, ab
         eps = eps[:, offset : offset + b]
         return mean + tf.sqrt(var) * eps
 
-    def _reconstruction(self, Y: tf.Tensor, z_mean: tf.Tensor, z_var: tf.Tensor, training=None):
+    def _reconstruction(self, Y: tf.Tensor, z_mean: tf.Tensor, z_var: tf.Tensor, training=None, mask=None):
         r""":math:`\sum_i E_q[\log p(y_i \mid z_i)]` by Monte Carlo, and the decoded mean of
-        the samples (for GECO's reconstruction constraint)."""
+        the samples (for GECO's reconstruction constraint). ``mask`` (``Y``'s shape, optional):
+        sum over the observed entries only."""
         Z = self._sample_normal(z_mean, z_var)  # [S, b, L]
         S = self.num_samples
         Z_flat = tf.reshape(Z, [-1, tf.shape(Z)[-1]])  # [S*b, L]
         params = self.decode(Z_flat, training=training)  # [S*b, ...]
-        Y_rep = tf.tile(Y, tf.concat([[S], tf.ones([tf.rank(Y) - 1], tf.int32)], 0))
-        log_probs = self.likelihood.log_prob(Y_rep, params)  # [S*b]
+        multiples = tf.concat([[S], tf.ones([tf.rank(Y) - 1], tf.int32)], 0)
+        Y_rep = tf.tile(Y, multiples)
+        if mask is None:
+            log_probs = self.likelihood.log_prob(Y_rep, params)  # [S*b]
+        else:
+            log_probs = self.likelihood.log_prob(Y_rep, params, mask=tf.tile(mask, multiples))
         reconstruction = tf.reduce_sum(log_probs) / S
         # GECO's constraint uses the first sample's decoded mean only.
         decoded_mean = self.likelihood.mean(tf.cast(params[: tf.shape(Y)[0]], gpflow.default_float()))

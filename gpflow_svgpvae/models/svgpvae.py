@@ -25,6 +25,40 @@ kernel. Data come in one of two layouts:
 * ``X [V, b, D]``, ``Y [V, b, ...]``: ``V`` independent latent datasets
   (videos, sequences, subjects), each of ``num_data`` points of which ``b``
   are given; each gets its own :math:`q(u)`, and the ELBO is the sum over them.
+
+Missing data
+------------
+
+Data may carry a mask: ``data = (X, Y, mask)``, ``mask`` of ``Y``'s shape
+(1 = observed, 0 = missing; or one flag per point/frame, ``X``'s shape
+without its last axis, e.g. ``[V, T]`` marking the real frames of padded
+sequences). Without a mask, NaN in ``Y`` is an error unless the model is
+built with ``missing_values="nan"`` (then NaN entries are missing; a mask,
+if also given, is combined with them). With a mask the values at missing
+entries are never read (they may be NaN). Then:
+
+* missing entries contribute nothing to the decoder likelihood (the log
+  density is summed over the observed entries of each point);
+* the encoder sees ``Y`` with the missing entries set to 0, and with
+  ``encoder_sees_mask=True`` also the mask, concatenated along the last axis
+  (flat observations ``[.., K] -> [.., 2K]``, images ``[.., H, W, C] ->
+  [.., H, W, 2C]``: the encoder must accept that width; data without a mask
+  get a mask of ones);
+* a point with no observed entry (a fully missing frame, a padded frame)
+  carries no information: its site precision is 0, so it drops out of the
+  statistics :math:`P, r` exactly; it still counts in :math:`b` (and so in
+  :math:`N`: it is a point of the dataset whose observations are all
+  missing), and it still gets a GP prediction;
+* a mask of ones gives exactly the numbers of unmasked data.
+
+Sequences of different lengths: pad them to a common ``T`` (any values),
+pass the frame mask ``[V, T]`` (or an entry mask whose padded frames are all
+0) and build the model with ``num_data = T``: each sequence is given whole,
+so :math:`s = N/b = 1` and each sequence's :math:`q(u)` conditions on exactly
+its real frames; the ELBO, KL and predictions equal those of the unpadded
+sequences one by one (each a latent dataset with :math:`s = 1`). (With
+``num_data > T`` the padded frames count as missing frames of a longer
+sequence: :math:`s = N/T` for every sequence.)
 """
 from typing import Optional, Union
 
@@ -77,7 +111,13 @@ class SVGPVAE(LatentVariableAutoencoder):
     :param jitter: added to the diagonal of :math:`K_{mm}`.
     :param num_samples: Monte Carlo samples of :math:`z` per point.
     :param seed: seed of the model's random generator.
+    :param missing_values: ``None`` (default): NaN in ``Y`` is an error (missing entries
+        need a mask, ``data = (X, Y, mask)``); ``"nan"``: NaN entries of ``Y`` are missing.
+    :param encoder_sees_mask: feed the encoder ``concat([Y zero-filled, mask], -1)``
+        (last axis twice as wide) instead of the zero-filled ``Y`` alone.
     """
+
+    supports_missing = True
 
     def __init__(
         self,
@@ -93,6 +133,8 @@ class SVGPVAE(LatentVariableAutoencoder):
         jitter: float = 1e-6,
         num_samples: int = 1,
         seed: int = 0,
+        missing_values: Optional[str] = None,
+        encoder_sees_mask: bool = False,
         name: Optional[str] = None,
     ):
         super().__init__(
@@ -107,6 +149,10 @@ class SVGPVAE(LatentVariableAutoencoder):
             raise ValueError(f"jitter must be >= 0, got {jitter}")
         self.jitter = float(jitter)
         self.num_latent_gps = None if num_latent_gps is None else int(num_latent_gps)
+        if missing_values not in (None, "nan"):
+            raise ValueError(f"missing_values must be None or 'nan'; got {missing_values!r}")
+        self.missing_values = missing_values
+        self.encoder_sees_mask = bool(encoder_sees_mask)
         if isinstance(kernel, SeparateIndependent) and self.num_latent_gps is not None:
             if len(kernel.kernels) != self.num_latent_gps:
                 raise ValueError(
@@ -170,74 +216,103 @@ class SVGPVAE(LatentVariableAutoencoder):
         if expected is not None and L is not None and int(L) != expected:
             raise ValueError(f"The encoder returned {L} latent channels but the model expects {expected}.")
 
-    def encode_sites(self, X, Y, training: Optional[bool] = None):
+    def encode_sites(self, X, Y, training: Optional[bool] = None, mask=None):
         """GP inputs and the encoder's sites of a checked batch: ``X [..., b, D]``,
-        ``means, variances [..., b, L]``."""
+        ``means, variances [..., b, L]`` (``Y`` zero-filled where ``mask`` is 0)."""
         X_gp = self.map_inputs(X, Y, training=training)
-        means, variances = self.encode_frames(Y, num_leading=X_gp.shape.rank - 1, training=training)
+        means, variances = self.encode_frames(
+            self.encoder_inputs(Y, mask), num_leading=X_gp.shape.rank - 1, training=training
+        )
         self._check_num_latent(means)
         return X_gp, means, variances
 
+    def encoder_inputs(self, Y, mask=None):
+        """What the encoder sees: ``Y`` (zero-filled at missing entries), with
+        ``encoder_sees_mask`` concatenated with the mask (ones if ``None``) along the last axis."""
+        if not self.encoder_sees_mask:
+            return Y
+        mask = tf.ones_like(Y) if mask is None else tf.cast(mask, Y.dtype)
+        return tf.concat([Y, mask], axis=-1)
+
+    def observed(self, data):
+        """``data = (X, Y)`` or ``(X, Y, mask)`` -> ``(X, Y zero-filled, entry mask or None)``:
+        the missing-data rules of the module docstring (``None``: nothing is missing
+        and no mask was given)."""
+        X, Y, mask = self._split_data(data)
+        Y, mask = self._observed(X, Y, mask, nan_missing=self.missing_values == "nan")
+        return X, Y, mask
+
     # ------------------------------------------------------------- objective
     def _batch(self, data, num_data=None, training: Optional[bool] = None):
-        X, Y = data
+        X, Y, mask = self.observed(data)
         n = self.num_data if num_data is None else num_data
         X, Y = self._check_data(X, Y, num_data=n)
-        X, means, variances = self.encode_sites(X, Y, training=training)
+        X, means, variances = self.encode_sites(X, Y, training=training, mask=mask)
         # One latent dataset: the statistics are sums over points, and summed across
         # replicas they are the global batch's. Many: each replica holds whole datasets.
         reduce = distribute.sum_across_replicas if X.shape.rank == 2 else None
+        weights = None if mask is None else self.point_weights(mask, X.shape.rank - 1)
         batch = amortized.minibatch_posterior(
-            self.kernel, self.inducing_variable, X, means, variances, n, self.jitter, reduce_statistics=reduce
+            self.kernel, self.inducing_variable, X, means, variances, n, self.jitter, reduce_statistics=reduce,
+            weights=weights,
         )
-        return Y, batch
+        return Y, mask, batch
 
     def batch_posterior(self, data, num_data=None, training: Optional[bool] = None) -> amortized.BatchPosterior:
-        r"""The amortised posterior of a batch ``data = (X, Y)``: :math:`q(u)`, its predictive
-        at the batch's inputs and the KL per channel
+        r"""The amortised posterior of a batch ``data = (X, Y)`` or ``(X, Y, mask)``: :math:`q(u)`,
+        its predictive at the batch's inputs and the KL per channel
         (:func:`~gpflow_svgpvae.amortized.minibatch_posterior`).
 
         :param num_data: :math:`N` for the scale :math:`N/b` (default: the model's).
         """
-        return self._batch(data, num_data=num_data, training=training)[1]
+        return self._batch(data, num_data=num_data, training=training)[2]
 
     def objective_terms(self, data, training: Optional[bool] = True):
-        Y, batch = self._batch(data, training=training)
-        reconstruction, decoded = self.reconstruct(Y, batch.mean, batch.variance, training=training)
+        """The ELBO terms of a batch ``(X, Y)`` or ``(X, Y, mask)``; with missing entries also
+        ``mask`` (the entry mask, ``Y``'s shape) for objectives that compare ``decoded`` with ``Y``."""
+        Y, mask, batch = self._batch(data, training=training)
+        reconstruction, decoded = self.reconstruct(Y, batch.mean, batch.variance, training=training, mask=mask)
         kl = tf.reduce_sum(batch.kl)
         if batch.mean.shape.rank > 2:  # independent datasets split across replicas
             (kl,) = distribute.sum_across_replicas([kl])
-        return self._terms(reconstruction, kl, batch.batch_size, self.num_data, decoded)
+        terms = self._terms(reconstruction, kl, batch.batch_size, self.num_data, decoded)
+        if mask is not None:
+            terms["mask"] = mask
+        return terms
 
-    def latent_posterior(self, X, means, variances, num_data=None) -> LatentPosterior:
+    def latent_posterior(self, X, means, variances, num_data=None, weights=None) -> LatentPosterior:
         """Posterior marginals at the GP inputs ``X [..., b, D]`` of given sites ``[..., b, L]``
         and the KL of each latent dataset ``[...]`` (the contract of the video-family baselines).
 
         :param num_data: :math:`N` for the scale :math:`N/b` (``None``: :math:`s = 1`).
+        :param weights: optional per-point weights ``[..., b]`` (0: no information, e.g. a padded frame).
         """
         n = num_data if num_data is not None else _num_points(tf.convert_to_tensor(X))
-        batch = amortized.minibatch_posterior(self.kernel, self.inducing_variable, X, means, variances, n, self.jitter)
+        batch = amortized.minibatch_posterior(
+            self.kernel, self.inducing_variable, X, means, variances, n, self.jitter, weights=weights
+        )
         return LatentPosterior(batch.mean, batch.variance, tf.reduce_sum(batch.kl, axis=-1))
 
-    def inducing_posterior(self, X, Y, num_data: Optional[int] = None):
-        r"""``(q_mu [..., M, L], q_sqrt [..., L, M, M])`` built from the batch ``(X, Y)``.
+    def inducing_posterior(self, X, Y, num_data: Optional[int] = None, mask=None):
+        r"""``(q_mu [..., M, L], q_sqrt [..., L, M, M])`` built from the batch ``(X, Y)``
+        (``mask``: optional mask of missing entries).
 
         :param num_data: :math:`N` for the scale :math:`N/b`; ``None`` conditions
             on exactly the given data (:math:`s = 1`).
         """
         n = num_data if num_data is not None else _num_points(tf.convert_to_tensor(X))
-        posterior = self.batch_posterior((X, Y), num_data=n, training=False).posterior
+        posterior = self.batch_posterior(_with_mask(X, Y, mask), num_data=n, training=False).posterior
         return amortized.inducing_distribution(posterior)
 
-    def prior_kl(self, X, Y, num_data: Optional[int] = None) -> tf.Tensor:
+    def prior_kl(self, X, Y, num_data: Optional[int] = None, mask=None) -> tf.Tensor:
         r""":math:`\sum_l \mathrm{KL}(q(u_l)\,\|\,p(u_l))` for the posterior built from ``(X, Y)``
-        (with ``num_data`` defaulting to the model's :math:`N`)."""
-        return tf.reduce_sum(self.batch_posterior((X, Y), num_data=num_data, training=False).kl)
+        (with ``num_data`` defaulting to the model's :math:`N`; ``mask``: optional mask of missing entries)."""
+        return tf.reduce_sum(self.batch_posterior(_with_mask(X, Y, mask), num_data=num_data, training=False).kl)
 
     # ------------------------------------------------------------ prediction
     def posterior(self, data, batch_size: int = 1024):
-        """A cached posterior conditioned on all of ``data`` (arrays ``(X, Y)`` or a
-        ``tf.data.Dataset`` of such pairs, streamed in chunks of ``batch_size``);
+        """A cached posterior conditioned on all of ``data`` (arrays ``(X, Y)`` or ``(X, Y, mask)``,
+        or a ``tf.data.Dataset`` of such tuples, streamed in chunks of ``batch_size``);
         see :class:`~gpflow_svgpvae.posterior.SVGPVAEPosterior`."""
         from ..posterior import SVGPVAEPosterior
 
@@ -268,7 +343,7 @@ class SVGPVAE(LatentVariableAutoencoder):
 
     def predict_f(self, Xnew, data=None):
         """Latent mean and variance ``[..., R, L]`` at raw inputs ``Xnew``, conditioned on all of
-        ``data = (X, Y)`` (:math:`s = 1`). With data of many latent datasets ``X [V, T, D]``,
+        ``data = (X, Y)`` or ``(X, Y, mask)`` (:math:`s = 1`; observed entries only). With data of many latent datasets ``X [V, T, D]``,
         ``Xnew`` is ``[V, R, D]`` (or ``None``: the data's own inputs). For repeated
         predictions from large data use :meth:`posterior`."""
         return self._predict_f(self._queries(Xnew, data), data)
@@ -277,6 +352,44 @@ class SVGPVAE(LatentVariableAutoencoder):
         """Decoded predictions at ``Xnew`` conditioned on ``data``; see
         :meth:`SVGPVAEPosterior.predict_y <gpflow_svgpvae.posterior.SVGPVAEPosterior.predict_y>`."""
         return self.posterior(data).predict_y(self._queries(Xnew, data), num_samples=num_samples, seed=seed)
+
+    def impute(self, data, num_samples: Optional[int] = None, seed: int = 0, batch_size: int = 1024):
+        r"""Fill in the missing entries of ``data = (X, Y, mask)`` (or ``(X, Y)`` with NaN for
+        missing entries and ``missing_values="nan"``).
+
+        The posterior is conditioned on all observed entries of ``data`` (:math:`s = 1`):
+        for one latent dataset ``X [N, D]`` on all its points, for sequences
+        ``X [V, T, D]``, ``Y [V, T, ...]`` each sequence on its own observed frames. At
+        every point of ``data`` (also fully missing and padded frames) the decoder's mean
+        at the latent posterior mean fills the missing entries; observed entries are
+        returned exactly as given.
+
+        :param num_samples: ``S``: also ``S`` imputations from latent samples
+            :math:`z \sim q(z\mid x)` (independent per point), each the decoder's *mean* at the
+            sampled code (the decoder's observation noise is not sampled: for a Bernoulli
+            decoder the samples are probabilities), observed entries kept.
+        :param seed: seed of the stateless latent draws (same seed, same samples).
+        :return: the imputed ``Y`` (``Y``'s shape and float dtype; ``float32`` for integer ``Y``),
+            or the pair ``(imputed, samples [S, ...])`` when ``num_samples`` is given.
+        """
+        if isinstance(data, tf.data.Dataset):
+            raise TypeError("impute takes arrays (X, Y) or (X, Y, mask), not a tf.data.Dataset.")
+        X, Y, mask = self.observed(data)
+        Y = tf.convert_to_tensor(Y)
+        if not Y.dtype.is_floating:
+            Y = tf.cast(Y, tf.float32)
+        out = self.posterior(data, batch_size=batch_size).predict_y(X, num_samples=num_samples, seed=seed)
+        decoded, samples = (out, None) if num_samples is None else out
+        observed = tf.ones_like(Y, dtype=tf.bool) if mask is None else mask > 0
+        imputed = tf.where(observed, Y, tf.cast(tf.reshape(decoded, tf.shape(Y)), Y.dtype))
+        if samples is None:
+            return imputed
+        samples = tf.reshape(tf.cast(samples, Y.dtype), tf.concat([[int(num_samples)], tf.shape(Y)], 0))
+        return imputed, tf.where(observed[None], Y[None], samples)
+
+
+def _with_mask(X, Y, mask):
+    return (X, Y) if mask is None else (X, Y, mask)
 
 
 def _num_points(X):

@@ -64,7 +64,7 @@ class KerasTrainingModel(tf_keras.Model):
         return super()._get_optimizer(optimizer)
 
     def call(self, inputs, training=None):
-        """Returns the ELBO of a batch ``(X, Y)``."""
+        """Returns the ELBO of a batch ``(X, Y)`` (or ``(X, Y, mask)`` for models with missing data)."""
         return self.model.objective_terms(inputs, training=training)["elbo"]
 
     def _record(self, logs):

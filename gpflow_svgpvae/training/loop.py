@@ -18,25 +18,64 @@ from .objectives import as_objective
 from .optimizers import OptimizerGroups, as_optimizer
 from .step import evaluation_terms, training_step
 
-__all__ = ["train", "make_dataset"]
+__all__ = ["train", "make_dataset", "masked_arrays"]
 
 
-def make_dataset(data, batch_size: int, shuffle: bool = True, seed: int = 0, drop_remainder: bool = False):
-    """``(X, Y)`` arrays -> a shuffled, batched, prefetching ``tf.data.Dataset``.
+def make_dataset(
+    data, batch_size: int, shuffle: bool = True, seed: int = 0, drop_remainder: bool = False,
+    missing_values: Optional[str] = None,
+):
+    """``(X, Y)`` or ``(X, Y, mask)`` arrays -> a shuffled, batched, prefetching ``tf.data.Dataset``
+    of such tuples.
 
     The shuffle order is fixed by ``seed`` and differs between epochs.
+
+    :param missing_values: ``"nan"``: NaN entries of ``Y`` are missing; they are turned
+        into a mask once, here (``Y`` zero-filled, ``mask = ~isnan(Y)``, combined with a
+        given mask), so the batches are ``(X, Y, mask)`` without NaN. ``None``: the arrays
+        are used as given.
     """
     if isinstance(data, tf.data.Dataset):
         return data
-    X, Y = data
+    if not isinstance(data, (tuple, list)) or len(data) not in (2, 3):
+        raise TypeError("data must be (X, Y) or (X, Y, mask) arrays, or a tf.data.Dataset")
+    if missing_values not in (None, "nan"):
+        raise ValueError(f"missing_values must be None or 'nan'; got {missing_values!r}")
+    X, Y = data[:2]
     if len(X) != len(Y):
         raise ValueError(f"X and Y have different lengths: {len(X)} and {len(Y)}")
     if len(X) == 0:
         raise ValueError("The training data are empty (0 points).")
-    dataset = tf.data.Dataset.from_tensor_slices((X, Y))
+    if len(data) == 3 and len(data[2]) != len(Y):
+        raise ValueError(f"The mask and Y have different lengths: {len(data[2])} and {len(Y)}")
+    if missing_values == "nan":
+        data = masked_arrays(*data)
+    dataset = tf.data.Dataset.from_tensor_slices(tuple(data))
     if shuffle:
         dataset = dataset.shuffle(len(X), seed=seed, reshuffle_each_iteration=True)
     return dataset.batch(int(batch_size), drop_remainder=drop_remainder).prefetch(tf.data.AUTOTUNE)
+
+
+def masked_arrays(X, Y, mask=None):
+    """``(X, Y with NaN for missing entries[, mask])`` -> ``(X, Y zero-filled, mask)`` numpy arrays
+    (``mask`` float32 of ``Y``'s shape, 1 = observed: not NaN and, if given, ``mask`` = 1; a
+    per-point/frame ``mask`` is broadcast over ``Y``'s trailing axes)."""
+    Y = np.asarray(Y)
+    observed = ~np.isnan(Y) if np.issubdtype(Y.dtype, np.floating) else np.ones(Y.shape, bool)
+    if mask is not None:
+        mask = np.asarray(mask)
+        if mask.shape != Y.shape:
+            lead = np.ndim(X) - 1
+            if mask.shape != Y.shape[:lead]:
+                raise ValueError(
+                    f"mask must have Y's shape {list(Y.shape)} or {list(Y.shape[:lead])} (one flag per "
+                    f"point/frame); got shape {list(mask.shape)}."
+                )
+            mask = np.broadcast_to(mask.reshape(mask.shape + (1,) * (Y.ndim - lead)), Y.shape)
+        if not np.isin(mask, (0, 1)).all():
+            raise ValueError("mask must hold only 0 (missing) and 1 (observed) (or booleans).")
+        observed &= mask.astype(bool)
+    return X, np.where(observed, Y, 0).astype(Y.dtype), observed.astype(np.float32)
 
 
 @contextlib.contextmanager
@@ -78,8 +117,8 @@ def train(
 ) -> Dict[str, List[float]]:
     """Train ``model`` for ``epochs`` passes over ``data``.
 
-    :param data: a ``tf.data.Dataset`` of ``(X, Y)`` batches, or ``(X, Y)``
-        arrays with ``batch_size`` (shuffled with ``seed``).
+    :param data: a ``tf.data.Dataset`` of ``(X, Y)`` (or ``(X, Y, mask)``, missing entries)
+        batches, or such arrays with ``batch_size`` (shuffled with ``seed``; see :func:`make_dataset`).
     :param optimizer: a ``tf_keras`` optimiser (default: Adam, learning rate 1e-3), or
         optimiser groups, one optimiser per group of variables:
         :class:`~gpflow_svgpvae.training.OptimizerGroups` or a list of

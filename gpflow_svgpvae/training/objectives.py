@@ -52,7 +52,10 @@ class GECO(gpflow.Module):
         \lambda &\leftarrow \mathrm{clip}\big(\lambda\,\exp(\nu\, C_{ma}),\ \lambda_{\min},\ \lambda_{\max}\big)
         \quad\text{after each step}.
 
-    :math:`\hat y` is the decoder's mean for the sampled codes. ``nu = 1`` and
+    :math:`\hat y` is the decoder's mean for the sampled codes. With missing entries
+    (``terms["mask"]``, from data ``(X, Y, mask)``) the mean runs over the observed
+    entries only: :math:`C = \sum m_{ik}(y_{ik}-\hat y_{ik})^2 / \sum m_{ik} - \kappa^2`
+    (over the global batch; missing values, even NaN, are never read). ``nu = 1`` and
     no bounds is the original update, which the notes measured diverging
     (the objective reached ~1.5e15 on rotated MNIST); the bounds keep
     :math:`\lambda` finite. ``lagrange_multiplier``, ``constraint_ma`` and
@@ -97,21 +100,26 @@ class GECO(gpflow.Module):
         self.constraint_ma = tf.Variable(0.0, dtype=dtype, trainable=False, name="geco_constraint_ma", aggregation=first)
         self.initialized = tf.Variable(False, trainable=False, name="geco_initialized", aggregation=first)
 
-    def _squared_error(self, Y: tf.Tensor, decoded: tf.Tensor):
+    def _squared_error(self, Y: tf.Tensor, decoded: tf.Tensor, mask: Optional[tf.Tensor] = None):
         dtype = gpflow.default_float()
         Y = tf.reshape(tf.cast(Y, dtype), [tf.shape(Y)[0], -1])
         decoded = tf.reshape(tf.cast(decoded, dtype), [tf.shape(decoded)[0], -1])
-        return tf.reduce_sum(tf.square(Y - decoded)), tf.cast(tf.size(Y), dtype)
+        if mask is None:
+            return tf.reduce_sum(tf.square(Y - decoded)), tf.cast(tf.size(Y), dtype)
+        observed = tf.reshape(tf.cast(mask, dtype), tf.shape(Y)) > 0
+        error = tf.where(observed, tf.where(observed, Y, tf.zeros_like(Y)) - decoded, tf.zeros_like(Y))
+        return tf.reduce_sum(tf.square(error)), tf.reduce_sum(tf.cast(observed, dtype))
 
-    def constraint(self, Y: tf.Tensor, decoded: tf.Tensor) -> tf.Tensor:
-        """:math:`C` of one (global) batch."""
-        sse, count = self._squared_error(Y, decoded)
-        return sse / count - self.kappa_squared
+    def constraint(self, Y: tf.Tensor, decoded: tf.Tensor, mask: Optional[tf.Tensor] = None) -> tf.Tensor:
+        """:math:`C` of one (global) batch (``mask``: 1 = observed; the mean over observed entries)."""
+        sse, count = self._squared_error(Y, decoded, mask)
+        return sse / tf.maximum(count, 1.0) - self.kappa_squared
 
     def loss(self, terms, Y):
         R = terms.get("num_replicas", 1)
-        local_sse, local_count = self._squared_error(Y, terms["decoded"])
+        local_sse, local_count = self._squared_error(Y, terms["decoded"], terms.get("mask"))
         (count,) = distribute.sum_across_replicas([local_count])
+        count = tf.maximum(count, 1.0)  # a batch with nothing observed: C = -kappa^2, not NaN
         # This replica's share of C; the shares sum to C of the global batch.
         C_local = local_sse / count - self.kappa_squared / R
         (C,) = distribute.sum_across_replicas([tf.stop_gradient(C_local)])

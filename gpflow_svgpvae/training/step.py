@@ -18,6 +18,18 @@ def _logs(loss, terms, extra) -> Dict[str, tf.Tensor]:
     return logs
 
 
+def _split_batch(model, batch):
+    """``(X, Y)`` or ``(X, Y, mask)`` -> (the data tuple for the model, ``Y``)."""
+    if not isinstance(batch, (tuple, list)) or len(batch) not in (2, 3):
+        raise TypeError(f"A batch must be (X, Y) or (X, Y, mask); got {type(batch).__name__}")
+    if len(batch) == 3 and not getattr(model, "supports_missing", False):
+        raise TypeError(
+            f"{type(model).__name__} does not take a mask of missing entries: batches must be (X, Y) "
+            "(SVGPVAE takes (X, Y, mask))."
+        )
+    return tuple(batch), batch[1]
+
+
 def training_step(model, objective, optimizer, batch) -> Dict[str, tf.Tensor]:
     """Loss, gradients for ``model.trainable_variables``, one optimiser update,
     then the objective's state update (GECO's lambda). Returns the logs.
@@ -28,10 +40,13 @@ def training_step(model, objective, optimizer, batch) -> Dict[str, tf.Tensor]:
 
     All checks on the batch run inside the loss computation, before the
     optimiser touches a variable, so a bad batch leaves the model unchanged.
+
+    ``batch`` is ``(X, Y)`` or, for models with missing data (``SVGPVAE``),
+    ``(X, Y, mask)``; the model's entry mask reaches the objective as ``terms["mask"]``.
     """
-    X, Y = batch
+    data, Y = _split_batch(model, batch)
     with tf.GradientTape() as tape:
-        terms = model.objective_terms((X, Y), training=True)
+        terms = model.objective_terms(data, training=True)
         loss, extra = objective.loss(terms, Y)
     # Collected after the forward pass so that lazily built networks are included.
     variables = model.trainable_variables
@@ -54,8 +69,8 @@ def training_step(model, objective, optimizer, batch) -> Dict[str, tf.Tensor]:
 
 
 def evaluation_terms(model, objective, batch) -> Dict[str, tf.Tensor]:
-    """The same logs without an update (for validation data)."""
-    X, Y = batch
-    terms = model.objective_terms((X, Y), training=False)
+    """The same logs without an update (for validation data; ``(X, Y)`` or ``(X, Y, mask)``)."""
+    data, _ = _split_batch(model, batch)
+    terms = model.objective_terms(data, training=False)
     loss = -terms["elbo"]
     return _logs(loss, terms, {})
