@@ -20,3 +20,21 @@ def test_readme_example_runs(tmp_path):
     result = subprocess.run([sys.executable, str(script)], cwd=tmp_path, env=env, capture_output=True, text=True,
                             timeout=600)
     assert result.returncode == 0, result.stderr[-3000:]
+
+
+def test_readme_your_data_snippet_runs(tmp_path):
+    """The "your data" snippet runs after the first example (it reuses its networks and data)."""
+    with open(os.path.join(ROOT, "README.md")) as f:
+        readme = f.read()
+    first = re.search(r"## For GPflow users\n\n```python\n(.*?)```", readme, re.S).group(1)
+    first = first.replace("keras_model.fit(dataset, epochs=100)", "pass")
+    second = re.search(r"### Your data, the same class\n.*?```python\n(.*?)```", readme, re.S).group(1)
+    code = first + second + (
+        "\nassert np.isfinite(float(elbo))\nassert means.shape == (4, 10, 1) and variances.shape == (4, 10, 1)\n"
+    )
+    script = tmp_path / "readme_your_data.py"
+    script.write_text(code)
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
+    result = subprocess.run([sys.executable, str(script)], cwd=tmp_path, env=env, capture_output=True, text=True,
+                            timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
