@@ -185,7 +185,10 @@ class SVGPVAEPosterior(tf.Module):
             model.input_transform.check_inputs(np.asarray(data[0]))
         context = _transform_context(model, data, batch_size)
         P, r, count = data_statistics(model, data, batch_size, context)
-        return cls(model, P, r, count, context)
+        posterior = cls(model, P, r, count, context)
+        # Kept (not saved) so that predict_f(None) predicts at the conditioning inputs.
+        posterior._conditioned_inputs = None if isinstance(data, tf.data.Dataset) else np.asarray(data[0])
+        return posterior
 
     @property
     def whitened(self) -> amortized.WhitenedPosterior:
@@ -218,7 +221,13 @@ class SVGPVAEPosterior(tf.Module):
         :param data: more data ``(X, Y)`` or ``(X, Y, mask)`` to condition on, besides the cached data
             (``X [V, T, D]`` with ``Xnew [V, n, D]``: each query row block is
             conditioned on its own dataset).
+        :param Xnew: ``None`` predicts at the inputs of the conditioning arrays.
         """
+        if Xnew is None:
+            Xnew = getattr(self, "_conditioned_inputs", None)
+            if Xnew is None:
+                raise ValueError("Xnew=None predicts at the conditioning inputs, which a posterior built "
+                                 "from a tf.data.Dataset does not keep: pass Xnew.")
         Xnew = self._check_inputs(Xnew)
         posterior, context = self._posterior_with(data, batch_size)
         model = self.model

@@ -26,7 +26,7 @@ from ..likelihoods import DecoderLikelihood, as_likelihood
 from ..networks.validation import check_network
 from ..transforms import flatten_leading as _flatten_leading
 
-__all__ = ["LatentVariableAutoencoder", "CONTEXT_PREDICT_Y_SHAPES"]
+__all__ = ["LatentVariableAutoencoder", "ConditionedModel", "CONTEXT_PREDICT_Y_SHAPES"]
 
 #: ``check_shapes`` specification of ``predict_y(Xnew, data, num_samples, seed)`` for models
 #: that condition on context data ``(X [N_ctx, D], Y [N_ctx, ...])``.
@@ -390,6 +390,23 @@ class LatentVariableAutoencoder(BayesianModel, ExternalDataTrainingLossMixin, ab
         )
         return decoded, decoded_means(mean + tf.sqrt(var) * eps)
 
+    def predict_f(self, Xnew, data=None):
+        """Latent predictive mean and variance at ``Xnew`` given ``data`` (each model says
+        what it conditions on)."""
+        raise NotImplementedError(f"{type(self).__name__} does not implement predict_f.")
+
+    def predict_y(self, Xnew, data=None, num_samples: Optional[int] = None, seed: int = 0):
+        """Decoded predictions at ``Xnew`` given ``data``: the likelihood mean at the latent
+        mean, and with ``num_samples`` also ``[S, ...]`` decoded latent samples (a pair);
+        see :meth:`decode_predictions`."""
+        mean, var = self.predict_f(Xnew, data)
+        return self.decode_predictions(mean, var, num_samples=num_samples, seed=seed)
+
+    def posterior(self, data) -> "ConditionedModel":
+        """The model conditioned on ``data``: ``posterior(data).predict_f(Xnew)`` is
+        ``predict_f(Xnew, data)`` (models that can cache a posterior override this)."""
+        return ConditionedModel(self, data)
+
     def _next_seed(self) -> tf.Tensor:
         step = self.sample_counter.read_value()
         with tf.control_dependencies([step]):
@@ -475,3 +492,29 @@ def _accepts_training(network) -> bool:
     from gpflow.keras import tf_keras
 
     return isinstance(network, tf_keras.layers.Layer)
+
+
+class ConditionedModel:
+    """A model bound to the data it conditions on (the default :meth:`LatentVariableAutoencoder.posterior`):
+    ``predict_f(Xnew)`` and ``predict_y(Xnew, num_samples=None, seed=0)`` call the model's
+    methods with that data, so every model offers ``posterior(data)``. More ``data`` given to
+    a prediction is refused: the bound data are all it conditions on."""
+
+    def __init__(self, model: LatentVariableAutoencoder, data):
+        self.model = model
+        self.data = data
+
+    def _only_bound(self, data):
+        if data is not None:
+            raise ValueError(
+                f"This posterior of {type(self.model).__name__} is bound to its data; call "
+                "model.predict_f(Xnew, data) with the data you want instead."
+            )
+
+    def predict_f(self, Xnew, data=None):
+        self._only_bound(data)
+        return self.model.predict_f(Xnew, self.data)
+
+    def predict_y(self, Xnew, data=None, num_samples: Optional[int] = None, seed: int = 0):
+        self._only_bound(data)
+        return self.model.predict_y(Xnew, self.data, num_samples=num_samples, seed=seed)

@@ -339,3 +339,30 @@ def test_smoke_training_all_models_on_moving_ball():
         elbo = np.asarray(history["elbo"])
         assert np.all(np.isfinite(elbo)), name
         assert elbo[-2:].mean() > elbo[:2].mean(), name
+
+
+def test_one_prediction_interface_for_every_video_model(rng):
+    """predict_f(Xnew, data) / predict_y(Xnew, data, num_samples, seed) / posterior(data) mean the
+    same for every model: decoded means equal the decoder's likelihood mean at the latent mean."""
+    X, Y = _videos(rng)
+    Z = np.linspace(0, 29, 6)[:, None]
+    builders = {
+        "vae": lambda e, d: VAE(e, d, "bernoulli", num_data=T),
+        "gpvae": lambda e, d: GPVAE(e, d, _kernel(), "bernoulli", num_data=T),
+        "svgpvae": lambda e, d: SVGPVAE(e, d, _kernel(), Z, "bernoulli", num_data=T),
+        "sparse": lambda e, d: SparseGPVAE(e, d, _kernel(), Z, "bernoulli", num_data=T),
+    }
+    for name, build in builders.items():
+        model = build(*_networks())
+        mean, var = model.predict_f(None, (X, Y))
+        for a, b in zip(model.posterior((X, Y)).predict_f(None), (mean, var)):
+            np.testing.assert_allclose(a, b, rtol=1e-6, err_msg=name)
+        decoded = model.predict_y(None, (X, Y))
+        logits = model.decoder(tf.reshape(tf.cast(mean, tf.float32), [-1, L])).numpy()
+        np.testing.assert_allclose(decoded.numpy().reshape(-1, K), 1 / (1 + np.exp(-logits)), rtol=1e-5, err_msg=name)
+        first, samples = model.predict_y(None, (X, Y), num_samples=3, seed=7)
+        again = model.predict_y(None, (X, Y), num_samples=3, seed=7)[1]
+        assert samples.shape == (3,) + tuple(decoded.shape), name
+        np.testing.assert_array_equal(samples, again)  # seeded
+        with pytest.raises(ValueError, match="data"):
+            model.predict_f(None)
