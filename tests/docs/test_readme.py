@@ -14,12 +14,7 @@ def test_readme_example_runs(tmp_path):
     assert "keras_model.fit(dataset, epochs=100)" in code
     code = code.replace("epochs=100", "epochs=2, verbose=0")
     code += "\nassert mean.shape == (200, 1) and var.shape == (200, 1) and images.shape == (5, 32)\n"
-    script = tmp_path / "readme_example.py"
-    script.write_text(code)
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
-    result = subprocess.run([sys.executable, str(script)], cwd=tmp_path, env=env, capture_output=True, text=True,
-                            timeout=600)
-    assert result.returncode == 0, result.stderr[-3000:]
+    _run(code, tmp_path / "readme_example.py")
 
 
 def test_readme_your_data_snippet_runs(tmp_path):
@@ -32,9 +27,12 @@ def test_readme_your_data_snippet_runs(tmp_path):
     code = first + second + (
         "\nassert np.isfinite(float(elbo))\nassert means.shape == (4, 10, 1) and variances.shape == (4, 10, 1)\n"
     )
-    script = tmp_path / "readme_your_data.py"
+    _run(code, tmp_path / "readme_your_data.py")
+
+
+def _run(code: str, script) -> None:
     script.write_text(code)
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
-    result = subprocess.run([sys.executable, str(script)], cwd=tmp_path, env=env, capture_output=True, text=True,
-                            timeout=600)
+    result = subprocess.run([sys.executable, str(script)], cwd=script.parent, env=env, capture_output=True,
+                            text=True, timeout=600)
     assert result.returncode == 0, result.stderr[-3000:]
