@@ -3,7 +3,7 @@
 
 Usage::
 
-    python benchmarks/run.py [all|ratio|speed|scaling|posterior|gppvae|paths] [--quick] [--out DIR]
+    python benchmarks/run.py [all|ratio|gpblock|speed|scaling|posterior|gppvae|paths] [--quick] [--out DIR]
 
 Every measurement runs in a child process of this script (``run.py _child
 TASK SPEC``) so that TensorFlow's thread settings and the peak RSS belong to
@@ -19,7 +19,12 @@ Tasks (see benchmarks/README.md for the numbers measured here):
 * ``ratio``: s/epoch of the SVGP-VAE against the package's plain VAE with the
   same conv networks, likelihood and batch size on rotated MNIST
   (N = 4050, L = 16, m = 32, b = 256), plus the GP block alone (forward and
-  backward) per step.
+  backward) per step; the ratio is printed last.
+* ``gpblock``: the GP block of one training step alone (object-vector lookup,
+  kernels, statistics, posterior, KL, predictive; forward and backward, b = 256,
+  m = 32, L = 16, Q = 8) at the rotated-MNIST setting: CPU ms per step (median
+  of several best-of-5 timings) and the number of graph ops, for the step's own
+  path (``minibatch_posterior``) and the stage-by-stage path of ``ratio``.
 * ``speed``: what each option gives, for both models: XLA, prefetching, the
   runtime checks, float32 vs float64 networks, a float32 likelihood, and TF
   thread settings (intra/inter-op).
@@ -42,7 +47,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
-TASKS = ("ratio", "speed", "scaling", "posterior", "gppvae", "paths")
+TASKS = ("ratio", "gpblock", "speed", "scaling", "posterior", "gppvae", "paths")
 
 
 # =========================================================================== parent
@@ -182,7 +187,27 @@ def run_ratio(quick: bool, cache: str):
         rows = [[st["stage"], st["fwd_ms"], st["fwd_ops"], st["fwd_bwd_ms"], st["fwd_bwd_ops"]] for st in gp["stages"]]
         text += "\n\nGP block, cumulative by stage (graph mode, runtime checks on as in the loop, CPU ms):\n\n" + table(
             ["up to stage", "forward ms", "forward ops", "forward+backward ms", "forward+backward ops"], rows)
+    text += (f"\n\nratio SVGP-VAE / VAE (median of {len(ratios)} paired epochs): {summary['ratio']:.3f} wall, "
+             f"{summary['cpu_ratio']:.3f} CPU")
     return dict(summary=summary, runs=results), text
+
+
+def run_gpblock(quick: bool, cache: str):
+    res = child("gp_block", dict(cache=cache, rounds=3 if quick else 7, calls=20))
+    rows = []
+    for name in ("step", "step_ids_checked_once", "stages", "step_xla"):
+        if name in res:
+            r = res[name]
+            rows.append([name, _med(r["cpu_ms"]), min(r["cpu_ms"]), max(r["cpu_ms"]), r["ops"], r["fwd_ops"],
+                         len(r["cpu_ms"])])
+    text = table(["path", "CPU ms/step (median)", "(min)", "(max)", "graph ops fwd+bwd", "graph ops fwd",
+                  "timings"], rows)
+    text += ("\n\nstep: `model.map_inputs` + `amortized.minibatch_posterior` (what a training step runs); "
+             "step_ids_checked_once: the same with `ObjectVectors(check_ids_in_graph=False)` (ids checked once "
+             "at the data boundary); stages: the stage-by-stage block of `ratio` (`predict_marginals` re-solves "
+             "W). Each timing is the best of 5 blocks of 20 calls, the paths alternated; runtime checks "
+             "(`numerics`) on, as in the loop.")
+    return res, text
 
 
 SPEED_VARIANTS = [
@@ -312,7 +337,7 @@ def run_paths(quick: bool, cache: str):
     return dict(rows=rows, runs=runs), text
 
 
-DRIVERS = dict(ratio=run_ratio, speed=run_speed, scaling=run_scaling, posterior=run_posterior, gppvae=run_gppvae,
+DRIVERS = dict(ratio=run_ratio, gpblock=run_gpblock, speed=run_speed, scaling=run_scaling, posterior=run_posterior, gppvae=run_gppvae,
                paths=run_paths)
 
 
@@ -418,11 +443,11 @@ def _task_pair(B, spec):
         out["steps_per_epoch"] = steppers["svgpvae"].steps_per_epoch
         if spec.get("gp_block"):
             model = steppers["svgpvae"].model
-            timer, ops = B.gp_block_timer(model, data, 256)
+            timer, ops = B.gp_step_timer(model, data, 256)  # the step's own GP block
             wall, cpu = timer(20)
             gp = {"graph": dict(ms=1000 * cpu, wall_ms=1000 * wall, ops=ops)}
             if spec.get("gp_xla", True):
-                timer, ops = B.gp_block_timer(model, data, 256, jit=True)
+                timer, ops = B.gp_step_timer(model, data, 256, jit=True)
                 wall, cpu = timer(20)
                 gp["xla"] = dict(ms=1000 * cpu, wall_ms=1000 * wall, ops=ops)
             if spec.get("gp_stages"):
@@ -433,6 +458,31 @@ def _task_pair(B, spec):
                     gp["stages"].append(dict(stage=f"{i} {name}", fwd_ms=1000 * fwd(20)[1], fwd_ops=fwd_ops,
                                              fwd_bwd_ms=1000 * both(20)[1], fwd_bwd_ops=both_ops))
             out["gp_block"] = gp
+    return out
+
+
+def _task_gp_block(B, spec):
+    """The GP block alone, repeated timings (each the best of 5 x ``calls`` calls)."""
+    data = B.rotated_mnist_data(spec.get("cache"))
+    model = B.build("svgpvae", data)
+    out = {}
+    unchecked = B.build("svgpvae", data, check_ids_in_graph=False)
+    makers = dict(step=lambda **k: B.gp_step_timer(model, data, 256, **k),
+                  step_ids_checked_once=lambda **k: B.gp_step_timer(unchecked, data, 256, **k),
+                  stages=lambda **k: B.gp_block_timer(model, data, 256, **k))
+    timers = {}
+    for name, make in makers.items():
+        timers[name], ops = make()
+        _, fwd_ops = make(gradients=False)
+        out[name] = dict(ops=ops, fwd_ops=fwd_ops, cpu_ms=[], wall_ms=[])
+    if spec.get("xla"):
+        timers["step_xla"], ops = B.gp_step_timer(model, data, 256, jit=True)
+        out["step_xla"] = dict(ops=ops, fwd_ops=None, cpu_ms=[], wall_ms=[])
+    for _ in range(int(spec.get("rounds", 5))):  # alternate the paths
+        for name, timer in timers.items():
+            wall, cpu = timer(int(spec.get("calls", 20)))
+            out[name]["cpu_ms"].append(1000 * cpu)
+            out[name]["wall_ms"].append(1000 * wall)
     return out
 
 

@@ -6,7 +6,7 @@ The SVGP-VAE of Jazbec et al. (AISTATS 2021) as a GPflow model: one class,
 :mod:`gpflow_svgpvae.amortized`, training in
 :mod:`gpflow_svgpvae.training` and data in :mod:`gpflow_svgpvae.datasets`.
 """
-from . import amortized, auxiliary, distribute, estimators, kernels, likelihoods, lowrank, metrics, networks, numerics, transforms
+from . import amortized, auxiliary, covariances, distribute, estimators, kernels, likelihoods, lowrank, metrics, networks, numerics, transforms
 from .amortized import amortized_inducing_posterior
 from .likelihoods import Bernoulli, Gaussian
 from .models import (
@@ -44,6 +44,7 @@ __all__ = [
     "Bernoulli",
     "amortized",
     "auxiliary",
+    "covariances",
     "estimators",
     "transforms",
     "distribute",

@@ -32,6 +32,7 @@ per video: ``means [V, b, L]``, ``Kmb [V, 1 or L, M, b]``).
 from typing import NamedTuple, Tuple, Union
 
 import gpflow
+import numpy as np
 import tensorflow as tf
 from check_shapes import check_shapes
 from gpflow import covariances
@@ -43,6 +44,7 @@ from gpflow.inducing_variables import (
 )
 from gpflow.kernels import Kernel, MultioutputKernel
 
+from . import covariances as fast_covariances
 from .numerics import cholesky
 
 __all__ = [
@@ -51,6 +53,7 @@ __all__ = [
     "prior_cholesky",
     "cross_covariance",
     "prior_variance_diag",
+    "batch_covariances",
     "whitened_statistics",
     "whiten",
     "statistics_from_whitened",
@@ -192,18 +195,84 @@ def statistics_from_whitened(
         NaN arises): how points with no observed entry and padded frames carry no
         information. Weights of ones give exactly the unweighted numbers.
     """
-    if weights is None:
-        precisions = 1.0 / variances
-    else:
-        weights = tf.cast(weights, variances.dtype)[..., None]  # [..., N, 1]
-        used = tf.broadcast_to(weights > 0, tf.shape(variances))
-        precisions = weights / tf.where(used, variances, tf.ones_like(variances))  # no 0/0, also in gradients
-        means = tf.where(used, means, tf.zeros_like(means))
+    W = tf.convert_to_tensor(W)
+    precisions, means = _site_precisions(means, variances, weights)
+    if _pairs_apply(W, precisions.shape[-1]):
+        return _statistics_from_pairs(_pair_products(W), W[0], means, precisions)
+    if W.shape[-3] == 1:  # one kernel shared by all channels (with leading dimensions)
+        Ws = W[..., 0, :, :]  # [..., M, N]
+        weighted = Ws[..., None, :, :] * tf.linalg.matrix_transpose(precisions)[..., :, None, :]  # [..., L, M, N]
+        P = tf.einsum("...lmn,...kn->...lmk", weighted, Ws)  # [..., L, M, M]
+        r = tf.linalg.matrix_transpose(tf.linalg.matmul(Ws, precisions * means))  # [..., L, M]
+        return P, r
     precisions = tf.linalg.matrix_transpose(precisions)[..., None, :]  # [..., L, 1, N]
     weighted = W * precisions  # [L, M, N]
     P = tf.linalg.matmul(weighted, W, transpose_b=True)  # [L, M, M]
     r = tf.linalg.matvec(weighted, tf.linalg.matrix_transpose(means))  # [L, M]
     return P, r
+
+
+def _site_precisions(means, variances, weights):
+    """``(precisions, means)`` ``[..., N, L]`` of the sites, with the weights of
+    :func:`statistics_from_whitened` applied."""
+    if weights is None:
+        return 1.0 / variances, means
+    weights = tf.cast(weights, variances.dtype)[..., None]  # [..., N, 1]
+    used = tf.broadcast_to(weights > 0, tf.shape(variances))
+    precisions = weights / tf.where(used, variances, tf.ones_like(variances))  # no 0/0, also in gradients
+    return precisions, tf.where(used, means, tf.zeros_like(means))
+
+
+# One kernel shared by the channels and one latent dataset (W: [1, M, N]): the products
+# w_n w_n^T of the columns of W serve both the statistics P_l = sum_n lam_nl w_n w_n^T and
+# the predictive variances w_n^T B_l^-1 w_n. Both are symmetric in (m, k), so only the
+# M (M + 1) / 2 pairs m <= k are formed: two products [L, pairs] x [pairs, N] instead of
+# the L per-channel products [M, N] x [N, M] and [M, M] x [M, N] (half the FLOPs, and no
+# broadcast of W to the channels; forward and backward).
+class _Pairs(NamedTuple):
+    products: tf.Tensor  # [pairs, N]: W[i] * W[j] for the pairs i <= j
+    upper: np.ndarray  # [pairs]: flat index i * M + j of each pair in an [M, M] matrix
+    full: np.ndarray  # [M * M]: the pair of each entry (m, k) of a symmetric [M, M] matrix
+    weights: np.ndarray  # [pairs]: 1 on the diagonal, 2 off it (a quadratic form counts (m, k) and (k, m))
+
+
+def _pairs_apply(W: tf.Tensor, num_channels) -> bool:
+    """Pairs for one latent dataset and a shared kernel, when they are not more than the
+    per-channel ``[L, M]`` rows they replace (``M (M + 1) / 2 <= L (M + 1)``, i.e. ``M <= 2L``;
+    for many inducing points and few channels the per-channel products are cheaper)."""
+    M = W.shape[-2]
+    return (
+        W.shape.rank == 3 and W.shape[0] == 1 and M is not None and num_channels is not None
+        and int(M) <= 2 * int(num_channels)
+    )
+
+
+def _pair_products(W: tf.Tensor) -> _Pairs:
+    M = int(W.shape[-2])
+    i, j = np.triu_indices(M)
+    full = np.zeros((M, M), np.int64)
+    full[i, j] = np.arange(len(i))
+    full[j, i] = np.arange(len(i))
+    Ws = W[0]  # [M, N]
+    products = tf.gather(Ws, i) * tf.gather(Ws, j)  # [pairs, N]
+    return _Pairs(products, i * M + j, full.reshape(-1), np.where(i == j, 1.0, 2.0))
+
+
+def _statistics_from_pairs(pairs: _Pairs, Ws: tf.Tensor, means: tf.Tensor, precisions: tf.Tensor):
+    M = Ws.shape[0]
+    P_pairs = tf.linalg.matmul(tf.transpose(precisions), pairs.products, transpose_b=True)  # [L, pairs]
+    P = tf.reshape(tf.gather(P_pairs, pairs.full, axis=1), [-1, M, M])  # [L, M, M]
+    r = tf.linalg.matmul(precisions * means, Ws, transpose_a=True, transpose_b=True)  # [L, M]
+    return P, r
+
+
+def _predict_from_pairs(pairs: _Pairs, Ws: tf.Tensor, whitened_mean: tf.Tensor, B_inv: tf.Tensor, prior_var):
+    M = Ws.shape[0]
+    B_pairs = tf.gather(tf.reshape(B_inv, [-1, M * M]), pairs.upper, axis=1) * pairs.weights  # [L, pairs]
+    quad = tf.transpose(tf.linalg.matmul(B_pairs, pairs.products))  # [N, L]: w_n^T B_l^-1 w_n
+    mean = tf.linalg.matmul(Ws, whitened_mean, transpose_a=True, transpose_b=True)  # [N, L]
+    var = prior_var - tf.reduce_sum(tf.square(Ws), axis=0)[:, None] + quad  # [N, L]
+    return mean, var
 
 
 def upper_cholesky(matrix: tf.Tensor, name: str) -> tf.Tensor:
@@ -233,14 +302,30 @@ def posterior_from_statistics(
 
     :param scale: :math:`s = N/b` (1 to condition on exactly the given data).
     """
+    U, _, whitened_mean = _factorise(P, r, scale)
+    return WhitenedPosterior(prior_chol, U, whitened_mean)
+
+
+def _factorise(P: tf.Tensor, r: tf.Tensor, scale) -> Tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
+    r"""``(U, U^{-1}, L_m^{-1}\mu)`` of :math:`B = I + sP = UU^\top`.
+
+    :math:`U^{-1}` (one triangular solve against the identity, ``[..., L, M, M]``) is
+    formed once and serves the whitened mean :math:`sU^{-\top}U^{-1}r`, the KL's
+    :math:`\mathrm{tr}(B^{-1}) = \|U^{-1}\|_F^2` and the predictive (:math:`U^{-1}W`
+    or :math:`B^{-1} = U^{-\top}U^{-1}`) instead of a triangular solve (and its
+    gradient) for each.
+    """
     scale = tf.cast(scale, P.dtype)
     M = tf.shape(P)[-1]
     B = tf.eye(M, dtype=P.dtype) + scale * P  # [L, M, M]
     U = upper_cholesky(B, "B = I + s Lm^-1 Kmb Lambda Kbm Lm^-T (the whitened posterior precision)")
+    U_inv = tf.linalg.triangular_solve(U, tf.eye(M, batch_shape=tf.shape(U)[:-2], dtype=U.dtype), lower=False)
     # L_m^{-1} mu = s B^{-1} r = s U^{-T} U^{-1} r
-    tmp = tf.linalg.triangular_solve(U, scale * r[..., None], lower=False)  # [L, M, 1]
-    whitened_mean = tf.linalg.triangular_solve(U, tmp, lower=False, adjoint=True)[..., 0]
-    return WhitenedPosterior(prior_chol, U, whitened_mean)
+    # (products with [L, M, M] as broadcast multiplications and sums: on CPU, batched
+    # matrix-vector products of this size cost more than the arithmetic)
+    U_inv_r = tf.reduce_sum(U_inv * r[..., None, :], axis=-1)  # U^-1 r
+    whitened_mean = scale * tf.reduce_sum(U_inv * U_inv_r[..., :, None], axis=-2)  # [L, M]
+    return U, U_inv, whitened_mean
 
 
 def amortized_whitened_posterior(
@@ -331,9 +416,13 @@ def prior_kl(posterior: WhitenedPosterior) -> tf.Tensor:
             + \|L_m^{-1}\mu_l\|^2 - M + \log|B_l|\right].
     """
     _, U, whitened_mean = posterior
-    M = tf.cast(tf.shape(U)[-1], U.dtype)
     eye = tf.eye(tf.shape(U)[-1], batch_shape=tf.shape(U)[:-2], dtype=U.dtype)
-    U_inv = tf.linalg.triangular_solve(U, eye, lower=False)  # [L, M, M]
+    return _kl(U, tf.linalg.triangular_solve(U, eye, lower=False), whitened_mean)
+
+
+def _kl(U: tf.Tensor, U_inv: tf.Tensor, whitened_mean: tf.Tensor) -> tf.Tensor:
+    """:func:`prior_kl` given :math:`U^{-1}`."""
+    M = tf.cast(tf.shape(U)[-1], U.dtype)
     trace = tf.reduce_sum(tf.square(U_inv), axis=[-2, -1])  # tr(U^-T U^-1)
     mahalanobis = tf.reduce_sum(tf.square(whitened_mean), axis=-1)
     log_det = 2.0 * tf.reduce_sum(tf.math.log(tf.linalg.diag_part(U)), axis=-1)
@@ -362,10 +451,38 @@ def predict_marginals(
 
 
 def predict_from_whitened(
-    posterior: WhitenedPosterior, W: tf.Tensor, prior_var: tf.Tensor
+    posterior: WhitenedPosterior, W: tf.Tensor, prior_var: tf.Tensor, upper_inverse=None
 ) -> Tuple[tf.Tensor, tf.Tensor]:
-    """:func:`predict_marginals` given :math:`W = L_m^{-1}K_{mr}` (``[..., 1 or L, M, R]``)."""
+    """:func:`predict_marginals` given :math:`W = L_m^{-1}K_{mr}` (``[..., 1 or L, M, R]``).
+
+    :param upper_inverse: optional :math:`U^{-1}` (``[..., L, M, M]``, as formed by
+        :func:`minibatch_posterior`): :math:`U^{-1}W` is then a product instead of a solve.
+    """
     _, U, whitened_mean = posterior
+    W = tf.convert_to_tensor(W)
+    if upper_inverse is not None and W.shape[-3] == 1:  # shared kernel: W is not broadcast to the channels
+        Ws = W[..., 0, :, :]  # [..., M, R]
+        mean = tf.linalg.matmul(Ws, whitened_mean, transpose_a=True, transpose_b=True)  # [..., R, L]
+        if W.shape.rank == 3 and upper_inverse.shape.rank == 3 and None not in upper_inverse.shape:
+            L, M = upper_inverse.shape[0], upper_inverse.shape[1]  # one 2-D product [L M, M] x [M, R]
+            V = tf.reshape(tf.linalg.matmul(tf.reshape(upper_inverse, [L * M, M]), Ws), [L, M, -1])
+        else:
+            V = tf.einsum("...lmk,...kn->...lmn", upper_inverse, Ws)  # [..., L, M, R]
+        var = (
+            prior_var
+            - tf.reduce_sum(tf.square(Ws), axis=-2)[..., None]
+            + tf.linalg.matrix_transpose(tf.reduce_sum(tf.square(V), axis=-2))
+        )  # [..., R, L]
+        return mean, var
+    if upper_inverse is not None:
+        mean = tf.linalg.matvec(W, whitened_mean, transpose_a=True)  # [L, R]
+        V = tf.linalg.matmul(upper_inverse, W)  # [L, M, R]
+        var = (
+            tf.linalg.matrix_transpose(prior_var)
+            - tf.reduce_sum(tf.square(W), axis=-2)
+            + tf.reduce_sum(tf.square(V), axis=-2)
+        )  # [L, R]
+        return tf.linalg.matrix_transpose(mean), tf.linalg.matrix_transpose(var)
     mean = tf.linalg.matvec(W, whitened_mean, transpose_a=True)  # [L, R]
     # One triangular solve per channel (and per latent dataset), whichever side carries them.
     target = tf.broadcast_dynamic_shape(tf.concat([tf.shape(U)[:-1], tf.shape(W)[-1:]], 0), tf.shape(W))
@@ -425,12 +542,49 @@ def minibatch_posterior(
     predictive at the batch's inputs.
     """
     batch_rank = X.shape.rank - 2
-    prior_chol = with_batch_rank(prior_cholesky(kernel, inducing_variable, jitter), batch_rank)  # [..., 1 or L, M, M]
-    W = whiten(prior_chol, cross_covariance(kernel, inducing_variable, X))  # [..., 1 or L, M, b]
-    P, r = statistics_from_whitened(W, means, variances, weights=weights)  # [..., L, M, M], [..., L, M]
+    Kmm, Kmb, prior_var = batch_covariances(kernel, inducing_variable, X, jitter)
+    prior_chol = with_batch_rank(
+        cholesky(Kmm, "Kuu (the prior covariance of the inducing variables)"), batch_rank
+    )  # [..., 1 or L, M, M]
+    W = whiten(prior_chol, Kmb)  # [..., 1 or L, M, b]
+    pairs = _pair_products(W) if _pairs_apply(W, means.shape[-1]) else None  # statistics and predictive
+    if pairs is not None:
+        precisions, site_means = _site_precisions(means, variances, weights)
+        P, r = _statistics_from_pairs(pairs, W[0], site_means, precisions)
+    else:
+        P, r = statistics_from_whitened(W, means, variances, weights=weights)  # [..., L, M, M], [..., L, M]
     batch_size = tf.cast(tf.shape(X)[-2], P.dtype)
     if reduce_statistics is not None:
         P, r, batch_size = reduce_statistics([P, r, batch_size])
-    posterior = posterior_from_statistics(prior_chol, P, r, tf.cast(num_data, P.dtype) / batch_size)
-    mean, variance = predict_from_whitened(posterior, W, prior_variance_diag(kernel, X))
-    return BatchPosterior(posterior, mean, variance, prior_kl(posterior), batch_size)
+    U, U_inv, whitened_mean = _factorise(P, r, tf.cast(num_data, P.dtype) / batch_size)
+    posterior = WhitenedPosterior(prior_chol, U, whitened_mean)
+    if pairs is not None:
+        B_inv = tf.linalg.matmul(U_inv, U_inv, transpose_a=True)  # [L, M, M]
+        mean, variance = _predict_from_pairs(pairs, W[0], whitened_mean, B_inv, prior_var)
+    else:
+        mean, variance = predict_from_whitened(posterior, W, prior_var, upper_inverse=U_inv)
+    return BatchPosterior(posterior, mean, variance, _kl(U, U_inv, whitened_mean), batch_size)
+
+
+def batch_covariances(
+    kernel: Kernel, inducing_variable: InducingVariables, X: tf.Tensor, jitter: float
+) -> Tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
+    r"""``(Kmm + jitter I [1 or L, M, M], Kmb [..., 1 or L, M, b], k(x_i, x_i) [..., b, 1 or L])``.
+
+    :func:`prior_cholesky`'s matrix, :func:`cross_covariance` and :func:`prior_variance_diag`
+    together: for the kernels of :mod:`gpflow_svgpvae.covariances` (e.g. the
+    rotated-MNIST periodic x linear product) in one evaluation reading every
+    parameter once, otherwise with GPflow's ``Kuu``/``Kuf`` and the kernel's diagonal.
+    """
+    X = tf.convert_to_tensor(X)
+    joint = fast_covariances.prior_covariances(inducing_variable, kernel, _flatten_inputs(X), jitter)
+    if joint is None:
+        Kmm = _with_channel_axis(covariances.Kuu(inducing_variable, kernel, jitter=jitter), 2)
+        return Kmm, cross_covariance(kernel, inducing_variable, X), prior_variance_diag(kernel, X)
+    Kmm, Kmn, diag = joint  # [M, M], [M, n], [n]
+    if X.shape.rank == 2:
+        return Kmm[None], Kmn[None], diag[:, None]
+    k = X.shape.rank - 2
+    Kmn = tf.reshape(Kmn, tf.concat([tf.shape(Kmn)[:1], tf.shape(X)[:-1]], 0))  # [M, ..., b]
+    Kmb = tf.transpose(Kmn, list(range(1, 1 + k)) + [0, 1 + k])[..., None, :, :]  # [..., 1, M, b]
+    return Kmm[None], Kmb, tf.reshape(diag, tf.shape(X)[:-1])[..., None]

@@ -101,13 +101,21 @@ class ObjectVectors(InputTransform):
     exactly the table rows whose ids appear in the input (``tf.gather``).
 
     Errors: a wrong static width (when ``num_view_features`` is given) or an
-    impossible ``id_column`` raise :class:`ValueError` at call time; ids that are
-    negative, ``>= num_objects`` or not integral raise
-    :class:`tf.errors.InvalidArgumentError` (checked with ``tf.debugging``
-    assertions, so also inside ``tf.function``). Under XLA
+    impossible ``id_column`` raise :class:`ValueError` at call time; by default
+    (``check_ids_in_graph=True``) ids that are negative, ``>= num_objects`` or not
+    integral raise :class:`tf.errors.InvalidArgumentError` (one ``tf.debugging``
+    assertion per call, so also inside ``tf.function``). Under XLA
     (``tf.function(jit_compile=True)``) TensorFlow compiles assertions away and
     ``tf.gather`` clamps out-of-range indices silently: validate the ids of a
-    dataset once, eagerly, with :meth:`check_ids` before training with XLA.
+    dataset once, eagerly, with :meth:`check_inputs` / :meth:`check_ids` before
+    training with XLA (:func:`gpflow_svgpvae.training.train` does this for arrays).
+
+    ``check_ids_in_graph=False`` leaves the assertion out of the graph (a few ops
+    less per step): only for ids validated once at the data boundary, e.g. arrays
+    passed to ``train`` (which calls :meth:`check_inputs`) or a dataset whose id
+    column went through :meth:`check_inputs`. Unchecked, an out-of-range id still
+    raises in ``tf.gather`` on CPU, but a non-integral id is rounded silently and
+    on GPU an out-of-range id gives zeros.
     """
 
     def __init__(
@@ -120,6 +128,7 @@ class ObjectVectors(InputTransform):
         init_scale: float = 1.5,
         seed: Optional[int] = None,
         name: Optional[str] = None,
+        check_ids_in_graph: bool = True,
     ) -> None:
         """
         :param num_objects: number of objects (rows of the table).
@@ -134,8 +143,12 @@ class ObjectVectors(InputTransform):
         :param init_scale: standard deviation of the random initialisation.
         :param seed: seed of the random initialisation.
         :param name: module name.
+        :param check_ids_in_graph: assert in the graph (every call, every step) that the
+            ids are integral and in range (default). ``False``: no in-graph check; the
+            ids must be validated once beforehand (see the class docstring).
         """
         super().__init__(name=name)
+        self.check_ids_in_graph = bool(check_ids_in_graph)
         num_objects = int(num_objects)
         Q = int(Q)
         if num_objects < 1 or Q < 1:
@@ -237,26 +250,29 @@ class ObjectVectors(InputTransform):
     def _validated_ids(self, ids: tf.Tensor) -> tf.Tensor:
         if ids.dtype.is_integer:
             int_ids = tf.cast(ids, tf.int64)
+            valid = None
         else:
             ids64 = tf.cast(ids, tf.float64)
             rounded = tf.round(ids64)
-            tf.debugging.assert_less_equal(
-                tf.abs(ids64 - rounded),
-                tf.constant(1e-6, tf.float64),
-                message="ObjectVectors: object ids must be integers (integral values)",
-                summarize=10,
-            )
             int_ids = tf.cast(rounded, tf.int64)
-        tf.debugging.assert_non_negative(
-            int_ids, message="ObjectVectors: object ids must be >= 0", summarize=10
-        )
-        tf.debugging.assert_less(
-            int_ids,
-            tf.constant(self.num_objects, tf.int64),
-            message=f"ObjectVectors: object ids must be < num_objects={self.num_objects}",
+            valid = tf.abs(ids64 - rounded) <= 1e-6
+        if not self.check_ids_in_graph:
+            return int_ids
+        # One assertion for the three conditions (each tf.debugging assertion is a
+        # conditional in the graph, run every step).
+        in_range = (int_ids >= 0) & (int_ids < self.num_objects)
+        valid = in_range if valid is None else valid & in_range
+        check = tf.debugging.Assert(
+            tf.reduce_all(valid),
+            [
+                f"ObjectVectors: object ids must be integers (integral values), >= 0 and "
+                f"< num_objects={self.num_objects}; ids:",
+                ids,
+            ],
             summarize=10,
         )
-        return int_ids
+        with tf.control_dependencies([check]):
+            return tf.identity(int_ids)
 
     @check_shapes(
         "X: [batch..., D_raw]",

@@ -151,6 +151,9 @@ def train(
         raise ValueError(f"epochs must be >= 0, got {epochs}")
     if not isinstance(data, tf.data.Dataset) and batch_size is None:
         raise ValueError("Pass batch_size when data are arrays (or pass a batched tf.data.Dataset).")
+    for arrays in (data, validation_data):  # raw inputs (e.g. object ids) checked once, not per step
+        if isinstance(arrays, (tuple, list)) and hasattr(getattr(model, "input_transform", None), "check_inputs"):
+            model.input_transform.check_inputs(np.asarray(arrays[0]))
     dataset = make_dataset(data, batch_size, shuffle=True, seed=seed) if batch_size else data
     if validation_data is not None and not isinstance(validation_data, tf.data.Dataset):
         validation_data = make_dataset(validation_data, batch_size or 1024, shuffle=False)
