@@ -287,19 +287,12 @@ def gp_block_timer(model, data: Dict, batch_size: int, jit: bool = False, stage:
     call, each the best of 5 blocks of ``n`` calls (the minimum, and CPU time, are
     robust to other load on the machine).
     """
-    import gpflow
     import tensorflow as tf
 
     from gpflow_svgpvae import amortized
 
-    rng = np.random.default_rng(0)
     b = int(batch_size)
-    L = model.num_latent_gps
-    X = tf.constant(data["X"][:b])
-    means = tf.Variable(rng.standard_normal((b, L)), dtype=gpflow.default_float())
-    raw = tf.Variable(rng.standard_normal((b, L)), dtype=gpflow.default_float())
-    variables = list(model.kernel.trainable_variables) + list(model.inducing_variable.trainable_variables) + list(
-        model.input_transform.trainable_variables) + [means, raw]
+    X, means, raw, variables = _block_inputs(model, data, b)
 
     def block():
         with tf.GradientTape() as tape:
@@ -326,25 +319,34 @@ def gp_block_timer(model, data: Dict, batch_size: int, jit: bool = False, stage:
     return _block_timer(tf.function(block, jit_compile=bool(jit)))
 
 
-def gp_step_timer(model, data: Dict, batch_size: int, jit: bool = False, gradients: bool = True):
-    """Like :func:`gp_block_timer`, but the block is exactly what a training step runs:
-    ``model.map_inputs`` (the object-vector lookup) and
-    :func:`gpflow_svgpvae.amortized.minibatch_posterior` (statistics -> posterior -> KL
-    -> predictive, ``W`` shared), forward and backward, from fixed encoder outputs.
-    Returns ``(timer, num_ops)`` as :func:`gp_block_timer`."""
+def _block_inputs(model, data: Dict, b: int):
+    """The first ``b`` raw inputs, fixed encoder means and raw variances (variables, seeded), and
+    every variable the GP block differentiates."""
     import gpflow
     import tensorflow as tf
 
-    from gpflow_svgpvae import amortized
-
     rng = np.random.default_rng(0)
-    b = int(batch_size)
     L = model.num_latent_gps
     X = tf.constant(data["X"][:b])
     means = tf.Variable(rng.standard_normal((b, L)), dtype=gpflow.default_float())
     raw = tf.Variable(rng.standard_normal((b, L)), dtype=gpflow.default_float())
     variables = list(model.kernel.trainable_variables) + list(model.inducing_variable.trainable_variables) + list(
         model.input_transform.trainable_variables) + [means, raw]
+    return X, means, raw, variables
+
+
+def gp_step_timer(model, data: Dict, batch_size: int, jit: bool = False, gradients: bool = True):
+    """Like :func:`gp_block_timer`, but the block is exactly what a training step runs:
+    ``model.map_inputs`` (the object-vector lookup) and
+    :func:`gpflow_svgpvae.amortized.minibatch_posterior` (statistics -> posterior -> KL
+    -> predictive, ``W`` shared), forward and backward, from fixed encoder outputs.
+    Returns ``(timer, num_ops)`` as :func:`gp_block_timer`."""
+    import tensorflow as tf
+
+    from gpflow_svgpvae import amortized
+
+    b = int(batch_size)
+    X, means, raw, variables = _block_inputs(model, data, b)
 
     def block():
         with tf.GradientTape() as tape:
