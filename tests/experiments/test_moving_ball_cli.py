@@ -104,6 +104,7 @@ def test_warm_started_gpvae_continues_from_the_cached_warm_phase(tmp_path, test_
     assert not np.allclose(longer["means"], at_switch["means"])
 
 
+@pytest.mark.slow  # CLI smoke test; `make test-all`
 def test_smoke_cli_rmse_vs_m_with_warm_start(tmp_path):
     out, cache = str(tmp_path / "out"), str(tmp_path / "cache")
     payload = mb.main(["rmse_vs_m", "--steps", "4", "--hidden", "8", "--test-videos", "12", "--m", "3",

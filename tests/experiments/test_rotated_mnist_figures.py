@@ -6,6 +6,7 @@ The bias computation itself (:func:`gpflow_svgpvae.estimators.inducing_mean_bias
 Smoke tests run every command on a tiny data set (12 instances per digit, 1 epoch), with outputs and the
 run cache in ``tmp_path``.
 """
+import pytest
 import csv
 import json
 import os
@@ -35,6 +36,7 @@ def _assert_finite_runs(rows):
 
 
 # ---------------------------------------------------------------------- smoke tests
+@pytest.mark.slow  # figure-command smoke test; `make test-all`
 def test_runtime_and_num_inducing_quick_smoke_share_cached_runs(tmp_path):
     payload, _ = _run(tmp_path, "runtime")
     rows = payload["rows"]
@@ -52,6 +54,7 @@ def test_runtime_and_num_inducing_quick_smoke_share_cached_runs(tmp_path):
             assert new[key] == old[key]
 
 
+@pytest.mark.slow  # figure-command smoke test; `make test-all`
 def test_digits_quick_smoke(tmp_path):
     payload, _ = _run(tmp_path, "digits")
     _assert_finite_runs(payload["rows"])
@@ -59,6 +62,7 @@ def test_digits_quick_smoke(tmp_path):
     assert payload["rows"][1]["num_data"] == 3 * payload["rows"][0]["num_data"]
 
 
+@pytest.mark.slow  # figure-command smoke test; `make test-all`
 def test_batch_size_quick_smoke(tmp_path):
     payload, _ = _run(tmp_path, "batch_size")
     _assert_finite_runs(payload["rows"])
@@ -79,6 +83,7 @@ def test_bias_quick_smoke_and_reuse(tmp_path):
     assert [r["test_mse_mean"] for r in again["runs"]] == [r["test_mse_mean"] for r in payload["runs"]]
 
 
+@pytest.mark.slow  # figure-command smoke test; `make test-all`
 def test_tsne_quick_smoke(tmp_path):
     payload, rows = _run(tmp_path, "tsne")
     assert payload["tsne_digits"] == [1, 3, 6] and payload["num_points"] == len(rows) == payload["run"]["num_data"]
@@ -88,6 +93,7 @@ def test_tsne_quick_smoke(tmp_path):
     assert np.isfinite(payload["run"]["test_mse_mean"])
 
 
+@pytest.mark.slow  # figure-command smoke test; `make test-all`
 def test_init_quick_smoke(tmp_path):
     payload, _ = _run(tmp_path, "init")
     _assert_finite_runs(payload["rows"])

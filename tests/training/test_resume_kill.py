@@ -7,6 +7,7 @@ an uninterrupted reference, a run that the test kills with SIGKILL as soon as
 its checkpoint directory holds the checkpoint of step 8 (mid-epoch 2), and the
 same command restarted on the killed run's directory.
 """
+import pytest
 import os
 import re
 import signal
@@ -35,6 +36,7 @@ def _command(checkpoint_dir, out):
     return [sys.executable, SCRIPT, ROOT, str(checkpoint_dir), str(out)]
 
 
+@pytest.mark.slow  # a minute of two processes; test_training.py keeps the in-process resume test
 def test_sigkill_mid_epoch_then_restart_equals_uninterrupted_run(tmp_path):
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", RESUME_TEST_STEP_DELAY="0.1")
     ckpt = tmp_path / "ckpt"
