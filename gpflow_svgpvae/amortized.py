@@ -474,20 +474,13 @@ def predict_from_whitened(
             + tf.linalg.matrix_transpose(tf.reduce_sum(tf.square(V), axis=-2))
         )  # [..., R, L]
         return mean, var
-    if upper_inverse is not None:
-        mean = tf.linalg.matvec(W, whitened_mean, transpose_a=True)  # [L, R]
-        V = tf.linalg.matmul(upper_inverse, W)  # [L, M, R]
-        var = (
-            tf.linalg.matrix_transpose(prior_var)
-            - tf.reduce_sum(tf.square(W), axis=-2)
-            + tf.reduce_sum(tf.square(V), axis=-2)
-        )  # [L, R]
-        return tf.linalg.matrix_transpose(mean), tf.linalg.matrix_transpose(var)
     mean = tf.linalg.matvec(W, whitened_mean, transpose_a=True)  # [L, R]
-    # One triangular solve per channel (and per latent dataset), whichever side carries them.
-    target = tf.broadcast_dynamic_shape(tf.concat([tf.shape(U)[:-1], tf.shape(W)[-1:]], 0), tf.shape(W))
-    W_per_channel = tf.broadcast_to(W, target)
-    V = tf.linalg.triangular_solve(U, W_per_channel, lower=False)  # [L, M, R]
+    if upper_inverse is not None:
+        V = tf.linalg.matmul(upper_inverse, W)  # [L, M, R]
+    else:
+        # One triangular solve per channel (and per latent dataset), whichever side carries them.
+        target = tf.broadcast_dynamic_shape(tf.concat([tf.shape(U)[:-1], tf.shape(W)[-1:]], 0), tf.shape(W))
+        V = tf.linalg.triangular_solve(U, tf.broadcast_to(W, target), lower=False)  # [L, M, R]
     var = (
         tf.linalg.matrix_transpose(prior_var)
         - tf.reduce_sum(tf.square(W), axis=-2)

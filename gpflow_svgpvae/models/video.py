@@ -41,7 +41,6 @@ from gpflow.kernels import Kernel, MultioutputKernel, SeparateIndependent, Share
 
 from .. import amortized, distribute
 from ..likelihoods import DecoderLikelihood
-from ..numerics import assert_finite, numerical_checks
 from .base import LatentVariableAutoencoder
 
 __all__ = [
@@ -142,13 +141,6 @@ def expected_log_site(mean: tf.Tensor, variance: tf.Tensor, site_mean: tf.Tensor
         + tf.math.log(site_variance)
         + (tf.square(mean - site_mean) + variance) / site_variance
     )
-
-
-def _static(tensor, axis) -> Optional[int]:
-    if tensor.shape.rank is None:
-        return None
-    dim = tensor.shape[axis]
-    return None if dim is None else int(dim)
 
 
 def _channels_first(tensor: tf.Tensor) -> tf.Tensor:
@@ -361,6 +353,4 @@ class InducingVideoAutoencoder(VideoGPAutoencoder):
 
     def cross_covariance(self, X: tf.Tensor) -> tf.Tensor:
         """:math:`K_{mb}` for every video, ``[V, C, M, T]`` (inducing inputs shared by all videos)."""
-        Kmb = amortized.cross_covariance(self.kernel, self._gp_inducing_variable(), _flatten_inputs(X))  # [C, M, V*T]
-        shape = tf.concat([tf.shape(Kmb)[:2], tf.shape(X)[:-1]], 0)  # [C, M, V, T]
-        return tf.transpose(tf.reshape(Kmb, shape), [2, 0, 1, 3])
+        return amortized.cross_covariance(self.kernel, self._gp_inducing_variable(), X)
