@@ -23,7 +23,7 @@ __all__ = ["train", "make_dataset", "masked_arrays"]
 
 def make_dataset(
     data, batch_size: int, shuffle: bool = True, seed: int = 0, drop_remainder: bool = False,
-    missing_values: Optional[str] = None,
+    missing_values: Optional[str] = None, frames_per_sequence: Optional[int] = None,
 ):
     """``(X, Y)`` or ``(X, Y, mask)`` arrays -> a shuffled, batched, prefetching ``tf.data.Dataset``
     of such tuples.
@@ -34,6 +34,10 @@ def make_dataset(
         into a mask once, here (``Y`` zero-filled, ``mask = ~isnan(Y)``, combined with a
         given mask), so the batches are ``(X, Y, mask)`` without NaN. ``None``: the arrays
         are used as given.
+    :param frames_per_sequence: for sequence data (``X [V, T, D]``, ``Y [V, T, ...]``), keep a
+        random subset of this many frames of every sequence (drawn anew each epoch, seeded,
+        kept in time order): the SVGP-VAE's minibatch over the points of each latent dataset,
+        whose cost per sequence no longer grows with ``T``. ``None``: whole sequences.
     """
     if isinstance(data, tf.data.Dataset):
         return data
@@ -53,7 +57,29 @@ def make_dataset(
     dataset = tf.data.Dataset.from_tensor_slices(tuple(data))
     if shuffle:
         dataset = dataset.shuffle(len(X), seed=seed, reshuffle_each_iteration=True)
+    if frames_per_sequence is not None:
+        dataset = _subsample_frames(dataset, np.shape(X), int(frames_per_sequence), seed)
     return dataset.batch(int(batch_size), drop_remainder=drop_remainder).prefetch(tf.data.AUTOTUNE)
+
+
+def _subsample_frames(dataset: tf.data.Dataset, x_shape, frames: int, seed: int) -> tf.data.Dataset:
+    """Keep ``frames`` random frames (sorted by index) of every sequence element ``(X [T, D], Y [T, ...], ...)``."""
+    if len(x_shape) != 3:
+        raise ValueError(f"frames_per_sequence needs sequence data X [V, T, D]; got X of shape {tuple(x_shape)}")
+    T = int(x_shape[1])
+    if not 1 <= frames <= T:
+        raise ValueError(f"frames_per_sequence must be in [1, T={T}]; got {frames}")
+    if frames == T:
+        return dataset
+
+    def pick(random, element):
+        # A stateless draw per element: the same seed gives the same frames, run after run.
+        keys = tf.random.stateless_uniform([T], seed=tf.stack([tf.cast(random, tf.int64), tf.constant(seed, tf.int64)]))
+        index = tf.sort(tf.argsort(keys)[:frames])
+        return tuple(tf.gather(part, index) for part in element)
+
+    randoms = tf.data.Dataset.random(seed=seed, rerandomize_each_iteration=True)
+    return tf.data.Dataset.zip((randoms, dataset)).map(pick, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
 
 
 def masked_arrays(X, Y, mask=None):
@@ -114,6 +140,7 @@ def train(
     progress: bool = True,
     callback=None,
     strategy: Optional[tf.distribute.Strategy] = None,
+    frames_per_sequence: Optional[int] = None,
 ) -> Dict[str, List[float]]:
     """Train ``model`` for ``epochs`` passes over ``data``.
 
@@ -142,6 +169,9 @@ def train(
         Build the model inside ``strategy.scope()``; each step's batch is the
         global batch, split across replicas, and the GP statistics are summed
         across replicas so the result equals single-device training.
+    :param frames_per_sequence: with sequence arrays ``X [V, T, D]``: train on this many
+        random frames of each sequence per step (see :func:`make_dataset`); the model's
+        ``num_data`` stays ``T``, so the bound is the unbiased minibatch estimate.
     :return: history, a dict of per-epoch mean logs (``loss``, ``elbo``,
         ``reconstruction``, ``kl``, ...; ``val_*`` with validation data) for the
         epochs completed in this call (after a mid-epoch resume, the first
@@ -154,7 +184,12 @@ def train(
     for arrays in (data, validation_data):  # raw inputs (e.g. object ids) checked once, not per step
         if isinstance(arrays, (tuple, list)) and hasattr(getattr(model, "input_transform", None), "check_inputs"):
             model.input_transform.check_inputs(np.asarray(arrays[0]))
-    dataset = make_dataset(data, batch_size, shuffle=True, seed=seed) if batch_size else data
+    if frames_per_sequence is not None and isinstance(data, tf.data.Dataset):
+        raise ValueError("frames_per_sequence applies to arrays; subsample frames in your tf.data pipeline instead.")
+    dataset = (
+        make_dataset(data, batch_size, shuffle=True, seed=seed, frames_per_sequence=frames_per_sequence)
+        if batch_size else data
+    )
     if validation_data is not None and not isinstance(validation_data, tf.data.Dataset):
         validation_data = make_dataset(validation_data, batch_size or 1024, shuffle=False)
     strategy = strategy or tf.distribute.get_strategy()
