@@ -18,3 +18,7 @@ __all__ = [
     "rotated_mnist", "RotatedMNIST", "RotatedMNISTSplit", "rotate_images", "load_mnist", "read_idx",
     "sprites", "SpritesDataset", "load_sprites_arrays", "render_sprite",
 ]
+
+from .hmnist import HMNIST, HMNISTSplit, hmnist, long_hmnist, observed_arrays, rotate_each  # noqa: E402
+
+__all__ += ["hmnist", "long_hmnist", "HMNIST", "HMNISTSplit", "observed_arrays", "rotate_each"]
