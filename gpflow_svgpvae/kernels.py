@@ -6,7 +6,8 @@ Kernels for the SVGP-VAE experiments on object/view data.
 * :func:`sprites_kernel` -- style x pose product of two :class:`CosineLinear`
   kernels plus white noise (SPRITES, Jazbec et al. 2021, section 5.3);
 * :func:`periodic_linear_kernel` -- periodic kernel on a view angle times a
-  linear kernel on object vectors (rotated MNIST, protocol of Casale et al. 2018).
+  linear kernel on object vectors (rotated MNIST, protocol of Casale et al. 2018);
+* :class:`Cauchy` -- the Cauchy kernel of the GP-VAE (Fortuin et al., 2020).
 
 All kernels are ordinary GPflow kernels: their parameters are
 :class:`gpflow.Parameter` objects in :func:`gpflow.default_float` with positive
@@ -25,6 +26,7 @@ from gpflow.kernels.base import ActiveDims, Kernel
 from gpflow.utilities import positive
 
 __all__ = [
+    "Cauchy",
     "CosineLinear",
     "sprites_kernel",
     "periodic_linear_kernel",
@@ -236,3 +238,34 @@ def periodic_linear_kernel(
     linear = gpflow.kernels.Linear(variance=linear_variance, active_dims=object_dims)
     gpflow.set_trainable(linear.variance, False)
     return periodic * linear
+
+
+class Cauchy(gpflow.kernels.IsotropicStationary):
+    r"""
+    The Cauchy kernel (the GP-VAE's kernel, Fortuin et al. 2020). The kernel equation is
+
+    .. math::
+        k(r) = \frac{\sigma^2}{1 + r^2 / \ell^2},
+
+    where :math:`r = \lVert\mathbf{x} - \mathbf{x}'\rVert` is the Euclidean distance
+    between the inputs, :math:`\ell` the lengthscale (one per input dimension for
+    ARD: :math:`r^2/\ell^2 = \sum_d (x_d - x'_d)^2/\ell_d^2`) and :math:`\sigma^2` the
+    variance. Its tails decay polynomially (:math:`\propto r^{-2}`), so distant inputs
+    stay correlated much longer than under the squared exponential.
+
+    It is GPflow's rational quadratic kernel with :math:`\alpha = 1` and lengthscale
+    :math:`\ell/\sqrt 2`: ``RationalQuadratic(alpha=1, lengthscales=ell / sqrt(2))``
+    (whose :math:`\alpha` is a trainable parameter; here the exponent is fixed at 1).
+    Like GPflow's stationary kernels it honours ``active_dims`` and accepts inputs with
+    leading batch dimensions (``[V, T, D] -> [V, T, T]``).
+
+    :param variance: the (initial) variance :math:`\sigma^2` (positive).
+    :param lengthscales: the (initial) lengthscale(s) :math:`\ell` (positive; a vector
+        for ARD).
+    :param active_dims: a slice or list of the columns of X that are used.
+    """
+
+    @inherit_check_shapes
+    def K_r2(self, r2: TensorType) -> tf.Tensor:
+        # r2 is the squared distance already scaled by the lengthscales: r^2 / l^2.
+        return self.variance / (1.0 + r2)

@@ -5,7 +5,7 @@ import tensorflow as tf
 import tensorflow_probability as tfp
 
 import gpflow
-from gpflow_svgpvae.kernels import CosineLinear, periodic_linear_kernel, sprites_kernel
+from gpflow_svgpvae.kernels import Cauchy, CosineLinear, periodic_linear_kernel, sprites_kernel
 
 
 def np_cosine(A, B, variance=1.0):
@@ -192,3 +192,60 @@ def test_periodic_lengthscale_is_half_tfp_exp_sin_squared(rng):
         gpflow.kernels.SquaredExponential(lengthscales=l_tfp / 2), period=2 * np.pi
     )
     np.testing.assert_allclose(gp_k(a).numpy(), tfp_k.matrix(a, a).numpy(), rtol=1e-12)
+
+
+# --------------------------------------------------------------------------------- Cauchy
+
+
+def np_cauchy(A, B, variance, lengthscales):
+    """variance / (1 + sum_d (a_d - b_d)^2 / l_d^2), written out with loops."""
+    lengthscales = np.broadcast_to(np.asarray(lengthscales, np.float64), (A.shape[1],))
+    out = np.empty((A.shape[0], B.shape[0]))
+    for i, a in enumerate(A):
+        for j, b in enumerate(B):
+            out[i, j] = variance / (1.0 + np.sum((a - b) ** 2 / lengthscales**2))
+    return out
+
+
+@pytest.mark.parametrize("lengthscales", [0.7, [0.5, 2.0]], ids=["isotropic", "ard"])
+def test_cauchy_matches_numpy(rng, lengthscales):
+    X = rng.standard_normal((7, 2))
+    X2 = rng.standard_normal((4, 2))
+    k = Cauchy(variance=1.9, lengthscales=lengthscales)
+    np.testing.assert_allclose(k(X, X2).numpy(), np_cauchy(X, X2, 1.9, lengthscales), rtol=1e-12)
+    np.testing.assert_allclose(k(X).numpy(), np_cauchy(X, X, 1.9, lengthscales), rtol=1e-12)
+    np.testing.assert_allclose(k(X, full_cov=False).numpy(), 1.9 * np.ones(7), rtol=1e-12)
+    assert k(X).dtype == tf.float64
+    assert len(k.trainable_parameters) == 2  # variance and lengthscales; the exponent is fixed
+    # Polynomial tails: k(r) r^2 -> variance * l^2.
+    far = k(np.array([[0.0, 0.0]]), np.array([[1e4, 0.0]])).numpy()[0, 0]
+    l0 = np.atleast_1d(lengthscales)[0]
+    np.testing.assert_allclose(far * 1e8, 1.9 * l0**2, rtol=1e-6)
+
+
+def test_cauchy_is_rational_quadratic_with_alpha_one(rng):
+    X = rng.uniform(0, 5, size=(9, 1))
+    X2 = rng.uniform(0, 5, size=(3, 1))
+    ell = 1.3
+    cauchy = Cauchy(variance=0.8, lengthscales=ell)
+    rq = gpflow.kernels.RationalQuadratic(variance=0.8, lengthscales=ell / np.sqrt(2.0), alpha=1.0)
+    np.testing.assert_allclose(cauchy(X, X2).numpy(), rq(X, X2).numpy(), rtol=1e-12)
+    np.testing.assert_allclose(cauchy(X).numpy(), rq(X).numpy(), rtol=1e-12)
+
+
+def test_cauchy_batched_inputs_and_active_dims(rng):
+    from gpflow_svgpvae.models.video import batched_cross_gram, batched_gram, batched_prior_variance
+
+    X = rng.standard_normal((3, 5, 2))  # [V, T, D]
+    k = Cauchy(variance=1.4, lengthscales=0.9, active_dims=[1])
+    K = k(X).numpy()
+    assert K.shape == (3, 5, 5)
+    gram = batched_gram(k, X).numpy()  # [V, C = 1, T, T]
+    Xnew = rng.standard_normal((3, 2, 2))
+    cross = batched_cross_gram(k, X, Xnew).numpy()
+    for v in range(3):
+        np.testing.assert_allclose(K[v], np_cauchy(X[v, :, 1:], X[v, :, 1:], 1.4, 0.9), rtol=1e-12)
+        np.testing.assert_allclose(gram[v, 0], K[v], rtol=1e-12)
+        np.testing.assert_allclose(cross[v, 0], np_cauchy(X[v, :, 1:], Xnew[v, :, 1:], 1.4, 0.9), rtol=1e-12)
+    np.testing.assert_allclose(batched_prior_variance(k, X).numpy(), 1.4 * np.ones((3, 5, 1)), rtol=1e-12)
+    assert np.linalg.eigvalsh(K[0]).min() > 0  # positive definite for distinct inputs

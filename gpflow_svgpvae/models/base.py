@@ -144,6 +144,34 @@ class LatentVariableAutoencoder(BayesianModel, ExternalDataTrainingLossMixin, ab
     # ------------------------------------------------------------ missing data
     #: Whether :meth:`objective_terms` accepts ``data = (X, Y, mask)`` (missing entries).
     supports_missing = False
+    #: ``None``: NaN in ``Y`` is an error; ``"nan"``: NaN entries of ``Y`` are missing
+    #: (set by the constructors of the models with :attr:`supports_missing`).
+    missing_values: Optional[str] = None
+    #: Whether the encoder sees ``concat([Y zero-filled, mask], -1)`` instead of ``Y``.
+    encoder_sees_mask: bool = False
+
+    def _set_missing_options(self, missing_values: Optional[str], encoder_sees_mask: bool):
+        """Check and store the constructor options ``missing_values`` and ``encoder_sees_mask``."""
+        if missing_values not in (None, "nan"):
+            raise ValueError(f"missing_values must be None or 'nan'; got {missing_values!r}")
+        self.missing_values = missing_values
+        self.encoder_sees_mask = bool(encoder_sees_mask)
+
+    def encoder_inputs(self, Y, mask=None):
+        """What the encoder sees: ``Y`` (zero-filled at missing entries), with
+        ``encoder_sees_mask`` concatenated with the mask (ones if ``None``) along the last axis."""
+        if not self.encoder_sees_mask:
+            return Y
+        mask = tf.ones_like(Y) if mask is None else tf.cast(mask, Y.dtype)
+        return tf.concat([Y, mask], axis=-1)
+
+    def observed(self, data):
+        """``data = (X, Y)`` or ``(X, Y, mask)`` -> ``(X, Y zero-filled, entry mask or None)``:
+        the missing-data rules of :meth:`_observed` (``None``: nothing is missing
+        and no mask was given)."""
+        X, Y, mask = self._split_data(data)
+        Y, mask = self._observed(X, Y, mask, nan_missing=self.missing_values == "nan")
+        return X, Y, mask
 
     def _split_data(self, data):
         """``(X, Y)`` or ``(X, Y, mask)`` -> ``(X, Y, mask or None)``."""
@@ -406,6 +434,47 @@ class LatentVariableAutoencoder(BayesianModel, ExternalDataTrainingLossMixin, ab
         """The model conditioned on ``data``: ``posterior(data).predict_f(Xnew)`` is
         ``predict_f(Xnew, data)`` (models that can cache a posterior override this)."""
         return ConditionedModel(self, data)
+
+    def _imputation_queries(self, X):
+        """The inputs :meth:`impute` predicts at: the data's own inputs ``X``."""
+        return X
+
+    def impute(self, data, num_samples: Optional[int] = None, seed: int = 0, **posterior_options):
+        r"""Fill in the missing entries of ``data = (X, Y, mask)`` (or ``(X, Y)`` with NaN for
+        missing entries and ``missing_values="nan"``); models with :attr:`supports_missing`.
+
+        The posterior is conditioned on all observed entries of ``data`` (:math:`s = 1`):
+        for one latent dataset ``X [N, D]`` on all its points, for sequences (videos)
+        ``X [V, T, D]``, ``Y [V, T, ...]`` each sequence on its own observed frames. At
+        every point of ``data`` (also fully missing and padded frames) the decoder's mean
+        at the latent posterior mean fills the missing entries; observed entries are
+        returned exactly as given.
+
+        :param num_samples: ``S``: also ``S`` imputations from latent samples
+            :math:`z \sim q(z\mid x)` (independent per point), each the decoder's *mean* at the
+            sampled code (the decoder's observation noise is not sampled: for a Bernoulli
+            decoder the samples are probabilities), observed entries kept.
+        :param seed: seed of the stateless latent draws (same seed, same samples).
+        :param posterior_options: passed to :meth:`posterior` (e.g. ``batch_size`` of the SVGP-VAE).
+        :return: the imputed ``Y`` (``Y``'s shape and float dtype; ``float32`` for integer ``Y``),
+            or the pair ``(imputed, samples [S, ...])`` when ``num_samples`` is given.
+        """
+        if isinstance(data, tf.data.Dataset):
+            raise TypeError("impute takes arrays (X, Y) or (X, Y, mask), not a tf.data.Dataset.")
+        X, Y, mask = self.observed(data)
+        Y = tf.convert_to_tensor(Y)
+        if not Y.dtype.is_floating:
+            Y = tf.cast(Y, tf.float32)
+        out = self.posterior(data, **posterior_options).predict_y(
+            self._imputation_queries(X), num_samples=num_samples, seed=seed
+        )
+        decoded, samples = (out, None) if num_samples is None else out
+        observed = tf.ones_like(Y, dtype=tf.bool) if mask is None else mask > 0
+        imputed = tf.where(observed, Y, tf.cast(tf.reshape(decoded, tf.shape(Y)), Y.dtype))
+        if samples is None:
+            return imputed
+        samples = tf.reshape(tf.cast(samples, Y.dtype), tf.concat([[int(num_samples)], tf.shape(Y)], 0))
+        return imputed, tf.where(observed[None], Y[None], samples)
 
     def _next_seed(self) -> tf.Tensor:
         step = self.sample_counter.read_value()

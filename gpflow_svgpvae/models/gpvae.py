@@ -22,6 +22,26 @@ and the ELBO of a video is
 i.e. :math:`E_q[\log p(y\mid z)] - \mathrm{KL}(q(z_v)\,\|\,p(z_v))`, since
 :math:`q = p\,\tilde q / Z`. The cost is :math:`O(T^3)` per video and channel:
 use it for short videos only (the moving ball has :math:`T = 30`).
+
+Missing frames. A frame with nothing observed has site weight :math:`w_t = 0`
+(precision 0): with :math:`O` the other frames, :math:`q(z) \propto p(z)\prod_{t\in O}\tilde q_t`,
+so :math:`\log Z = \log\mathcal N(\tilde y_O\mid 0, K_{OO} + \tilde D_O)`, the cross term
+sums over :math:`O` only, and the marginals are :math:`m = K_{\cdot O}(K_{OO} + \tilde D_O)^{-1}\tilde y_O`,
+:math:`s = \mathrm{diag}(K - K_{\cdot O}(K_{OO} + \tilde D_O)^{-1}K_{O\cdot})`: the KL and the
+posterior at the frames of :math:`O` are those of the video without the frame, and at the frame
+itself the GP prediction from :math:`O`. Computed without dropping rows (batched, static
+shapes) and without huge variances: with :math:`w \in \{0, 1\}^T`
+
+.. math::
+
+    K_n = (w w^\top)\odot K + \mathrm{diag}\big(w\,(\tilde v + \text{jitter}) + (1 - w)\big),\qquad
+    \tilde y' = w\odot\tilde y,
+
+whose Cholesky factor is that of :math:`K_{OO} + \tilde D_O` with the identity at the
+missing frames (their rows and columns of :math:`K_n` are unit vectors); then
+:math:`L_n^{-1}\tilde y'` is 0 there, :math:`\log|K_n| = \log|K_{OO} + \tilde D_O|`, the
+:math:`2\pi` term counts :math:`\sum_t w_t` frames, and the marginals use
+:math:`L_n^{-1}\,\mathrm{diag}(w)K`. With :math:`w = 1` these are exactly the unweighted numbers.
 """
 from typing import Optional
 
@@ -37,26 +57,44 @@ from .video import (
     batched_gram,
     batched_prior_variance,
     expected_log_site,
+    frame_sum,
 )
 
 __all__ = ["GPVAE", "exact_gp_factors"]
 
 
-def exact_gp_factors(K: tf.Tensor, means: tf.Tensor, variances: tf.Tensor, jitter: float = 0.0):
+def _frame_flags(weights, dtype) -> tf.Tensor:
+    """Frame weights ``[V, T]`` -> :math:`w \in \{0, 1\}` ``[V, 1, T]`` (any positive weight is 1)."""
+    return tf.cast(tf.convert_to_tensor(weights) > 0, dtype)[..., None, :]
+
+
+def exact_gp_factors(K: tf.Tensor, means: tf.Tensor, variances: tf.Tensor, jitter: float = 0.0, weights=None):
     r"""Cholesky factor and whitened targets of the exact GP regression on latent datasets.
 
     :param K: prior covariances ``[V, C, T, T]`` (``C`` = 1 or L).
     :param means: site means ``[V, T, L]``; :param variances: site variances ``[V, T, L]``.
-    :return: ``L_n [V, L, T, T]`` with :math:`L_nL_n^\top = K + \tilde D + \text{jitter}\,I`,
+    :param weights: optional frame weights ``[V, T]``; frames of weight 0 are left out of the
+        regression (see the module docstring: their rows/columns of :math:`K_n` become unit
+        vectors, their site means and variances are never used).
+    :return: ``L_n [V, L, T, T]`` with :math:`L_nL_n^\top = K + \tilde D + \text{jitter}\,I`
+        (:math:`K_n` of the module docstring with weights),
         ``alpha = L_n^{-1}\tilde y`` ``[V, L, T]`` and ``log_marginal`` :math:`\log Z`, ``[V, L]``.
     """
     ytil, vtil = _channels_first(means), _channels_first(variances)  # [V, L, T]
-    T = tf.shape(ytil)[-1]
-    Kn = K + tf.linalg.diag(vtil + jitter)  # [V, L, T, T]
+    if weights is None:
+        num_frames = tf.cast(tf.shape(ytil)[-1], K.dtype)
+        Kn = K + tf.linalg.diag(vtil + jitter)  # [V, L, T, T]
+    else:
+        w = _frame_flags(weights, K.dtype)  # [V, 1, T]
+        used = tf.broadcast_to(w > 0, tf.shape(ytil))
+        ytil = tf.where(used, ytil, tf.zeros_like(ytil))
+        site = tf.where(used, vtil + jitter, tf.ones_like(vtil))
+        Kn = K * (w[..., :, None] * w[..., None, :]) + tf.linalg.diag(site)  # [V, L, T, T]
+        num_frames = tf.reduce_sum(w, axis=-1)  # [V, 1]
     Ln = cholesky(Kn, "K + diag(site variances) (the exact GP-VAE's marginal covariance)")
     alpha = tf.linalg.triangular_solve(Ln, ytil[..., None], lower=True)[..., 0]  # [V, L, T]
     log_marginal = (
-        -0.5 * tf.cast(T, K.dtype) * np.log(2.0 * np.pi)
+        -0.5 * num_frames * np.log(2.0 * np.pi)
         - tf.reduce_sum(tf.math.log(tf.linalg.diag_part(Ln)), axis=-1)
         - 0.5 * tf.reduce_sum(tf.square(alpha), axis=-1)
     )
@@ -76,7 +114,12 @@ class GPVAE(VideoGPAutoencoder):
     :param jitter: added to :math:`K + \tilde D` before the Cholesky (default 0: the
         site variances, bounded below by the encoder head, regularise it).
 
-    ``data = (X [V, T, D], Y [V, T, ...])``; the ELBO is summed over videos.
+    :param missing_values: ``None`` or ``"nan"`` (NaN entries are missing).
+    :param encoder_sees_mask: the encoder sees ``concat([Y zero-filled, mask], -1)``.
+
+    ``data = (X [V, T, D], Y [V, T, ...])`` or ``(X, Y, mask)``; the ELBO is summed over
+    videos. Padded videos: pad to a common ``T = num_data`` and pass the frame mask ``[V, T]``;
+    each video's KL and posterior are then those of its real frames alone.
 
     Training from random networks can settle in a poor local optimum: on the moving
     ball it ends with a short lengthscale and latents that are not an affine image of
@@ -89,35 +132,39 @@ class GPVAE(VideoGPAutoencoder):
     full_videos_only = True
 
     def __init__(self, encoder, decoder, kernel, likelihood="gaussian", *, num_data: int, num_latent_gps=None,
-                 jitter: float = 0.0, num_samples: int = 1, seed: int = 0, name: Optional[str] = None):
+                 jitter: float = 0.0, num_samples: int = 1, seed: int = 0, missing_values: Optional[str] = None,
+                 encoder_sees_mask: bool = False, name: Optional[str] = None):
         super().__init__(
             encoder, decoder, kernel, likelihood, num_data=num_data, num_latent_gps=num_latent_gps,
-            jitter=jitter, num_samples=num_samples, seed=seed, name=name,
+            jitter=jitter, num_samples=num_samples, seed=seed, missing_values=missing_values,
+            encoder_sees_mask=encoder_sees_mask, name=name,
         )
 
-    def latent_posterior(self, X, means, variances, num_data=None) -> LatentPosterior:
+    def latent_posterior(self, X, means, variances, num_data=None, weights=None) -> LatentPosterior:
         K = batched_gram(self.kernel, X)  # [V, C, T, T]
-        Ln, alpha, log_marginal = exact_gp_factors(K, means, variances, self.jitter)
-        A = tf.linalg.triangular_solve(Ln, tf.broadcast_to(K, tf.shape(Ln)), lower=True)  # Ln^-1 K
+        Ln, alpha, log_marginal = exact_gp_factors(K, means, variances, self.jitter, weights)
+        Kw = K if weights is None else K * _frame_flags(weights, K.dtype)[..., None]  # diag(w) K (rows)
+        A = tf.linalg.triangular_solve(Ln, tf.broadcast_to(Kw, tf.shape(Ln)), lower=True)  # Ln^-1 K
         mean = tf.linalg.matvec(A, alpha, transpose_a=True)  # K (K + D)^-1 ytil, [V, L, T]
         var = tf.linalg.diag_part(K) - tf.reduce_sum(tf.square(A), axis=-2)  # [V, L, T]
         mean, var = tf.linalg.matrix_transpose(mean), tf.linalg.matrix_transpose(var)  # [V, T, L]
-        cross = tf.reduce_sum(expected_log_site(mean, var, means, variances), axis=-2)  # [V, L]
+        cross = frame_sum(expected_log_site(mean, var, means, variances), weights)  # [V, L]
         kl = tf.reduce_sum(cross - log_marginal, axis=-1)  # [V]
         return LatentPosterior(mean, var, kl)
 
     def log_marginal_likelihood(self, data) -> tf.Tensor:
-        r""":math:`\log Z_{vl}` of every video's latent dataset, ``[V, L]``."""
-        X, Y = data
-        X, Y = self._check_videos(X, Y, full_videos=False)
-        means, variances = self.encode_videos(Y, training=False)
+        r""":math:`\log Z_{vl}` of every video's latent dataset, ``[V, L]`` (``data = (X, Y)`` or
+        ``(X, Y, mask)``: frames with nothing observed are left out)."""
+        X, _, _, weights, means, variances = self._videos(data, full_videos=False, training=False)
         K = batched_gram(self.kernel, X)
-        return exact_gp_factors(K, means, variances, self.jitter)[2]
+        return exact_gp_factors(K, means, variances, self.jitter, weights)[2]
 
-    def _predict_at(self, X, means, variances, Xnew):
+    def _predict_at(self, X, means, variances, Xnew, weights=None):
         K = batched_gram(self.kernel, X)
-        Ln, alpha, _ = exact_gp_factors(K, means, variances, self.jitter)
+        Ln, alpha, _ = exact_gp_factors(K, means, variances, self.jitter, weights)
         Kxr = batched_cross_gram(self.kernel, X, Xnew)  # [V, C, T, R]
+        if weights is not None:  # rows of the left-out frames: 0
+            Kxr = Kxr * _frame_flags(weights, Kxr.dtype)[..., None]
         shape = tf.concat([tf.shape(Ln)[:-1], tf.shape(Kxr)[-1:]], 0)
         A = tf.linalg.triangular_solve(Ln, tf.broadcast_to(Kxr, shape), lower=True)  # [V, L, T, R]
         mean = tf.linalg.matvec(A, alpha, transpose_a=True)  # [V, L, R]

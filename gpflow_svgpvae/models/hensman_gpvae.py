@@ -29,6 +29,12 @@ explained by the same latent path. Neither can use a stream of fresh videos;
 the class exists as the baseline that shows *why* the SVGP-VAE amortises
 :math:`q(u)`.
 
+Missing frames (``data = (X, Y, mask)``): a frame with nothing observed has site weight 0;
+it is left out of both the encoder cross-entropy and Hensman's data term (which still
+cancel exactly), so the objective is again the masked reconstruction minus
+:math:`\mathrm{KL}(q(u)\,\|\,p(u))`. The free :math:`q(u)` never sees the frames, so
+masks change neither it nor the predictions.
+
 Parameterisation: whitened, :math:`u = L_m v`, :math:`q(v) = \mathcal N(m, SS^\top)`
 with ``q_mu [Q, M, L]`` and lower-triangular ``q_sqrt [Q, L, M, M]``
 (GPflow ``Parameter`` with the ``triangular()`` transform), ``Q = 1`` or ``num_videos``.
@@ -40,7 +46,7 @@ import numpy as np
 import tensorflow as tf
 from gpflow.utilities import triangular
 
-from .video import InducingVideoAutoencoder, LatentPosterior, batched_prior_variance, expected_log_site
+from .video import InducingVideoAutoencoder, LatentPosterior, batched_prior_variance, expected_log_site, frame_sum
 
 __all__ = ["HensmanGPVAE", "whitened_gauss_kl"]
 
@@ -68,15 +74,18 @@ class HensmanGPVAE(InducingVideoAutoencoder):
     :param q_mu: optional initial ``[Q, M, L]`` whitened means (default zeros).
     :param q_sqrt: optional initial lower-triangular ``[Q, L, M, M]`` (default identity).
 
-    Other arguments as :class:`~gpflow_svgpvae.SVGPVAE` on video data.
+    Other arguments (also ``missing_values``, ``encoder_sees_mask``) as
+    :class:`~gpflow_svgpvae.SVGPVAE` on video data.
     """
 
     def __init__(self, encoder, decoder, kernel, inducing_variable, likelihood="gaussian", *, num_data: int,
                  num_latent_gps: int, num_videos: Optional[int] = None, q_mu=None, q_sqrt=None,
-                 jitter: float = 1e-6, num_samples: int = 1, seed: int = 0, name: Optional[str] = None):
+                 jitter: float = 1e-6, num_samples: int = 1, seed: int = 0, missing_values: Optional[str] = None,
+                 encoder_sees_mask: bool = False, name: Optional[str] = None):
         super().__init__(
             encoder, decoder, kernel, inducing_variable, likelihood, num_data=num_data,
-            num_latent_gps=num_latent_gps, jitter=jitter, num_samples=num_samples, seed=seed, name=name,
+            num_latent_gps=num_latent_gps, jitter=jitter, num_samples=num_samples, seed=seed,
+            missing_values=missing_values, encoder_sees_mask=encoder_sees_mask, name=name,
         )
         if num_latent_gps is None:
             raise ValueError("HensmanGPVAE needs num_latent_gps (the number of free q(u) per set).")
@@ -112,7 +121,7 @@ class HensmanGPVAE(InducingVideoAutoencoder):
         var = kdiag - tf.reduce_sum(tf.square(W), axis=-2) + tf.reduce_sum(tf.square(SW), axis=-2)
         return tf.linalg.matrix_transpose(mean), tf.linalg.matrix_transpose(var)
 
-    def latent_posterior(self, X, means, variances, num_data=None) -> LatentPosterior:
+    def latent_posterior(self, X, means, variances, num_data=None, weights=None) -> LatentPosterior:
         mean, var = self.free_marginals(X)
         V = tf.shape(X)[0]
         kl_u = tf.broadcast_to(tf.reduce_sum(whitened_gauss_kl(self.q_mu, self.q_sqrt), axis=-1), [V])  # [V]
@@ -121,11 +130,12 @@ class HensmanGPVAE(InducingVideoAutoencoder):
         # Long form, per frame scaled by s = N/b like the reconstruction term (ELBO = s * reconstruction
         # - kl). The encoder's expected log site E_q[log q~(z|y)] and Hensman's expected log likelihood
         # of the latent dataset E_q[log N(ytil | z, vtil)] are computed separately; they cancel exactly.
-        encoder_term = tf.reduce_sum(expected_log_site(mean, var, means, variances), axis=[-2, -1])  # [V]
-        hensman_data = tf.reduce_sum(expected_log_site(mean, var, means, variances), axis=[-2, -1])  # [V]
+        # Frames of weight 0 (nothing observed) are left out of both.
+        encoder_term = frame_sum(expected_log_site(mean, var, means, variances), weights, axis=[-2, -1])  # [V]
+        hensman_data = frame_sum(expected_log_site(mean, var, means, variances), weights, axis=[-2, -1])  # [V]
         scale = tf.cast(num_data, mean.dtype) / tf.cast(tf.shape(X)[1], mean.dtype)
         kl = kl_u + scale * encoder_term - scale * hensman_data
         return LatentPosterior(mean, var, kl)
 
-    def _predict_at(self, X, means, variances, Xnew):
+    def _predict_at(self, X, means, variances, Xnew, weights=None):
         return self.free_marginals(Xnew)

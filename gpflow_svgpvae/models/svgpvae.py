@@ -149,10 +149,7 @@ class SVGPVAE(LatentVariableAutoencoder):
             raise ValueError(f"jitter must be >= 0, got {jitter}")
         self.jitter = float(jitter)
         self.num_latent_gps = None if num_latent_gps is None else int(num_latent_gps)
-        if missing_values not in (None, "nan"):
-            raise ValueError(f"missing_values must be None or 'nan'; got {missing_values!r}")
-        self.missing_values = missing_values
-        self.encoder_sees_mask = bool(encoder_sees_mask)
+        self._set_missing_options(missing_values, encoder_sees_mask)
         if isinstance(kernel, SeparateIndependent) and self.num_latent_gps is not None:
             if len(kernel.kernels) != self.num_latent_gps:
                 raise ValueError(
@@ -225,22 +222,6 @@ class SVGPVAE(LatentVariableAutoencoder):
         )
         self._check_num_latent(means)
         return X_gp, means, variances
-
-    def encoder_inputs(self, Y, mask=None):
-        """What the encoder sees: ``Y`` (zero-filled at missing entries), with
-        ``encoder_sees_mask`` concatenated with the mask (ones if ``None``) along the last axis."""
-        if not self.encoder_sees_mask:
-            return Y
-        mask = tf.ones_like(Y) if mask is None else tf.cast(mask, Y.dtype)
-        return tf.concat([Y, mask], axis=-1)
-
-    def observed(self, data):
-        """``data = (X, Y)`` or ``(X, Y, mask)`` -> ``(X, Y zero-filled, entry mask or None)``:
-        the missing-data rules of the module docstring (``None``: nothing is missing
-        and no mask was given)."""
-        X, Y, mask = self._split_data(data)
-        Y, mask = self._observed(X, Y, mask, nan_missing=self.missing_values == "nan")
-        return X, Y, mask
 
     # ------------------------------------------------------------- objective
     def _batch(self, data, num_data=None, training: Optional[bool] = None):
@@ -355,37 +336,13 @@ class SVGPVAE(LatentVariableAutoencoder):
 
     def impute(self, data, num_samples: Optional[int] = None, seed: int = 0, batch_size: int = 1024):
         r"""Fill in the missing entries of ``data = (X, Y, mask)`` (or ``(X, Y)`` with NaN for
-        missing entries and ``missing_values="nan"``).
+        missing entries and ``missing_values="nan"``): see
+        :meth:`LatentVariableAutoencoder.impute <gpflow_svgpvae.models.base.LatentVariableAutoencoder.impute>`
+        (the same contract for every model that takes masks).
 
-        The posterior is conditioned on all observed entries of ``data`` (:math:`s = 1`):
-        for one latent dataset ``X [N, D]`` on all its points, for sequences
-        ``X [V, T, D]``, ``Y [V, T, ...]`` each sequence on its own observed frames. At
-        every point of ``data`` (also fully missing and padded frames) the decoder's mean
-        at the latent posterior mean fills the missing entries; observed entries are
-        returned exactly as given.
-
-        :param num_samples: ``S``: also ``S`` imputations from latent samples
-            :math:`z \sim q(z\mid x)` (independent per point), each the decoder's *mean* at the
-            sampled code (the decoder's observation noise is not sampled: for a Bernoulli
-            decoder the samples are probabilities), observed entries kept.
-        :param seed: seed of the stateless latent draws (same seed, same samples).
-        :return: the imputed ``Y`` (``Y``'s shape and float dtype; ``float32`` for integer ``Y``),
-            or the pair ``(imputed, samples [S, ...])`` when ``num_samples`` is given.
+        :param batch_size: chunk size of the encoder pass that builds the cached posterior.
         """
-        if isinstance(data, tf.data.Dataset):
-            raise TypeError("impute takes arrays (X, Y) or (X, Y, mask), not a tf.data.Dataset.")
-        X, Y, mask = self.observed(data)
-        Y = tf.convert_to_tensor(Y)
-        if not Y.dtype.is_floating:
-            Y = tf.cast(Y, tf.float32)
-        out = self.posterior(data, batch_size=batch_size).predict_y(X, num_samples=num_samples, seed=seed)
-        decoded, samples = (out, None) if num_samples is None else out
-        observed = tf.ones_like(Y, dtype=tf.bool) if mask is None else mask > 0
-        imputed = tf.where(observed, Y, tf.cast(tf.reshape(decoded, tf.shape(Y)), Y.dtype))
-        if samples is None:
-            return imputed
-        samples = tf.reshape(tf.cast(samples, Y.dtype), tf.concat([[int(num_samples)], tf.shape(Y)], 0))
-        return imputed, tf.where(observed[None], Y[None], samples)
+        return super().impute(data, num_samples=num_samples, seed=seed, batch_size=batch_size)
 
 
 def _with_mask(X, Y, mask):

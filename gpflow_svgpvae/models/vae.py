@@ -10,6 +10,12 @@ and the ELBO of a video is
 
 The inputs ``X`` are checked for shape but otherwise ignored (frames are
 independent), so the same ``(X, Y)`` batches train every model of the family.
+
+Missing data (``data = (X, Y, mask)``): the encoder sees the zero-filled frames,
+the decoder's log density counts the observed entries only, and a frame with
+nothing observed (weight :math:`w_{vt} = 0`) gets the prior as its posterior,
+:math:`q(z_{vt}) = \mathcal N(0, I)` (the encoder's output for it is not used), so
+it adds exactly 0 to the KL.
 """
 import tensorflow as tf
 
@@ -25,9 +31,16 @@ class VAE(VideoAutoencoder):
     :param decoder: ``tf_keras`` decoder ``Z [n, L] -> likelihood parameters``.
     :param likelihood: decoder likelihood.
     :param num_data: frames per video (batches may hold fewer frames; scale ``N/b``).
+    :param missing_values: ``None`` or ``"nan"`` (NaN entries are missing); see
+        :class:`~gpflow_svgpvae.models.video.VideoAutoencoder`.
+    :param encoder_sees_mask: the encoder sees ``concat([Y zero-filled, mask], -1)``.
     """
 
-    def latent_posterior(self, X, means, variances, num_data=None) -> LatentPosterior:
+    def latent_posterior(self, X, means, variances, num_data=None, weights=None) -> LatentPosterior:
+        if weights is not None:  # frames with nothing observed: the prior N(0, I), KL 0
+            used = tf.broadcast_to(tf.cast(weights, means.dtype)[..., None] > 0, tf.shape(means))
+            means = tf.where(used, means, tf.zeros_like(means))
+            variances = tf.where(used, variances, tf.ones_like(variances))
         kl_frames = 0.5 * (variances + tf.square(means) - 1.0 - tf.math.log(variances))  # [V, b, L]
         b = tf.cast(tf.shape(means)[1], means.dtype)
         scale = tf.ones([], means.dtype) if num_data is None else tf.cast(num_data, means.dtype) / b

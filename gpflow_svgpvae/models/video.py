@@ -26,6 +26,27 @@ reconstruction term and to :math:`\mathrm{KL}_v`; ``objective_terms`` returns
 the usual dictionary of :class:`~gpflow_svgpvae.models.base.LatentVariableAutoencoder`
 with ``batch_size`` = frames per video and ``scale`` = :math:`N/b`.
 
+Missing data
+------------
+
+Data may carry a mask, ``data = (X, Y, mask)``, with the rules of
+:class:`~gpflow_svgpvae.SVGPVAE`: ``mask`` of ``Y``'s shape (1 = observed,
+0 = missing) or one flag per frame ``[V, T]`` (e.g. marking the real frames of
+padded videos); ``missing_values="nan"`` makes NaN entries missing. Missing
+entries are set to 0 before the encoder (with ``encoder_sees_mask=True`` the
+encoder sees ``concat([Y zero-filled, mask], -1)``) and contribute nothing to
+the decoder's log density. A frame with no observed entry (fully missing or
+padded) carries no information: its site weight is :math:`w_{vt} = 0`
+(:meth:`~gpflow_svgpvae.models.base.LatentVariableAutoencoder.point_weights`),
+so it drops out of the posterior and of :math:`\mathrm{KL}_v` exactly; the
+KL and the posterior at the other frames are those of the video without that
+frame, and the posterior at the frame itself is the model's prediction there
+(the GP prediction from the other frames; the prior :math:`\mathcal N(0, I)`
+for the :class:`~gpflow_svgpvae.VAE`). It still counts in :math:`b` (a frame
+whose observations are all missing). A mask of ones gives exactly the numbers
+of unmasked data. Padded videos (frame mask ``[V, T]``, ``num_data = T``)
+give the ELBO, KL and predictions of the unpadded videos one by one.
+
 The kernel helpers below evaluate GPflow kernels on batched inputs: a plain
 kernel is shared by all :math:`L` channels (one "channel kernel", ``C = 1``);
 a ``SeparateIndependent`` kernel has one per channel (``C = L``).
@@ -53,6 +74,7 @@ __all__ = [
     "batched_cross_gram",
     "batched_prior_variance",
     "expected_log_site",
+    "frame_sum",
 ]
 
 
@@ -94,10 +116,11 @@ def _flatten_inputs(X: tf.Tensor) -> tf.Tensor:
 def batched_gram(kernel: Kernel, X: tf.Tensor) -> tf.Tensor:
     """Per-video Gram matrices :math:`k(X_v, X_v)`: ``X [V, T, D] -> [V, C, T, T]``.
 
-    Uses ``k.K(X)`` with a leading batch dimension (supported by GPflow's
-    stationary, linear and polynomial kernels and their sums/products).
+    Uses ``k(X)`` with a leading batch dimension (supported by GPflow's
+    stationary, linear and polynomial kernels and their sums/products); the
+    kernel's ``active_dims`` are honoured, as in GPflow's ``Kuu``/``Kuf``.
     """
-    grams = [k.K(X) for k in channel_kernels(kernel)]
+    grams = [k(X) for k in channel_kernels(kernel)]
     for gram in grams:
         if gram.shape.rank is not None and gram.shape.rank != 3:
             raise ValueError(
@@ -121,7 +144,7 @@ def batched_cross_gram(kernel: Kernel, X: tf.Tensor, Xnew: tf.Tensor) -> tf.Tens
 def batched_prior_variance(kernel: Kernel, X: tf.Tensor) -> tf.Tensor:
     """Prior marginal variances :math:`k(x, x)`: ``X [V, T, D] -> [V, T, C]``."""
     flat = _flatten_inputs(X)
-    diags = [tf.reshape(k.K_diag(flat), tf.shape(X)[:-1]) for k in channel_kernels(kernel)]
+    diags = [tf.reshape(k(flat, full_cov=False), tf.shape(X)[:-1]) for k in channel_kernels(kernel)]
     return tf.stack(diags, axis=-1)
 
 
@@ -143,6 +166,15 @@ def expected_log_site(mean: tf.Tensor, variance: tf.Tensor, site_mean: tf.Tensor
     )
 
 
+def frame_sum(values: tf.Tensor, weights: Optional[tf.Tensor] = None, axis=-2) -> tf.Tensor:
+    """Sum of per-frame values ``[V, T, L]`` over ``axis`` (frames, or ``[-2, -1]``), the frames
+    of weight 0 left out (their values are never read: no NaN or inf can leak in)."""
+    if weights is not None:
+        used = tf.broadcast_to(tf.cast(weights, values.dtype)[..., None] > 0, tf.shape(values))
+        values = tf.where(used, values, tf.zeros_like(values))
+    return tf.reduce_sum(values, axis=axis)
+
+
 def _channels_first(tensor: tf.Tensor) -> tf.Tensor:
     """``[V, T, L] -> [V, L, T]``."""
     return tf.linalg.matrix_transpose(tensor)
@@ -150,7 +182,8 @@ def _channels_first(tensor: tf.Tensor) -> tf.Tensor:
 
 # ---------------------------------------------------------------------- models
 class VideoAutoencoder(LatentVariableAutoencoder):
-    """Base class for autoencoders on batches of videos ``(X [V, T, D], Y [V, T, ...])``.
+    """Base class for autoencoders on batches of videos ``(X [V, T, D], Y [V, T, ...])``
+    or ``(X, Y, mask)`` (missing entries; see the module docstring).
 
     :param encoder: ``tf_keras`` network on single frames, ``Y [n, ...] -> (means [n, L],
         variances [n, L])`` (end it with :class:`~gpflow_svgpvae.networks.GaussianSiteHead`).
@@ -161,6 +194,10 @@ class VideoAutoencoder(LatentVariableAutoencoder):
         of each video).
     :param num_samples: Monte Carlo samples of :math:`z` per frame.
     :param seed: seed of the model's random generator.
+    :param missing_values: ``None`` (default): NaN in ``Y`` is an error (missing entries
+        need a mask, ``data = (X, Y, mask)``); ``"nan"``: NaN entries of ``Y`` are missing.
+    :param encoder_sees_mask: feed the encoder ``concat([Y zero-filled, mask], -1)``
+        (last axis twice as wide) instead of the zero-filled ``Y`` alone.
 
     Subclasses set ``full_videos_only = True`` when their bound has no
     minibatch estimator; such models reject batches whose number of frames per
@@ -168,6 +205,23 @@ class VideoAutoencoder(LatentVariableAutoencoder):
     """
 
     full_videos_only: bool = False
+    supports_missing = True
+
+    def __init__(
+        self,
+        encoder,
+        decoder,
+        likelihood: Union[str, DecoderLikelihood] = "gaussian",
+        *,
+        num_data: int,
+        num_samples: int = 1,
+        seed: int = 0,
+        missing_values: Optional[str] = None,
+        encoder_sees_mask: bool = False,
+        name: Optional[str] = None,
+    ):
+        super().__init__(encoder, decoder, likelihood, num_data=num_data, num_samples=num_samples, seed=seed, name=name)
+        self._set_missing_options(missing_values, encoder_sees_mask)
 
     # ------------------------------------------------------------ checks
     def _check_videos(self, X, Y, full_videos: Optional[bool] = None):
@@ -180,11 +234,24 @@ class VideoAutoencoder(LatentVariableAutoencoder):
         return self._check_sequences(X, Y, full_sequences=full)
 
     # ------------------------------------------------------------ networks
-    def encode_videos(self, Y: tf.Tensor, training: Optional[bool] = None):
-        """Site means and variances ``[V, T, L]`` (float64) of all frames, encoded in one call."""
-        means, variances = self.encode_frames(Y, num_leading=2, training=training)
+    def encode_videos(self, Y: tf.Tensor, training: Optional[bool] = None, mask: Optional[tf.Tensor] = None):
+        """Site means and variances ``[V, T, L]`` (float64) of all frames, encoded in one call.
+
+        :param Y: frames (zero-filled at missing entries).
+        :param mask: optional entry mask (``Y``'s shape) shown to the encoder when
+            ``encoder_sees_mask`` (see :meth:`encoder_inputs`)."""
+        means, variances = self.encode_frames(self.encoder_inputs(Y, mask), num_leading=2, training=training)
         self._check_num_latent(means)
         return means, variances
+
+    def _videos(self, data, full_videos: Optional[bool] = None, training: Optional[bool] = None):
+        """``data = (X, Y)`` or ``(X, Y, mask)`` -> ``(X, Y zero-filled, mask or None, frame
+        weights [V, T] or None, site means, site variances)``."""
+        X, Y, mask = self.observed(data)
+        X, Y = self._check_videos(X, Y, full_videos=full_videos)
+        weights = None if mask is None else self.point_weights(mask, 2)
+        means, variances = self.encode_videos(Y, training=training, mask=mask)
+        return X, Y, mask, weights, means, variances
 
     # ------------------------------------------------------- latent model
     @property
@@ -198,7 +265,7 @@ class VideoAutoencoder(LatentVariableAutoencoder):
             raise ValueError(f"The encoder returned {L} latent channels but the model expects {expected}.")
 
     @abc.abstractmethod
-    def latent_posterior(self, X, means, variances, num_data=None) -> LatentPosterior:
+    def latent_posterior(self, X, means, variances, num_data=None, weights=None) -> LatentPosterior:
         """Posterior marginals of the codes at the frames and the per-video KL term.
 
         :param X: ``[V, b, D]`` inputs of the given frames.
@@ -206,18 +273,26 @@ class VideoAutoencoder(LatentVariableAutoencoder):
         :param variances: site variances ``[V, b, L]`` (float64).
         :param num_data: :math:`N` frames per video for the scale :math:`N/b`
             (``None``: condition on exactly the given frames, :math:`N = b`).
+        :param weights: optional frame weights ``[V, b]`` in {0, 1} (0: the frame carries
+            no information, e.g. nothing observed or a padded frame: its site is dropped
+            and its means/variances are never used); ``None``: all ones.
         """
 
     def objective_terms(self, data, training: Optional[bool] = True):
-        X, Y = data
-        X, Y = self._check_videos(X, Y)
-        means, variances = self.encode_videos(Y, training=training)
-        posterior = self.latent_posterior(X, means, variances, num_data=self.num_data)
-        reconstruction, decoded = self.reconstruct(Y, posterior.mean, posterior.variance, training=training)
+        """The ELBO terms of a batch ``(X, Y)`` or ``(X, Y, mask)``; with missing entries also
+        ``mask`` (the entry mask, ``Y``'s shape) for objectives that compare ``decoded`` with ``Y``."""
+        X, Y, mask, weights, means, variances = self._videos(data, training=training)
+        posterior = self.latent_posterior(X, means, variances, num_data=self.num_data, weights=weights)
+        reconstruction, decoded = self.reconstruct(
+            Y, posterior.mean, posterior.variance, training=training, mask=mask
+        )
         # Videos are independent GP datasets: under tf.distribute each replica holds
         # whole videos, and the KL of the global batch is the sum over replicas.
         (kl,) = distribute.sum_across_replicas([tf.reduce_sum(posterior.kl)])
-        return self._terms(reconstruction, kl, tf.shape(X)[1], self.num_data, decoded)
+        terms = self._terms(reconstruction, kl, tf.shape(X)[1], self.num_data, decoded)
+        if mask is not None:
+            terms["mask"] = mask
+        return terms
 
     # ---------------------------------------------------------- prediction
     def predict_f(self, Xnew, data=None):
@@ -225,30 +300,43 @@ class VideoAutoencoder(LatentVariableAutoencoder):
 
         :param Xnew: ``[V, R, D]`` (or ``[R, D]``, shared by all videos) inputs to
             predict at, or ``None`` for the frames' own inputs.
-        :param data: ``(X [V, T, D], Y [V, T, ...])``; the posterior of each video is
-            conditioned on exactly its given frames.
+        :param data: ``(X [V, T, D], Y [V, T, ...])`` or ``(X, Y, mask)``; the posterior of
+            each video is conditioned on exactly its given frames (on their observed entries;
+            frames with nothing observed do not inform it).
         :return: ``mean, variance``, each ``[V, T or R, L]``.
         """
         if data is None:
             raise ValueError(
                 f"{type(self).__name__}.predict_f(Xnew, data) needs the videos to condition on: "
-                "data = (X [V, T, D], Y [V, T, ...])."
+                "data = (X [V, T, D], Y [V, T, ...]) or (X, Y, mask)."
             )
-        X, Y = data
-        X, Y = self._check_videos(X, Y, full_videos=False)
-        means, variances = self.encode_videos(Y, training=False)
+        X, _, _, weights, means, variances = self._videos(data, full_videos=False, training=False)
         if Xnew is None:
-            posterior = self.latent_posterior(X, means, variances, num_data=None)
+            posterior = self.latent_posterior(X, means, variances, num_data=None, weights=weights)
             return posterior.mean, posterior.variance
         Xnew = tf.cast(tf.convert_to_tensor(Xnew), gpflow.default_float())
         if Xnew.shape.rank == 2:
             Xnew = tf.broadcast_to(Xnew[None], tf.concat([tf.shape(X)[:1], tf.shape(Xnew)], 0))
         if Xnew.shape.rank != 3:
             raise ValueError(f"Xnew must have shape [num_videos, R, input_dim] or [R, input_dim]; got {Xnew.shape}")
-        return self._predict_at(X, means, variances, Xnew)
+        return self._predict_at(X, means, variances, Xnew, weights=weights)
 
-    def _predict_at(self, X, means, variances, Xnew):
+    def _predict_at(self, X, means, variances, Xnew, weights=None):
         raise NotImplementedError(f"{type(self).__name__} cannot predict at new inputs.")
+
+    def _imputation_queries(self, X):
+        return None  # the posterior at the videos' own frames
+
+    def impute(self, data, num_samples: Optional[int] = None, seed: int = 0):
+        r"""Fill in the missing entries of ``data = (X, Y, mask)`` (or ``(X, Y)`` with NaN for
+        missing entries and ``missing_values="nan"``), each video conditioned on its own
+        observed frames; see
+        :meth:`LatentVariableAutoencoder.impute <gpflow_svgpvae.models.base.LatentVariableAutoencoder.impute>`
+        (the same contract as :meth:`SVGPVAE.impute <gpflow_svgpvae.SVGPVAE.impute>`).
+
+        :return: the imputed ``Y``, or the pair ``(imputed, samples [S, V, T, ...])`` with ``num_samples``.
+        """
+        return super().impute(data, num_samples=num_samples, seed=seed)
 
 
 class VideoGPAutoencoder(VideoAutoencoder):
@@ -273,9 +361,14 @@ class VideoGPAutoencoder(VideoAutoencoder):
         jitter: float = 1e-6,
         num_samples: int = 1,
         seed: int = 0,
+        missing_values: Optional[str] = None,
+        encoder_sees_mask: bool = False,
         name: Optional[str] = None,
     ):
-        super().__init__(encoder, decoder, likelihood, num_data=num_data, num_samples=num_samples, seed=seed, name=name)
+        super().__init__(
+            encoder, decoder, likelihood, num_data=num_data, num_samples=num_samples, seed=seed,
+            missing_values=missing_values, encoder_sees_mask=encoder_sees_mask, name=name,
+        )
         kernels = channel_kernels(kernel)
         self.kernel = kernel
         if not jitter >= 0:
@@ -312,6 +405,8 @@ class InducingVideoAutoencoder(VideoGPAutoencoder):
         jitter: float = 1e-6,
         num_samples: int = 1,
         seed: int = 0,
+        missing_values: Optional[str] = None,
+        encoder_sees_mask: bool = False,
         name: Optional[str] = None,
     ):
         super().__init__(
@@ -324,6 +419,8 @@ class InducingVideoAutoencoder(VideoGPAutoencoder):
             jitter=jitter,
             num_samples=num_samples,
             seed=seed,
+            missing_values=missing_values,
+            encoder_sees_mask=encoder_sees_mask,
             name=name,
         )
         if not isinstance(inducing_variable, InducingPoints):
