@@ -4,6 +4,7 @@
     svgpvae rotated_mnist table1 [--quick] ...
     svgpvae rotated_mnist_figures {runtime,digits,batch_size,num_inducing,bias,tsne,init} [--quick] ...
     svgpvae sprites [--quick] ...
+    svgpvae hmnist [--quick] [--long] [--timing [T ...]] ...
 
 Each subcommand forwards its arguments to ``python -m gpflow_svgpvae.experiments.<name>``.
 """
@@ -11,7 +12,7 @@ import importlib
 import sys
 from typing import Optional, Sequence
 
-EXPERIMENTS = ("moving_ball", "rotated_mnist", "rotated_mnist_figures", "sprites")
+EXPERIMENTS = ("moving_ball", "rotated_mnist", "rotated_mnist_figures", "sprites", "hmnist")
 
 
 def main(argv: Optional[Sequence[str]] = None):
