@@ -1,0 +1,62 @@
+"""``svgpvae hmnist --quick`` on tiny settings: files, cache, and the fill baselines' metrics
+recomputed independently from the data."""
+import json
+import os
+
+import numpy as np
+import pytest
+
+from gpflow_svgpvae.datasets.hmnist import hmnist
+from gpflow_svgpvae.experiments import hmnist as experiment
+
+TINY = ["--quick", "--quiet", "--seeds", "3"]
+
+
+def test_defaults_quick_and_long():
+    paper = experiment.config_from_args([])
+    assert (paper.num_train_per_class, paper.num_test_per_class, paper.sequences_per_digit, paper.num_frames) == (
+        400, 100, 5, 10)
+    assert paper.seeds == (0, 1, 2, 3, 4) and paper.lengthscale == 2.0 and paper.methods == experiment.METHODS
+    long = experiment.config_from_args(["--long"])
+    assert long.long and long.num_frames == 100 and long.frames_per_sequence == 20
+    assert experiment.config_from_args(["--timing"]).timing_frames == (10, 50, 100, 200)
+    # Only what a run depends on enters its cache key.
+    assert "lengthscale" not in paper.run_settings("vae") and "num_inducing" in paper.run_settings("svgpvae")
+
+
+def test_quick_cli_fills_match_numpy_and_runs_are_cached(tmp_path):
+    out = str(tmp_path / "hmnist")
+    args = TINY + ["--methods", "zero", "mean", "--out", out]
+    metrics = experiment.main(args)
+    for name in ("config.json", "metrics.json", "table.csv", "sequences.png"):
+        assert os.path.exists(os.path.join(out, name)), name
+    data = hmnist(**{k: v for k, v in experiment.config_from_args(args).data_settings().items() if k != "long"},
+                  seed=3)
+    truth, observed = data.test.Y.astype(float), data.test.mask > 0
+    missing = ~observed
+    # Zero fill: the squared error of a missing pixel is its value.
+    assert metrics["summary"]["zero"]["mse"]["mean"] == pytest.approx(truth[missing].mean(), rel=1e-6)
+    # Mean fill: each pixel position's mean over the observed training pixels.
+    train_obs = data.train.mask > 0
+    sums = np.where(train_obs, data.train.Y, 0).sum(axis=(0, 1))
+    counts = train_obs.sum(axis=(0, 1))
+    fill = np.where(counts > 0, sums / np.maximum(counts, 1), data.train.Y[train_obs].mean())
+    expected = np.mean((np.broadcast_to(fill, truth.shape)[missing] - truth[missing]) ** 2)
+    assert metrics["summary"]["mean"]["mse"]["mean"] == pytest.approx(expected, rel=1e-5)
+    assert metrics["missing_rate_test"] == pytest.approx(missing.mean())
+    # A second call reads the cached runs instead of recomputing.
+    run_files = sorted(os.listdir(os.path.join(out, "runs")))
+    stamps = [os.path.getmtime(os.path.join(out, "runs", f)) for f in run_files]
+    again = experiment.main(args)
+    assert again["summary"] == json.loads(json.dumps(metrics["summary"]))
+    assert stamps == [os.path.getmtime(os.path.join(out, "runs", f)) for f in run_files]
+
+
+def test_quick_learned_models_smoke(tmp_path):
+    """Smoke test: the learned models train one epoch and give finite metrics in range."""
+    out = str(tmp_path / "hmnist")
+    metrics = experiment.main(TINY + ["--methods", "vae", "gpvae", "svgpvae", "--out", out])
+    for method in ("vae", "gpvae", "svgpvae"):
+        row = metrics["summary"][method]
+        assert 0 < row["mse"]["mean"] < 1 and 0 < row["nll_1"]["mean"] < 5 and 0 <= row["auroc"]["mean"] <= 1
+        assert row["nll_4"]["mean"] <= row["nll_1"]["mean"] + 0.05  # averaging samples inside the log
