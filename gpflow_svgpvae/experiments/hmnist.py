@@ -395,6 +395,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--epochs", type=int, default=None)
     p.add_argument("--num-inducing", type=int, default=None)
     p.add_argument("--frames-per-sequence", type=int, default=None)
+    p.add_argument("--step-std-degrees", type=float, default=None,
+                   help="std of the rotation step between frames (default 180, the GP-VAE paper's)")
     p.add_argument("--lengthscale", type=float, default=None, help="the fixed Cauchy lengthscale in frames (default 2)")
     p.add_argument("--channel-lengthscales", type=float, nargs=2, default=None, metavar=("LOW", "HIGH"),
                    help="one Cauchy kernel per latent channel, lengthscales learned from log-spaced [LOW, HIGH] "
@@ -414,7 +416,7 @@ def config_from_args(argv: Optional[Sequence[str]] = None) -> Config:
         if args.long:
             settings.update(num_frames=30, num_inducing=6, frames_per_sequence=10, timing_sequences=20)
     for name in ("methods", "seeds", "epochs", "num_inducing", "frames_per_sequence", "channel_lengthscales",
-                 "lengthscale"):
+                 "lengthscale", "step_std_degrees"):
         value = getattr(args, name)
         if value is not None:
             settings[name] = value
