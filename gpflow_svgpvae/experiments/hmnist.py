@@ -200,11 +200,13 @@ def train_model(model, method: str, config: Config, train_arrays, seed: int, pro
     return {"history": history, "epoch_seconds": times}
 
 
-def impute_in_chunks(model, X, Y, mask, truth, num_samples: int, seed: int, chunk: int = 250):
+def impute_in_chunks(model, X, Y, mask, truth, num_samples: int, seed: int, chunk_frames: int = 2500):
     """Imputed means ``[V, T, P]`` and the NLL per missing pixel from 1 and ``num_samples`` latent
-    samples, chunk by chunk (the samples of all sequences are never in memory at once)."""
+    samples, in chunks of about ``chunk_frames`` frames (whole sequences; the samples of all
+    sequences are never in memory at once)."""
     from ..metrics import missing_bernoulli_nll
 
+    chunk = max(1, chunk_frames // X.shape[1])
     means = np.empty_like(Y)
     sums = {"nll_1": 0.0, f"nll_{num_samples}": 0.0}
     count = 0
