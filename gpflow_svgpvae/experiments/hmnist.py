@@ -387,7 +387,8 @@ def run(config: Config, progress: bool = True) -> dict:
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="svgpvae hmnist", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="python -m gpflow_svgpvae.experiments.hmnist",
+                                description=__doc__.split("\n\n")[0])
     p.add_argument("--quick", action="store_true", help="tiny smoke run (a minute)")
     p.add_argument("--long", action="store_true", help="long HMNIST: T = 100, GP angles, 60%% MCAR")
     p.add_argument("--timing", type=int, nargs="*", default=None,
