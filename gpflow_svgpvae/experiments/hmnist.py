@@ -255,8 +255,8 @@ def run_method(method: str, config: Config, seed: int, data=None, progress: bool
     record["missing_rate_test"] = float(np.mean(M_te == 0))
     record["seconds"] = time.perf_counter() - t0
     record["commit"] = git_commit()
-    show = min(config.show_sequences, len(X_te))
-    record["examples"] = {"imputed": imputed[:show].round(3)}
+    index = example_sequences(data.test.labels, config.show_sequences)
+    record["examples"] = {"index": index, "imputed": imputed[index].round(3)}
     write_json(path, record)
     return record
 
@@ -320,17 +320,27 @@ def relative_gains(summary: Dict[str, dict], model: str = "svgpvae") -> dict:
     return out
 
 
+def example_sequences(labels: np.ndarray, count: int) -> List[int]:
+    """Indices of ``count`` test sequences for the figure: the first sequence of evenly spaced
+    classes, so the figure shows different digits."""
+    classes = np.unique(labels)
+    chosen = classes[np.linspace(0, len(classes) - 1, min(count, len(classes))).round().astype(int)]
+    return [int(np.flatnonzero(labels == c)[0]) for c in chosen]
+
+
 def plot_sequences(records_by_method: Dict[str, dict], data, path: str, show: int) -> None:
     plt = pyplot()
     T = data.test.Y.shape[1]
     methods = [m for m in METHODS if m in records_by_method]
+    # Records written before examples carried their indices hold the first sequences.
+    index = records_by_method[methods[0]]["examples"].get("index", list(range(show)))
     rows = []
-    for i in range(show):
+    for k, i in enumerate(index):
         rows.append(("truth", data.test.Y[i].reshape(T, 28, 28), None))
         observed = np.where(data.test.mask[i].reshape(T, 28, 28) > 0, data.test.Y[i].reshape(T, 28, 28), 0.5)
         rows.append(("observed", observed, None))
         for method in methods:
-            imputed = np.asarray(records_by_method[method]["examples"]["imputed"])[i].reshape(T, 28, 28)
+            imputed = np.asarray(records_by_method[method]["examples"]["imputed"])[k].reshape(T, 28, 28)
             rows.append((method, imputed, None))
     cols = min(T, 20)
     fig, axes = plt.subplots(len(rows), cols, figsize=(0.6 * cols + 1.2, 0.62 * len(rows) + 0.3), squeeze=False)

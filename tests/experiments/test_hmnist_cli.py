@@ -60,3 +60,10 @@ def test_quick_learned_models_smoke(tmp_path):
         row = metrics["summary"][method]
         assert 0 < row["mse"]["mean"] < 1 and 0 < row["nll_1"]["mean"] < 5 and 0 <= row["auroc"]["mean"] <= 1
         assert row["nll_4"]["mean"] <= row["nll_1"]["mean"] + 0.05  # averaging samples inside the log
+
+
+def test_example_sequences_show_different_digits():
+    labels = np.repeat(np.arange(10), 5)  # 5 sequences per class, classes in order
+    index = experiment.example_sequences(labels, 3)
+    assert index == [0, 20, 45] and len(set(labels[index])) == 3
+    assert experiment.example_sequences(np.array([4, 4, 2]), 5) == [2, 0]  # no more than the classes
