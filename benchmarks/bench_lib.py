@@ -294,29 +294,38 @@ def gp_block_timer(model, data: Dict, batch_size: int, jit: bool = False, stage:
     b = int(batch_size)
     X, means, raw, variables = _block_inputs(model, data, b)
 
+    def forward():
+        Xm = model.map_inputs(X)
+        variances = tf.nn.softplus(raw) + 1e-4
+        chol = amortized.prior_cholesky(model.kernel, model.inducing_variable, model.jitter)
+        Kmb = amortized.cross_covariance(model.kernel, model.inducing_variable, Xm)
+        loss = tf.reduce_sum(chol) + tf.reduce_sum(Kmb) + tf.reduce_sum(variances)
+        if stage >= 1:
+            P, r = amortized.whitened_statistics(chol, Kmb, means, variances)
+            loss += tf.reduce_sum(P) + tf.reduce_sum(r)
+        if stage >= 2:
+            post = amortized.posterior_from_statistics(chol, P, r, model.num_data / b)
+            loss += tf.reduce_sum(post.whitened_mean) + tf.reduce_sum(post.upper_chol)
+        if stage >= 3:
+            loss += tf.reduce_sum(amortized.prior_kl(post))
+        if stage >= 4:
+            mu, var = amortized.predict_marginals(post, Kmb, amortized.prior_variance_diag(model.kernel, Xm))
+            loss += tf.reduce_sum(mu) + tf.reduce_sum(var)
+        return loss
+
+    return _block_timer(tf.function(_with_gradients(forward, variables, gradients), jit_compile=bool(jit)))
+
+
+def _with_gradients(forward, variables, gradients: bool):
+    """``forward() -> loss`` as a block returning ``(loss, gradients wrt variables or [])``."""
+    import tensorflow as tf
+
     def block():
         with tf.GradientTape() as tape:
-            Xm = model.map_inputs(X)
-            variances = tf.nn.softplus(raw) + 1e-4
-            chol = amortized.prior_cholesky(model.kernel, model.inducing_variable, model.jitter)
-            Kmb = amortized.cross_covariance(model.kernel, model.inducing_variable, Xm)
-            loss = tf.reduce_sum(chol) + tf.reduce_sum(Kmb) + tf.reduce_sum(variances)
-            if stage >= 1:
-                P, r = amortized.whitened_statistics(chol, Kmb, means, variances)
-                loss += tf.reduce_sum(P) + tf.reduce_sum(r)
-            if stage >= 2:
-                post = amortized.posterior_from_statistics(chol, P, r, model.num_data / b)
-                loss += tf.reduce_sum(post.whitened_mean) + tf.reduce_sum(post.upper_chol)
-            if stage >= 3:
-                loss += tf.reduce_sum(amortized.prior_kl(post))
-            if stage >= 4:
-                mu, var = amortized.predict_marginals(post, Kmb, amortized.prior_variance_diag(model.kernel, Xm))
-                loss += tf.reduce_sum(mu) + tf.reduce_sum(var)
-        if gradients:
-            return loss, tape.gradient(loss, variables)
-        return loss, []
+            loss = forward()
+        return (loss, tape.gradient(loss, variables)) if gradients else (loss, [])
 
-    return _block_timer(tf.function(block, jit_compile=bool(jit)))
+    return block
 
 
 def _block_inputs(model, data: Dict, b: int):
@@ -348,16 +357,14 @@ def gp_step_timer(model, data: Dict, batch_size: int, jit: bool = False, gradien
     b = int(batch_size)
     X, means, raw, variables = _block_inputs(model, data, b)
 
-    def block():
-        with tf.GradientTape() as tape:
-            Xm = model.map_inputs(X)
-            variances = tf.nn.softplus(raw) + 1e-4
-            out = amortized.minibatch_posterior(model.kernel, model.inducing_variable, Xm, means, variances,
-                                                model.num_data, model.jitter)
-            loss = tf.reduce_sum(out.mean) + tf.reduce_sum(out.variance) + tf.reduce_sum(out.kl)
-        if gradients:
-            return loss, tape.gradient(loss, variables)
-        return loss, []
+    def forward():
+        Xm = model.map_inputs(X)
+        variances = tf.nn.softplus(raw) + 1e-4
+        out = amortized.minibatch_posterior(model.kernel, model.inducing_variable, Xm, means, variances,
+                                            model.num_data, model.jitter)
+        return tf.reduce_sum(out.mean) + tf.reduce_sum(out.variance) + tf.reduce_sum(out.kl)
+
+    block = _with_gradients(forward, variables, gradients)
 
     return _block_timer(tf.function(block, jit_compile=bool(jit)))
 

@@ -223,9 +223,14 @@ def impute_in_chunks(model, X, Y, mask, truth, num_samples: int, seed: int, chun
     return means, {key: value / count for key, value in sums.items()}
 
 
+def run_path(config: Config, method: str, seed: int) -> str:
+    """The cache file of a run: its name hashes everything the run depends on."""
+    return os.path.join(config.out, "runs", run_key(f"{method}_seed{seed}", config.run_settings(method)) + ".json")
+
+
 def run_method(method: str, config: Config, seed: int, data=None, progress: bool = True) -> dict:
     """Train (if learned) and evaluate one method for one seed; cached under ``<out>/runs``."""
-    path = os.path.join(config.out, "runs", run_key(f"{method}_seed{seed}", config.run_settings(method)) + ".json")
+    path = run_path(config, method, seed)
     if os.path.exists(path):
         return read_json(path)
     from ..imputation import forward_fill, mean_fill, observed_position_means, zero_fill
@@ -266,7 +271,6 @@ def time_epochs(config: Config, frames_values: Sequence[int], progress: bool = F
     """Seconds per epoch of the exact GP-VAE and the SVGP-VAE on ``timing_sequences`` long-HMNIST
     sequences of ``T`` frames (second epoch of two; the first includes tracing)."""
     from ..datasets.hmnist import long_hmnist
-    from ..training import train
 
     rows = []
     per_class = max(1, config.timing_sequences // 10)
@@ -274,17 +278,12 @@ def time_epochs(config: Config, frames_values: Sequence[int], progress: bool = F
         data = long_hmnist(num_frames=int(T), num_train_per_class=per_class, num_test_per_class=1, seed=0)
         arrays = flat_arrays(data.train)
         row = {"T": int(T), "sequences": len(arrays[0])}
+        frames = min(int(T), config.frames_per_sequence or int(T))
+        cfg = dataclasses.replace(config, num_frames=int(T), epochs=2, frames_per_sequence=frames)
         for method in ("gpvae", "svgpvae"):
-            cfg = dataclasses.replace(config, num_frames=int(T))
-            model = build_model(method, cfg, 0)
-            frames = min(int(T), config.frames_per_sequence or int(T)) if method == "svgpvae" else None
-            times = []
-            train(model, arrays, epochs=2, batch_size=config.batch_sequences, progress=progress,
-                  frames_per_sequence=frames, callback=lambda e, logs, t=[time.perf_counter()]: (
-                      times.append(time.perf_counter() - t[0]), t.__setitem__(0, time.perf_counter())))
-            row[f"{method}_s_per_epoch"] = times[-1]
-            if method == "svgpvae":
-                row["svgpvae_frames_per_sequence"] = frames
+            timed = train_model(build_model(method, cfg, 0), method, cfg, arrays, seed=0, progress=progress)
+            row[f"{method}_s_per_epoch"] = timed["epoch_seconds"][-1]
+        row["svgpvae_frames_per_sequence"] = frames
         row["ratio"] = row["svgpvae_s_per_epoch"] / row["gpvae_s_per_epoch"]
         rows.append(row)
     return rows
@@ -365,9 +364,7 @@ def run(config: Config, progress: bool = True) -> dict:
     for seed in config.seeds:
         data = None
         for method in config.methods:
-            path_exists = os.path.exists(os.path.join(
-                config.out, "runs", run_key(f"{method}_seed{seed}", config.run_settings(method)) + ".json"))
-            if data is None and not path_exists:
+            if data is None and not os.path.exists(run_path(config, method, seed)):
                 data = load_data(config, seed)
             record = run_method(method, config, seed, data=data, progress=progress)
             records.append(record)

@@ -56,6 +56,10 @@ class LatentVariableAutoencoder(BayesianModel, ExternalDataTrainingLossMixin, ab
     :param num_samples: Monte Carlo samples of :math:`z` per point for the
         reconstruction term.
     :param seed: seed of the Monte Carlo draws (the draw counter is saved in checkpoints).
+    :param missing_values: ``None`` or ``"nan"`` (NaN entries of ``Y`` are missing); models with
+        ``supports_missing``.
+    :param encoder_sees_mask: the encoder sees ``concat([Y zero-filled, mask], -1)``; models with
+        ``supports_missing``.
     """
 
     def __init__(
@@ -67,9 +71,12 @@ class LatentVariableAutoencoder(BayesianModel, ExternalDataTrainingLossMixin, ab
         num_data: int,
         num_samples: int = 1,
         seed: int = 0,
+        missing_values: Optional[str] = None,
+        encoder_sees_mask: bool = False,
         name: Optional[str] = None,
     ):
         super().__init__(name=name)
+        self._set_missing_options(missing_values, encoder_sees_mask)
         self.encoder = check_network(encoder, "encoder") if encoder is not None else None
         self.decoder = check_network(decoder, "decoder")
         self.likelihood = as_likelihood(likelihood)
@@ -144,16 +151,14 @@ class LatentVariableAutoencoder(BayesianModel, ExternalDataTrainingLossMixin, ab
     # ------------------------------------------------------------ missing data
     #: Whether :meth:`objective_terms` accepts ``data = (X, Y, mask)`` (missing entries).
     supports_missing = False
-    #: ``None``: NaN in ``Y`` is an error; ``"nan"``: NaN entries of ``Y`` are missing
-    #: (set by the constructors of the models with :attr:`supports_missing`).
-    missing_values: Optional[str] = None
-    #: Whether the encoder sees ``concat([Y zero-filled, mask], -1)`` instead of ``Y``.
-    encoder_sees_mask: bool = False
 
     def _set_missing_options(self, missing_values: Optional[str], encoder_sees_mask: bool):
-        """Check and store the constructor options ``missing_values`` and ``encoder_sees_mask``."""
+        """Check and store the constructor options ``missing_values`` (``None``: NaN in ``Y`` is an
+        error; ``"nan"``: NaN entries are missing) and ``encoder_sees_mask``."""
         if missing_values not in (None, "nan"):
             raise ValueError(f"missing_values must be None or 'nan'; got {missing_values!r}")
+        if (missing_values is not None or encoder_sees_mask) and not self.supports_missing:
+            raise TypeError(f"{type(self).__name__} does not take missing data (missing_values, encoder_sees_mask).")
         self.missing_values = missing_values
         self.encoder_sees_mask = bool(encoder_sees_mask)
 

@@ -138,7 +138,8 @@ class SVGPVAE(LatentVariableAutoencoder):
         name: Optional[str] = None,
     ):
         super().__init__(
-            encoder, decoder, likelihood, num_data=num_data, num_samples=num_samples, seed=seed, name=name
+            encoder, decoder, likelihood, num_data=num_data, num_samples=num_samples, seed=seed,
+            missing_values=missing_values, encoder_sees_mask=encoder_sees_mask, name=name,
         )
         if not isinstance(kernel, Kernel):
             raise TypeError(f"kernel must be a gpflow.kernels.Kernel; got {type(kernel).__name__}")
@@ -149,7 +150,6 @@ class SVGPVAE(LatentVariableAutoencoder):
             raise ValueError(f"jitter must be >= 0, got {jitter}")
         self.jitter = float(jitter)
         self.num_latent_gps = None if num_latent_gps is None else int(num_latent_gps)
-        self._set_missing_options(missing_values, encoder_sees_mask)
         if isinstance(kernel, SeparateIndependent) and self.num_latent_gps is not None:
             if len(kernel.kernels) != self.num_latent_gps:
                 raise ValueError(

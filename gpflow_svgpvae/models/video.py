@@ -207,22 +207,6 @@ class VideoAutoencoder(LatentVariableAutoencoder):
     full_videos_only: bool = False
     supports_missing = True
 
-    def __init__(
-        self,
-        encoder,
-        decoder,
-        likelihood: Union[str, DecoderLikelihood] = "gaussian",
-        *,
-        num_data: int,
-        num_samples: int = 1,
-        seed: int = 0,
-        missing_values: Optional[str] = None,
-        encoder_sees_mask: bool = False,
-        name: Optional[str] = None,
-    ):
-        super().__init__(encoder, decoder, likelihood, num_data=num_data, num_samples=num_samples, seed=seed, name=name)
-        self._set_missing_options(missing_values, encoder_sees_mask)
-
     # ------------------------------------------------------------ checks
     def _check_videos(self, X, Y, full_videos: Optional[bool] = None):
         """Cast and check a batch of videos; returns ``(X [V, T, D] float64, Y [V, T, ...])``.
