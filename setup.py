@@ -8,6 +8,7 @@ from setuptools import find_packages, setup
 INSTALL_REQUIRES = [
     "tensorflow==2.21.0",
     "tf-keras==2.21.0",
+    "tensorboard==2.21.0",  # the Keras TensorBoard callback needs it; TensorFlow 2.21 no longer installs it
     "tensorflow-probability==0.25.0",
     "gpflow==2.11.2",
     "check-shapes==1.1.1",

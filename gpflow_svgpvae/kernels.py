@@ -26,6 +26,7 @@ from gpflow.kernels.base import ActiveDims, Kernel
 from gpflow.utilities import positive
 
 __all__ = [
+    "check_input_dim",
     "Cauchy",
     "CosineLinear",
     "sprites_kernel",
@@ -269,3 +270,59 @@ class Cauchy(gpflow.kernels.IsotropicStationary):
     def K_r2(self, r2: TensorType) -> tf.Tensor:
         # r2 is the squared distance already scaled by the lengthscales: r^2 / l^2.
         return self.variance / (1.0 + r2)
+
+
+def _component_kernels(kernel: Kernel):
+    """The kernels inside ``kernel`` (itself, sums/products, multi-output wrappers, Periodic's base)."""
+    children = list(getattr(kernel, "latent_kernels", None) or [])  # SharedIndependent, SeparateIndependent
+    if not children and isinstance(kernel, gpflow.kernels.Combination):
+        children = list(kernel.kernels)
+    if isinstance(kernel, gpflow.kernels.Periodic):
+        children = [kernel.base_kernel]
+    yield kernel
+    for child in children:
+        yield from _component_kernels(child)
+
+
+def check_input_dim(kernel: Kernel, input_dim: Optional[int]) -> None:
+    """Check that ``kernel`` can take GP inputs of width ``input_dim`` (the inducing inputs' columns).
+
+    For every component kernel: its ``active_dims`` must lie inside ``[0, input_dim)``, and an
+    ARD parameter (``lengthscales``, or ``variance`` of ``Linear``/``Polynomial``) with more than
+    one entry must have one entry per selected input dimension. GPflow itself would accept the
+    model and fail (or broadcast) only at the first evaluation.
+
+    :raises ValueError: naming the kernel, the parameter and both widths.
+    """
+    if input_dim is None:
+        return
+    input_dim = int(input_dim)
+    for component in _component_kernels(kernel):
+        dims = getattr(component, "active_dims", None)
+        if dims is None or isinstance(component, gpflow.kernels.MultioutputKernel):
+            continue
+        name = type(component).__name__
+        if isinstance(dims, slice):
+            selected = len(range(input_dim)[dims])
+        else:
+            dims = np.asarray(dims).ravel()
+            if dims.size and (dims.max() >= input_dim or dims.min() < -input_dim):
+                raise ValueError(
+                    f"{name} has active_dims {dims.tolist()} but the GP inputs (inducing inputs) have only "
+                    f"{input_dim} columns."
+                )
+            selected = int(dims.size)
+        for parameter in ("lengthscales", "variance"):
+            if parameter == "variance" and not isinstance(component, gpflow.kernels.Linear):
+                continue  # only Linear/Polynomial carry an ARD variance
+            value = getattr(component, parameter, None)
+            shape = getattr(value, "shape", None)
+            if shape is None or len(shape) != 1 or int(shape[0]) <= 1:
+                continue
+            if int(shape[0]) != selected:
+                raise ValueError(
+                    f"{name} has {int(shape[0])} {parameter} (one per input dimension) but it sees {selected} "
+                    f"input dimension(s): the GP inputs (inducing inputs) have {input_dim} columns"
+                    + ("" if isinstance(dims, slice) else f" and its active_dims are {dims.tolist()}")
+                    + f". Give it {selected} {parameter}, set its active_dims, or check the inducing inputs."
+                )

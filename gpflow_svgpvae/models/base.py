@@ -13,6 +13,8 @@ objectives (plain/beta ELBO, GECO) in :mod:`gpflow_svgpvae.training` combine
 these terms, and both training paths call the same step function.
 """
 import abc
+import contextlib
+import numbers
 from typing import Dict, Optional, Tuple, Union
 
 import gpflow
@@ -38,6 +40,26 @@ CONTEXT_PREDICT_Y_SHAPES = (
     "return[0]: [N, ...] if num_samples is not None",
     "return[1]: [S, N, ...] if num_samples is not None",
 )
+
+
+def positive_count(value, name: str, what: str) -> int:
+    """``value`` as an ``int`` >= 1; a ``ValueError`` for anything else (``2.5``, ``0``, ``True``, ``None``)
+    instead of silently truncating."""
+    integral = isinstance(value, numbers.Integral) or (
+        isinstance(value, numbers.Real) and np.isfinite(value) and float(value).is_integer()
+    )
+    if isinstance(value, bool) or not integral or int(value) < 1:
+        raise ValueError(f"{name} ({what}) must be a positive whole number; got {value!r}.")
+    return int(value)
+
+
+def _report_bad_points(bad: np.ndarray, what: str, hint: str = "") -> None:
+    """Raise if any entry of ``bad [N, ...]`` is set, naming the first bad point (index along axis 0)."""
+    per_point = bad.reshape(len(bad), -1).any(axis=1) if bad.ndim > 1 else bad
+    if per_point.any():
+        first = int(np.argmax(per_point))
+        count = int(per_point.sum())
+        raise ValueError(f"{what}, first at point {first} (index along the first axis; {count} bad point(s) in all){hint}.")
 
 
 def _static_dim(tensor, axis):
@@ -80,17 +102,14 @@ class LatentVariableAutoencoder(BayesianModel, ExternalDataTrainingLossMixin, ab
         self.encoder = check_network(encoder, "encoder") if encoder is not None else None
         self.decoder = check_network(decoder, "decoder")
         self.likelihood = as_likelihood(likelihood)
-        if num_data is None or int(num_data) < 1:
-            raise ValueError(f"num_data must be a positive integer, got {num_data!r}")
-        self.num_data = int(num_data)
-        if int(num_samples) < 1:
-            raise ValueError(f"num_samples must be >= 1, got {num_samples}")
-        self.num_samples = int(num_samples)
+        self.num_data = positive_count(num_data, "num_data", "the number of training points")
+        self.num_samples = positive_count(num_samples, "num_samples", "Monte Carlo samples per point")
         # Monte Carlo draws are keyed by (seed, draw counter): reproducible, saved in
         # checkpoints, and identical on every replica of a distributed step.
         first = tf.VariableAggregation.ONLY_FIRST_REPLICA
         self.sample_seed = tf.Variable(int(seed), dtype=tf.int64, trainable=False, name="sample_seed", aggregation=first)
         self.sample_counter = tf.Variable(0, dtype=tf.int64, trainable=False, name="sample_counter", aggregation=first)
+        self.build_networks()
 
     # ------------------------------------------------------------------ checks
     def _check_batch(self, X: Optional[tf.Tensor], Y: Optional[tf.Tensor], num_data=None):
@@ -101,12 +120,7 @@ class LatentVariableAutoencoder(BayesianModel, ExternalDataTrainingLossMixin, ab
             X = tf.cast(tf.convert_to_tensor(X), dtype)
             if X.shape.rank != 2:
                 raise ValueError(f"X must have shape [batch, input_dim]; got shape {X.shape}")
-            expected = self.input_dim
-            if expected is not None and _static_dim(X, -1) not in (None, expected):
-                raise ValueError(
-                    f"X has {X.shape[-1]} input dimensions but the model expects {expected} "
-                    f"({self._input_dim_origin()})."
-                )
+            X = self._check_input_width(X)
             X = assert_finite(X, "X (auxiliary inputs) contains NaN or inf.")
         if Y is not None:
             Y = tf.convert_to_tensor(Y)
@@ -147,6 +161,69 @@ class LatentVariableAutoencoder(BayesianModel, ExternalDataTrainingLossMixin, ab
                 X = tf.identity(X) if X is not None else X
                 Y = tf.identity(Y) if Y is not None else Y
         return X, Y
+
+    def check_arrays(self, data) -> None:
+        """Check a whole array dataset ``(X, Y)`` or ``(X, Y, mask)`` once, before training starts
+        (``train`` and the Keras view call this), so that a bad point is reported with its index
+        before any variable changes, not as a failed assertion in some later batch.
+
+        Checks: equal lengths; ``X`` finite; ``Y`` finite at observed entries (NaN allowed where
+        the mask is 0, or anywhere with ``missing_values="nan"``; inf never); raw inputs accepted
+        by the input transform (e.g. object ids in range).
+
+        :raises ValueError: naming the array, the first bad point's index and how many are bad.
+        """
+        X, Y = np.asarray(data[0]), np.asarray(data[1])
+        mask = np.asarray(data[2]) if len(data) > 2 and data[2] is not None else None
+        if len(X) == 0 or len(Y) == 0:
+            raise ValueError("The training data are empty (0 points).")
+        if len(X) != len(Y) or (mask is not None and len(mask) != len(Y)):
+            lengths = [len(X), len(Y)] + ([] if mask is None else [len(mask)])
+            raise ValueError(f"X, Y{', mask' if mask is not None else ''} have different lengths: {lengths}.")
+        if np.issubdtype(X.dtype, np.number):
+            _report_bad_points(~np.isfinite(X), "X (auxiliary inputs) contains NaN or inf")
+        if np.issubdtype(Y.dtype, np.floating):
+            bad = np.isinf(Y)
+            nan = np.isnan(Y)
+            if mask is not None:
+                observed = mask.astype(bool)
+                if observed.shape != Y.shape:  # one flag per point/frame
+                    observed = observed.reshape(observed.shape + (1,) * (Y.ndim - observed.ndim))
+                bad &= observed
+                nan &= observed
+            if self.missing_values != "nan":
+                bad |= nan
+            hint = (
+                "" if self.missing_values == "nan" else
+                "; to treat NaN as missing build the model with missing_values='nan' (or pass a mask with 0 there)"
+            )
+            _report_bad_points(bad, "Y (observations) contains " + ("inf" if self.missing_values == "nan" else "NaN or inf")
+                               + " at observed entries", hint)
+        check_inputs = getattr(getattr(self, "input_transform", None), "check_inputs", None)
+        if check_inputs is not None:
+            check_inputs(X)
+
+    def _check_input_width(self, X: tf.Tensor) -> tf.Tensor:
+        """``X [..., D]`` against :attr:`input_dim`: a ``ValueError`` now when the width is static,
+        else a run-time assertion. Keras retraces ``fit``'s step with relaxed shapes (``[None, None]``)
+        after the first call, so a static check alone would be skipped there."""
+        expected = self.input_dim
+        if expected is None:
+            return X
+        origin = self._input_dim_origin()
+        width = _static_dim(X, -1)
+        if width is not None:
+            if width != expected:
+                raise ValueError(f"X has {width} input dimensions but the model expects {expected} ({origin}).")
+            return X
+        if not numerical_checks():
+            return X
+        check = tf.debugging.assert_equal(
+            tf.shape(X)[-1], expected,
+            message=f"X has the wrong number of input dimensions: the model expects {expected} ({origin}).",
+        )
+        with tf.control_dependencies([check]):
+            return tf.identity(X)
 
     # ------------------------------------------------------------ missing data
     #: Whether :meth:`objective_terms` accepts ``data = (X, Y, mask)`` (missing entries).
@@ -277,9 +354,7 @@ class LatentVariableAutoencoder(BayesianModel, ExternalDataTrainingLossMixin, ab
             nx, ny = _static_dim(X, axis), _static_dim(Y, axis)
             if nx is not None and ny is not None and nx != ny:
                 raise ValueError(f"X and Y have different numbers of {what}: {nx} and {ny}.")
-        expected = self.input_dim
-        if expected is not None and _static_dim(X, -1) not in (None, expected):
-            raise ValueError(f"X has {X.shape[-1]} input dimensions but the model expects {expected}.")
+        X = self._check_input_width(X)
         T = _static_dim(X, 1)
         if T is not None:
             if full_sequences and T != self.num_data:
@@ -320,6 +395,62 @@ class LatentVariableAutoencoder(BayesianModel, ExternalDataTrainingLossMixin, ab
         return None
 
     # ---------------------------------------------------------------- networks
+    def build_networks(self, observation_shape: Optional[Tuple[int, ...]] = None, latent_dim: Optional[int] = None):
+        """Create the networks' weights now rather than at the first batch.
+
+        Keras networks without an input shape (e.g. a ``Sequential`` without ``Input``) create
+        their weights at their first call. Until then a checkpoint cannot be restored into them
+        (``tf.train.Checkpoint(...).read(path).assert_consumed()`` fails and TensorFlow warns
+        about unresolved values). Every model calls this at construction with what it knows:
+        the decoder is built from the number of latent channels :math:`L` when that is known
+        (``num_latent_gps``, a ``SeparateIndependent`` kernel, or an encoder with a known output
+        width). Call it yourself with ``observation_shape`` (one observation's shape, e.g.
+        ``(784,)`` or ``(28, 28, 1)``) for an encoder without an input shape, or with
+        ``latent_dim`` when :math:`L` cannot be inferred. Idempotent; networks already built
+        are left alone.
+
+        :raises ValueError: if a network cannot take inputs of that shape (the message names it).
+        """
+        if observation_shape is not None and self.encoder is not None and not _is_built(self.encoder):
+            shape = [1] + [int(d) for d in observation_shape]
+            self._try_build("encoder", observation_shape, lambda: self._encode_zeros(shape))
+        L = int(latent_dim) if latent_dim is not None else self._known_latent_dim()
+        if L is not None and not _is_built(self.decoder):
+            width = self._decoder_input_width(L)
+            self._try_build("decoder", (width,), lambda: self.decode(tf.zeros([1, width]), training=False))
+        return self
+
+    def _encode_zeros(self, shape):
+        return self.encode(self.encoder_inputs(tf.zeros(shape, tf.float32)), training=False)
+
+    def _decoder_input_width(self, num_latent: int) -> int:
+        """Width of the decoder's input for :math:`L` latent channels (models that also feed
+        the decoder a condition override this)."""
+        return num_latent
+
+    def _known_latent_dim(self) -> Optional[int]:
+        """:math:`L` if the constructor arguments fix it, else ``None``."""
+        for name in ("expected_num_latent", "num_latent_gps"):
+            value = getattr(self, name, None)
+            if value is not None:
+                return int(value)
+        kernel = getattr(self, "kernel", None)
+        if isinstance(kernel, gpflow.kernels.SeparateIndependent):
+            return len(kernel.kernels)
+        shapes = getattr(self.encoder, "output_shape", None) if _is_built(self.encoder) else None
+        try:
+            widths = {int(shape[-1]) for shape in shapes}  # (means, variances): two [b, L] shapes
+        except (TypeError, IndexError, AttributeError, ValueError):
+            return None
+        return widths.pop() if len(widths) == 1 else None
+
+    @staticmethod
+    def _try_build(role: str, shape, build):
+        try:
+            build()
+        except (ValueError, TypeError, tf.errors.InvalidArgumentError) as error:
+            raise ValueError(f"The {role} cannot take inputs of shape [batch, {', '.join(map(str, shape))}]: {error}") from error
+
     def _network_dtype(self, network) -> tf.DType:
         return tf.as_dtype(getattr(network, "compute_dtype", None) or tf.float32)
 
@@ -482,6 +613,11 @@ class LatentVariableAutoencoder(BayesianModel, ExternalDataTrainingLossMixin, ab
         return imputed, tf.where(observed[None], Y[None], samples)
 
     def _next_seed(self) -> tf.Tensor:
+        override = self.__dict__.get("_draw_override")
+        if override is not None:  # an evaluation draw (see :meth:`elbo`): the counter stays
+            if override[0] == "seed":
+                return tf.constant([override[1], 0], tf.int64)
+            return tf.stack([self.sample_seed.read_value(), self.sample_counter.read_value()])
         step = self.sample_counter.read_value()
         with tf.control_dependencies([step]):
             self.sample_counter.assign_add(1)
@@ -510,7 +646,7 @@ class LatentVariableAutoencoder(BayesianModel, ExternalDataTrainingLossMixin, ab
         Z = self._sample_normal(z_mean, z_var)  # [S, b, L]
         S = self.num_samples
         Z_flat = tf.reshape(Z, [-1, tf.shape(Z)[-1]])  # [S*b, L]
-        params = self.decode(Z_flat, training=training)  # [S*b, ...]
+        params = self.likelihood.check_decoder_output(self.decode(Z_flat, training=training), Y)  # [S*b, ...]
         multiples = tf.concat([[S], tf.ones([tf.rank(Y) - 1], tf.int32)], 0)
         Y_rep = tf.tile(Y, multiples)
         if mask is None:
@@ -528,12 +664,33 @@ class LatentVariableAutoencoder(BayesianModel, ExternalDataTrainingLossMixin, ab
         """``reconstruction``, ``kl``, ``batch_size``, ``scale`` (N/b), ``elbo`` and
         ``decoded`` (decoder mean of the sampled codes) for one batch."""
 
-    def elbo(self, data) -> tf.Tensor:
-        """The minibatch ELBO estimate in GPflow's units (whole-dataset scale)."""
-        return self.objective_terms(data)["elbo"]
+    def elbo(self, data, seed: Optional[int] = None) -> tf.Tensor:
+        """The minibatch ELBO estimate in GPflow's units (whole-dataset scale), for evaluation.
+
+        Deterministic for a given model state: the networks run in inference mode
+        (``training=False``) and the Monte Carlo draw is fixed. ``seed=None``: the draw the
+        next training step would make (the model's ``sample_seed`` and ``sample_counter``),
+        without advancing the counter; an integer: the stateless draw keyed by ``(seed, 0)``.
+        (:meth:`training_loss` / :meth:`maximum_log_likelihood_objective` draw afresh each call,
+        as a stochastic training objective must.)
+        """
+        with self._fixed_draw(seed):
+            return self.objective_terms(data, training=False)["elbo"]
 
     def maximum_log_likelihood_objective(self, data) -> tf.Tensor:
-        return self.elbo(data)
+        """The ELBO with a fresh Monte Carlo draw (advances the draw counter): GPflow's
+        ``training_loss(data)`` is its negative."""
+        return self.objective_terms(data, training=True)["elbo"]
+
+    @contextlib.contextmanager
+    def _fixed_draw(self, seed: Optional[int]):
+        # Stored outside tf.Module's attribute tracking: a Python value read while tracing.
+        previous = self.__dict__.get("_draw_override")
+        self.__dict__["_draw_override"] = ("current",) if seed is None else ("seed", int(seed))
+        try:
+            yield
+        finally:
+            self.__dict__["_draw_override"] = previous
 
     def _terms(self, reconstruction, kl, batch_size, num_data, decoded):
         """Assemble the terms. In a distributed step ``reconstruction`` and
@@ -560,6 +717,13 @@ class LatentVariableAutoencoder(BayesianModel, ExternalDataTrainingLossMixin, ab
         from ..training.keras import KerasTrainingModel  # training sits above models
 
         return KerasTrainingModel(self, objective=objective)
+
+
+def _is_built(network) -> bool:
+    """Keras networks know whether their weights exist; other modules are taken as built."""
+    from gpflow.keras import tf_keras
+
+    return network is None or not isinstance(network, tf_keras.layers.Layer) or bool(network.built)
 
 
 def _accepts_training(network) -> bool:

@@ -71,6 +71,12 @@ class CVAE(LatentVariableAutoencoder):
     def input_dim(self) -> Optional[int]:
         return 2
 
+    def _decoder_input_width(self, num_latent: int) -> int:
+        return num_latent + 2  # codes and the angle condition [cos, sin]
+
+    def _encode_zeros(self, shape):
+        return self.encode_conditional(tf.zeros([shape[0], 2], tf.float64), tf.zeros(shape, tf.float32), training=False)
+
     def _condition(self, X) -> tf.Tensor:
         return angle_condition(tf.convert_to_tensor(X)[:, self.angle_column])
 

@@ -118,6 +118,7 @@ class DeepSVIGP(LatentVariableAutoencoder):
         L = int(num_latent_gps)
         M = int(inducing_variable.num_inducing)
         self.num_latent_gps = L
+        self.build_networks()  # L is known now
         rng = np.random.default_rng(seed)
         self.q_mu = gpflow.Parameter(1e-2 * rng.standard_normal((M, L)), dtype=gpflow.default_float(), name="q_mu")
         q_sqrt = np.tile(q_sqrt_init * np.eye(M)[None], [L, 1, 1])

@@ -127,6 +127,7 @@ class GPPVAE(LatentVariableAutoencoder):
         self.object_vectors = object_vectors
         self.noise_variance = gpflow.Parameter(noise_variance, transform=positive(), name="alpha")
         self.num_latent_gps = int(num_latent_gps)
+        self.build_networks()  # L is known now
         self.jitter = float(jitter)
         dtype = gpflow.default_float()
         P, A, L, N = object_vectors.num_objects, self.num_views, self.num_latent_gps, self.num_data

@@ -69,6 +69,7 @@ from gpflow.inducing_variables import InducingVariables
 from gpflow.kernels import Kernel, SeparateIndependent
 
 from .. import amortized, distribute
+from ..kernels import check_input_dim
 from ..likelihoods import DecoderLikelihood
 from ..transforms import Identity, InputTransform, as_input_transform
 from .base import LatentVariableAutoencoder
@@ -163,6 +164,8 @@ class SVGPVAE(LatentVariableAutoencoder):
                 f"The inducing inputs have {gp_dim} columns but the input transform "
                 f"({type(self.input_transform).__name__}) maps to {mapped}."
             )
+        check_input_dim(kernel, gp_dim)
+        self.build_networks()  # L is known now
 
     @property
     def gp_input_dim(self) -> Optional[int]:

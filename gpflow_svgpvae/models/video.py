@@ -361,6 +361,7 @@ class VideoGPAutoencoder(VideoAutoencoder):
         self.num_latent_gps = None if num_latent_gps is None else int(num_latent_gps)
         if len(kernels) > 1 and self.num_latent_gps is not None and len(kernels) != self.num_latent_gps:
             raise ValueError(f"The kernel has {len(kernels)} channel kernels but num_latent_gps is {self.num_latent_gps}.")
+        self.build_networks()  # L is known now
 
     @property
     def expected_num_latent(self) -> Optional[int]:

@@ -4,9 +4,13 @@ Like GPflux's ``as_training_model``, the GPflow model stays the source of
 truth; the Keras model only owns the optimiser and the logged metrics and
 runs the package's :func:`~gpflow_svgpvae.training.step.training_step`.
 """
-from gpflow.keras import tf_keras
-import tensorflow as tf
+import os
 
+import numpy as np
+import tensorflow as tf
+from gpflow.keras import tf_keras
+
+from .errors import errors_first
 from .objectives import as_objective
 from .optimizers import OptimizerGroups, as_optimizer
 from .step import LOG_KEYS, evaluation_terms, training_step
@@ -18,10 +22,17 @@ class KerasTrainingModel(tf_keras.Model):
     """``model.as_training_model()``: trains ``model`` with ``fit``.
 
     Logs ``loss``, ``elbo``, ``reconstruction``, ``kl`` (epoch means; GECO adds
-    its lambda and constraint). ``ModelCheckpoint`` (TF format),
-    ``EarlyStopping``, ``ReduceLROnPlateau`` and ``BackupAndRestore`` work
-    because the GPflow model, its objective state and the optimiser are
-    tracked by this Keras model.
+    its lambda and constraint; see :func:`~gpflow_svgpvae.training.step.training_step`
+    for their scale). Stock callbacks work: ``ModelCheckpoint`` (both modes; see
+    :meth:`save`), ``EarlyStopping``, ``ReduceLROnPlateau``, ``BackupAndRestore``,
+    ``TensorBoard``, ``CSVLogger``, ``ProgbarLogger``, because the GPflow model, its
+    objective state and the optimiser are tracked by this Keras model.
+
+    Data: a ``tf.data.Dataset`` of ``(X, Y)`` / ``(X, Y, mask)`` batches, or arrays as
+    ``fit(X, Y)``, ``fit((X, Y))`` or ``fit((X, Y, mask))`` (with ``batch_size``). Arrays are
+    checked whole before the first step (:meth:`~gpflow_svgpvae.models.base.LatentVariableAutoencoder.check_arrays`);
+    a bad batch of a dataset stops training before any update is made from it, and the
+    error names the epoch and batch and leads with the package's message.
 
     ``compile(optimizer=...)`` also accepts optimiser groups
     (:class:`~gpflow_svgpvae.training.OptimizerGroups` or a list of
@@ -63,6 +74,60 @@ class KerasTrainingModel(tf_keras.Model):
             return as_optimizer(optimizer)
         return super()._get_optimizer(optimizer)
 
+    # ----------------------------------------------------------------- data
+    def _arrays(self, x, y, sample_weight):
+        """Keras' ``(x, y, sample_weight)`` for the array forms of the package's data: a tuple
+        ``(X, Y[, mask])`` passed as ``x`` becomes ``x=X, y=Y, sample_weight=mask``, which reach
+        :meth:`train_step` as the batch ``(X, Y[, mask])``. Arrays are checked whole."""
+        if y is None and isinstance(x, (tuple, list)) and len(x) in (2, 3) and not isinstance(x[0], tf.data.Dataset):
+            x, y, sample_weight = x[0], x[1], (x[2] if len(x) == 3 else sample_weight)
+        if y is not None and not isinstance(x, (tf.data.Dataset, tf_keras.utils.Sequence)):
+            data = (x, y) if sample_weight is None else (x, y, sample_weight)
+            if all(isinstance(part, (np.ndarray, tf.Tensor, list)) for part in data):
+                self.model.check_arrays(data)
+        return x, y, sample_weight
+
+    def fit(self, x=None, y=None, batch_size=None, epochs=1, *args, sample_weight=None, validation_data=None, **kwargs):
+        """Keras ``fit`` (see the class docstring for the data forms and error reports)."""
+        x, y, sample_weight = self._arrays(x, y, sample_weight)
+        if isinstance(validation_data, (tuple, list)) and len(validation_data) in (2, 3):
+            self.model.check_arrays(tuple(validation_data))
+        position = _Position()
+        callbacks = list(kwargs.pop("callbacks", None) or []) + [position]
+        with errors_first(position.describe):
+            return super().fit(
+                x, y, batch_size, epochs, *args, sample_weight=sample_weight, validation_data=validation_data,
+                callbacks=callbacks, **kwargs,
+            )
+
+    def evaluate(self, x=None, y=None, batch_size=None, *args, sample_weight=None, **kwargs):
+        """Keras ``evaluate``: the logs of :func:`~gpflow_svgpvae.training.step.evaluation_terms`."""
+        x, y, sample_weight = self._arrays(x, y, sample_weight)
+        with errors_first():
+            return super().evaluate(x, y, batch_size, *args, sample_weight=sample_weight, **kwargs)
+
+    # ------------------------------------------------------------ saving
+    def save(self, filepath, overwrite=True, save_format=None, **kwargs):
+        """Write the training state as a TensorFlow checkpoint at ``filepath``; restore it with
+        :meth:`load_weights` into the view of an identically built model.
+
+        A full Keras save (SavedModel / ``.keras``) would have to rebuild the model from a
+        config, but this view wraps a GPflow model whose structure (kernel, inducing variable,
+        networks, input transform) is Python code, not a Keras config. So ``save`` (and
+        ``ModelCheckpoint`` with its default ``save_weights_only=False``) stores what a
+        restart needs: every variable of the model, the objective state and the optimiser.
+        For deployment export predictions instead: ``model.posterior(data).export(path)``
+        writes a SavedModel that loads without this package.
+        """
+        if str(filepath).endswith((".h5", ".keras")):
+            raise ValueError(
+                f"{os.fspath(filepath)!r}: this view saves TensorFlow checkpoints (its model is Python code, not a "
+                "Keras config); use a path without the .h5/.keras extension."
+            )
+        options = kwargs.get("options")  # ModelCheckpoint passes SavedModel options; a checkpoint takes its own
+        options = options if isinstance(options, tf.train.CheckpointOptions) else None
+        self.save_weights(filepath, overwrite=overwrite, save_format="tf", options=options)
+
     def call(self, inputs, training=None):
         """Returns the ELBO of a batch ``(X, Y)`` (or ``(X, Y, mask)`` for models with missing data)."""
         return self.model.objective_terms(inputs, training=training)["elbo"]
@@ -77,3 +142,23 @@ class KerasTrainingModel(tf_keras.Model):
 
     def test_step(self, data):
         return self._record(evaluation_terms(self.model, self.objective, data))
+
+
+class _Position(tf_keras.callbacks.Callback):
+    """Where ``fit`` is (epoch and batch), for error messages."""
+
+    def __init__(self):
+        super().__init__()
+        self._supports_tf_logs = True  # never asks Keras to copy logs to the host
+        self.epoch, self.batch = 0, None
+
+    def on_epoch_begin(self, epoch, logs=None):
+        self.epoch = epoch
+
+    def on_train_batch_begin(self, batch, logs=None):
+        self.batch = batch
+
+    def describe(self) -> str:
+        if self.batch is None:
+            return "before the first batch"
+        return f"in epoch {self.epoch + 1}, batch {self.batch + 1} (1-based)"

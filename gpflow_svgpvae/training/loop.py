@@ -14,6 +14,7 @@ from gpflow.keras import tf_keras
 from tqdm.auto import tqdm
 
 from .. import numerics
+from .errors import errors_first
 from .objectives import as_objective
 from .optimizers import OptimizerGroups, as_optimizer
 from .step import evaluation_terms, training_step
@@ -146,6 +147,9 @@ def train(
 
     :param data: a ``tf.data.Dataset`` of ``(X, Y)`` (or ``(X, Y, mask)``, missing entries)
         batches, or such arrays with ``batch_size`` (shuffled with ``seed``; see :func:`make_dataset`).
+        Arrays are checked whole before the first step (the model's ``check_arrays``); a bad
+        batch of a dataset stops training before any update is made from it, with an error
+        that leads with the package's message and names the epoch and batch.
     :param optimizer: a ``tf_keras`` optimiser (default: Adam, learning rate 1e-3), or
         optimiser groups, one optimiser per group of variables:
         :class:`~gpflow_svgpvae.training.OptimizerGroups` or a list of
@@ -173,7 +177,8 @@ def train(
         random frames of each sequence per step (see :func:`make_dataset`); the model's
         ``num_data`` stays ``T``, so the bound is the unbiased minibatch estimate.
     :return: history, a dict of per-epoch mean logs (``loss``, ``elbo``,
-        ``reconstruction``, ``kl``, ...; ``val_*`` with validation data) for the
+        ``reconstruction``, ``kl`` on the whole training set's scale, ``elbo = reconstruction - kl``;
+        GECO's keys; ``val_*`` with validation data) for the
         epochs completed in this call (after a mid-epoch resume, the first
         entry averages only the steps run after resuming).
     """
@@ -181,9 +186,9 @@ def train(
         raise ValueError(f"epochs must be >= 0, got {epochs}")
     if not isinstance(data, tf.data.Dataset) and batch_size is None:
         raise ValueError("Pass batch_size when data are arrays (or pass a batched tf.data.Dataset).")
-    for arrays in (data, validation_data):  # raw inputs (e.g. object ids) checked once, not per step
-        if isinstance(arrays, (tuple, list)) and hasattr(getattr(model, "input_transform", None), "check_inputs"):
-            model.input_transform.check_inputs(np.asarray(arrays[0]))
+    for arrays in (data, validation_data):  # whole arrays checked once, before any step
+        if isinstance(arrays, (tuple, list)) and hasattr(model, "check_arrays"):
+            model.check_arrays(arrays)
     if frames_per_sequence is not None and isinstance(data, tf.data.Dataset):
         raise ValueError("frames_per_sequence applies to arrays; subsample frames in your tf.data pipeline instead.")
     dataset = (
@@ -249,7 +254,11 @@ def train(
                unit="step", dynamic_ncols=True)
     sums: Dict[str, tf.Tensor] = {}
     count = 0
-    with _checks(not jit_compile):
+    def position() -> str:
+        epoch, batch = divmod(done, steps_per_epoch)
+        return f"in epoch {epoch + 1}, batch {batch + 1} (1-based; step {done + 1})"
+
+    with _checks(not jit_compile), errors_first(position):
         while done < total_steps:
             logs = first_replica(step(next(iterator)))
             for key, value in logs.items():

@@ -11,9 +11,15 @@ LOG_KEYS = ("loss", "elbo", "reconstruction", "kl")
 
 
 def _logs(loss, terms, extra) -> Dict[str, tf.Tensor]:
+    r"""The logged numbers. ``elbo``, ``reconstruction`` and ``kl`` are on one scale, the whole
+    training set's (GPflow's units): ``reconstruction`` is :math:`\tfrac{N}{b}\sum_{i\in b}
+    E_q[\log p(y_i\mid z_i)]`, so ``elbo = reconstruction - kl``. ``loss`` is what the optimiser
+    minimises: ``-elbo`` for :class:`~gpflow_svgpvae.training.ELBO` (with ``beta``: ``-(reconstruction
+    - beta kl)``), GECO's Lagrangian for :class:`~gpflow_svgpvae.training.GECO`."""
     # Each replica's loss is its share; the logged loss is the global one.
     (loss,) = distribute.sum_across_replicas([tf.stop_gradient(loss)])
-    logs = {"loss": loss, "elbo": terms["elbo"], "reconstruction": terms["reconstruction"], "kl": terms["kl"]}
+    reconstruction = terms["scale"] * terms["reconstruction"]
+    logs = {"loss": loss, "elbo": terms["elbo"], "reconstruction": reconstruction, "kl": terms["kl"]}
     logs.update(extra)
     return logs
 
@@ -21,7 +27,8 @@ def _logs(loss, terms, extra) -> Dict[str, tf.Tensor]:
 def _split_batch(model, batch):
     """``(X, Y)`` or ``(X, Y, mask)`` -> (the data tuple for the model, ``Y``)."""
     if not isinstance(batch, (tuple, list)) or len(batch) not in (2, 3):
-        raise TypeError(f"A batch must be (X, Y) or (X, Y, mask); got {type(batch).__name__}")
+        got = f"a {type(batch).__name__} of {len(batch)}" if isinstance(batch, (tuple, list)) else f"a {type(batch).__name__}"
+        raise TypeError(f"A batch must be (X, Y) or (X, Y, mask); got {got}.")
     if len(batch) == 3 and not getattr(model, "supports_missing", False):
         raise TypeError(
             f"{type(model).__name__} does not take a mask of missing entries: batches must be (X, Y) "
@@ -40,6 +47,8 @@ def training_step(model, objective, optimizer, batch) -> Dict[str, tf.Tensor]:
 
     All checks on the batch run inside the loss computation, before the
     optimiser touches a variable, so a bad batch leaves the model unchanged.
+
+    Returns the logs of :func:`_logs` (one scale: the whole training set's).
 
     ``batch`` is ``(X, Y)`` or, for models with missing data (``SVGPVAE``),
     ``(X, Y, mask)``; the model's entry mask reaches the objective as ``terms["mask"]``.
