@@ -461,7 +461,18 @@ class LatentVariableAutoencoder(BayesianModel, ExternalDataTrainingLossMixin, ab
             non-positive or non-finite variance.
         """
         Y = tf.cast(Y, self._network_dtype(self.encoder))
-        outputs = self.encoder(Y, training=training) if _accepts_training(self.encoder) else self.encoder(Y)
+        try:
+            outputs = self.encoder(Y, training=training) if _accepts_training(self.encoder) else self.encoder(Y)
+        except ValueError as error:
+            if "single output tensor" not in str(error):
+                raise
+            # Keras' Sequential refuses a last layer with two outputs (the site head's pair).
+            raise ValueError(
+                "The encoder is a tf_keras.Sequential ending in a layer with two outputs (means, variances), "
+                "which Sequential does not allow. Use the functional API (inputs -> body -> "
+                "GaussianSiteHead(L)), gpflow_svgpvae.networks.mlp_encoder, or a tf_keras.Model subclass "
+                "whose call returns the pair."
+            ) from error
         if not isinstance(outputs, (tuple, list)) or len(outputs) != 2:
             raise TypeError(
                 "The encoder must return a pair (means [b, L], variances [b, L]); "

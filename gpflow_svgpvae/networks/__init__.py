@@ -4,6 +4,7 @@ from .heads import GaussianSiteHead
 from .mlp import mlp_decoder, mlp_encoder
 from .representation import StyleRepresentation, aggregate_by_group, pretrain_representation, representation_network
 from .sprites import sprites_decoder, sprites_encoder
+from .summary import tidy_module_tree
 from .validation import check_network
 
 __all__ = [
@@ -18,6 +19,7 @@ __all__ = [
     "aggregate_by_group",
     "pretrain_representation",
     "check_network",
+    "tidy_module_tree",
     "sprites_encoder",
     "sprites_decoder",
 ]

@@ -277,3 +277,22 @@ class _LazyEncoder(tf_keras.Model):
 
     def call(self, inputs, training=None):
         return self.head(self.body(inputs))
+
+
+def test_trace_time_errors_in_fit_lead_with_the_package_message():
+    """A ValueError raised while Keras traces the step arrives as "in user code: File ..."; restated."""
+    X, Y = tiny_data()
+    view = _view(make_tiny_model(seed=0))
+    with pytest.raises(ValueError) as error:
+        view.fit(_dataset(np.c_[X, X], Y), epochs=1, verbose=0)
+    assert str(error.value).startswith("X has 2 input dimensions but the model expects 1")
+    assert "epoch 1, batch 1" in str(error.value)
+
+
+def test_a_sequential_encoder_ending_in_the_site_head_gets_advice():
+    X, Y = tiny_data()
+    encoder = tf_keras.Sequential([tf_keras.layers.Dense(8), gv.networks.GaussianSiteHead(1)])
+    model = gv.SVGPVAE(encoder, tf_keras.Sequential([tf_keras.layers.Dense(8)]), gpflow.kernels.RBF(),
+                       np.linspace(0, 10, 4)[:, None], num_data=60)
+    with pytest.raises(ValueError, match="Sequential ending in a layer with two outputs.*functional API"):
+        model.elbo((X[:10], Y[:10]))
