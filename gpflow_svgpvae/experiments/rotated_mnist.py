@@ -72,6 +72,7 @@ from ..models.deep_svigp import DeepSVIGP
 from ..models.gppvae import GPPVAE
 from ..models.svgpvae import SVGPVAE
 from ..networks.conv import conv_decoder, conv_encoder
+from ..networks.precision import PRECISIONS, network_precision
 from ..training import GECO, train
 from .common import git_commit, read_json, run_key, write_json
 from .rotated_mnist_report import COMPLEXITY, LABELS, PAPER_TABLE1, plot_generated, settings_line, summary_rows, write_tables
@@ -109,6 +110,7 @@ class Config:
     eval_every: int = 5
     deep_svigp_eval_steps: int = 30
     jit_compile: bool = False
+    precision: str = "float32"
     num_plot: int = 10
     out: str = "results/rotated_mnist"
     notes: Dict[str, str] = field(default_factory=dict)
@@ -157,7 +159,13 @@ def _initial_object_vectors(data: Data, cfg: Config, seed: int) -> np.ndarray:
 
 
 def build_model(name: str, data: Data, cfg: Config, seed: int):
-    """One of :data:`MODELS`, with seeded networks, object vectors and inducing inputs."""
+    """One of :data:`MODELS`, with seeded networks (built under ``cfg.precision``), object
+    vectors and inducing inputs."""
+    with network_precision(cfg.precision):
+        return _build_model(name, data, cfg, seed)
+
+
+def _build_model(name: str, data: Data, cfg: Config, seed: int):
     tf_keras.utils.set_random_seed(int(seed))
     L, Q, N = cfg.num_latent, cfg.object_dim, data.num_data
     vectors = _initial_object_vectors(data, cfg, seed)
@@ -393,6 +401,8 @@ _NOT_RUN_SETTINGS = ("seeds", "first_seed", "models", "out", "notes", "num_plot"
 def run_spec(name: str, seed: int, cfg: Config) -> dict:
     """Everything a (model, seed) run depends on; its hash names the run's cache file."""
     settings = {k: v for k, v in asdict(cfg).items() if k not in _NOT_RUN_SETTINGS}
+    if settings.get("precision") == "float32":
+        del settings["precision"]  # the default before the option existed: earlier runs keep their cache keys
     return {"model": name, "seed": int(seed), **settings}
 
 
@@ -553,6 +563,8 @@ def _parser() -> argparse.ArgumentParser:
     t1.add_argument("--eval-every", type=int, default=None, help="epochs between eval-set evaluations (default 5; --quick: 1)")
     t1.add_argument("--deep-svigp-eval-steps", type=int, default=30)
     t1.add_argument("--jit", action="store_true", help="compile the training step with XLA")
+    t1.add_argument("--precision", choices=PRECISIONS, default="float32",
+                    help="Keras policy of the networks (the GP block is float64 always)")
     t1.add_argument("--quiet", action="store_true")
     summary = sub.add_parser("summary", help="gather the runs of several table1 folders into one table")
     summary.add_argument("folders", nargs="+", help="table1 results folders")
@@ -582,6 +594,7 @@ def main(argv: Optional[Sequence[str]] = None) -> dict:
         eval_every=args.eval_every if args.eval_every is not None else (1 if quick else 5),
         deep_svigp_eval_steps=args.deep_svigp_eval_steps,
         jit_compile=args.jit,
+        precision=args.precision,
         out=args.out,
     )
     return run_table1(cfg, progress=not args.quiet)

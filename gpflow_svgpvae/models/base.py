@@ -531,7 +531,9 @@ class LatentVariableAutoencoder(BayesianModel, ExternalDataTrainingLossMixin, ab
     def decode(self, Z: tf.Tensor, training: Optional[bool] = None) -> tf.Tensor:
         """Decoder output (likelihood parameters) for latent codes ``Z [b, L]``."""
         Z = tf.cast(Z, self._network_dtype(self.decoder))
-        return self.decoder(Z, training=training) if _accepts_training(self.decoder) else self.decoder(Z)
+        out = self.decoder(Z, training=training) if _accepts_training(self.decoder) else self.decoder(Z)
+        # A mixed-precision decoder returns 16-bit floats: predictions and the likelihood get float32 or wider.
+        return tf.cast(out, tf.float32) if out.dtype in (tf.bfloat16, tf.float16) else out
 
     def decode_predictions(self, mean: tf.Tensor, var: tf.Tensor, num_samples: Optional[int] = None,
                            seed: int = 0, stream: int = 0, decode=None):

@@ -2,6 +2,7 @@
 from .conv import RepeatUpsampling2D, conv_decoder, conv_encoder
 from .heads import GaussianSiteHead
 from .mlp import mlp_decoder, mlp_encoder
+from .precision import PRECISIONS, network_precision
 from .representation import StyleRepresentation, aggregate_by_group, pretrain_representation, representation_network
 from .sprites import sprites_decoder, sprites_encoder
 from .summary import tidy_module_tree
@@ -19,6 +20,8 @@ __all__ = [
     "aggregate_by_group",
     "pretrain_representation",
     "check_network",
+    "network_precision",
+    "PRECISIONS",
     "tidy_module_tree",
     "sprites_encoder",
     "sprites_decoder",
