@@ -47,7 +47,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
-TASKS = ("ratio", "gpblock", "speed", "scaling", "posterior", "gppvae", "paths")
+TASKS = ("ratio", "gpblock", "speed", "precision", "scaling", "posterior", "gppvae", "paths")
 
 
 # =========================================================================== parent
@@ -243,6 +243,22 @@ def run_speed(quick: bool, cache: str):
     return dict(rows=rows, runs=raw), table(PAIR_HEADERS, rows)
 
 
+PRECISION_VARIANTS = [
+    dict(name="float32"),
+    dict(name="mixed_bfloat16", precision="mixed_bfloat16"),
+    dict(name="mixed_bfloat16+d2s", precision="mixed_bfloat16", d2s=True),
+]
+
+
+def run_precision(quick: bool, cache: str):
+    """s/epoch of the SVGP-VAE and the VAE (same networks) per network precision; the GP block is
+    float64 in every variant (``gpflow_svgpvae.networks.network_precision``)."""
+    spec = dict(cache=cache, rounds=2 if quick else 6, order=["vae", "svgpvae"],
+                variants=PRECISION_VARIANTS[:2] if quick else PRECISION_VARIANTS)
+    res = child("pair", spec)
+    return dict(runs=[dict(spec=spec, result=res)]), table(PAIR_HEADERS, _pair_rows(None, res["variants"]))
+
+
 def run_scaling(quick: bool, cache: str):
     if quick:
         series = {"N": [4050, 8100], "m": [32, 64], "b": [256, 512]}
@@ -337,8 +353,8 @@ def run_paths(quick: bool, cache: str):
     return dict(rows=rows, runs=runs), text
 
 
-DRIVERS = dict(ratio=run_ratio, gpblock=run_gpblock, speed=run_speed, scaling=run_scaling, posterior=run_posterior, gppvae=run_gppvae,
-               paths=run_paths)
+DRIVERS = dict(ratio=run_ratio, gpblock=run_gpblock, speed=run_speed, precision=run_precision, scaling=run_scaling,
+               posterior=run_posterior, gppvae=run_gppvae, paths=run_paths)
 
 
 def main(argv=None):
@@ -433,7 +449,10 @@ def _task_pair(B, spec):
         steppers, trace = {}, {}
         for kind in spec.get("order", ["vae", "svgpvae"]):
             lik = B.float32_gaussian() if v.get("lik32") else None
-            model = B.build(kind, data, likelihood=lik, d2s=v.get("d2s", False))
+            from gpflow_svgpvae.networks import network_precision
+
+            with network_precision(v.get("precision", "float32")):  # the networks' Keras policy
+                model = B.build(kind, data, likelihood=lik, d2s=v.get("d2s", False))
             ds = B.dataset(data, 256, video=(kind == "vae"), prefetch=v.get("prefetch", True))
             steppers[kind] = B.Stepper(model, ds, jit=v.get("jit", False), checks=v.get("checks"))
         for kind, s in steppers.items():  # warm-up epoch (tracing, XLA compilation), timed separately

@@ -95,6 +95,10 @@ def parse_args(argv=None):
                    help="warm start: train an SVGP-VAE with this many inducing points first, then each GP model "
                         "from its networks and lengthscale")
     p.add_argument("--warm-start-steps", type=int, help="steps of the warm-start phase (part of --steps)")
+    p.add_argument("--kernel-hold-steps", type=int,
+                   help="hold the kernel hyperparameters at their initial values for this many steps (GP models)")
+    p.add_argument("--decoder-bias", choices=("zeros", "data"),
+                   help="decoder output bias: zeros (default) or the data's mean logit")
     p.add_argument("--test-videos", type=int)
     p.add_argument("--test-seed", type=int)
     p.add_argument("--record-every", type=int)

@@ -17,6 +17,7 @@ __all__ = ["Config", "QUICK", "NUM_FRAMES", "IMAGE_SIZE", "PAPER_M", "build_mode
 NUM_FRAMES = 30
 IMAGE_SIZE = 32
 PAPER_M = (2, 4, 6, 8, 10, 12, 15, 20, 30)
+BIAS_SAMPLE_SEED = 777  # the sample that sets the decoder bias (decoder_bias="data")
 
 
 @dataclasses.dataclass
@@ -43,6 +44,8 @@ class Config:
     models: Sequence[str] = ("vae", "gpvae", "svgpvae:15")
     warm_start_m: Optional[int] = None
     warm_start_steps: int = 0
+    kernel_hold_steps: int = 0  # kernel hyperparameters held for this many steps (DelayedStart)
+    decoder_bias: str = "zeros"  # "data": output bias at the data's mean logit (set_output_bias)
 
     def __post_init__(self):
         if self.warm_start_m is not None:
@@ -65,6 +68,10 @@ class Config:
             settings["train_lengthscale"] = False
         if self.warm_starts(kind):
             settings["warm_start"] = [int(self.warm_start_m), int(self.warm_start_steps)]
+        if kind != "vae" and self.kernel_hold_steps:
+            settings["kernel_hold_steps"] = int(self.kernel_hold_steps)
+        if self.decoder_bias != "zeros":
+            settings["decoder_bias"] = self.decoder_bias
         return settings
 
     def warm_starts(self, kind: Optional[str]) -> bool:
@@ -102,6 +109,15 @@ def build_model(kind: str, cfg: Config, seed: int, num_inducing: Optional[int] =
     K, L = IMAGE_SIZE * IMAGE_SIZE, cfg.num_latent
     encoder = mlp_encoder(K, L, hidden_units=tuple(cfg.hidden), activation="tanh")
     decoder = mlp_decoder(L, K, hidden_units=tuple(cfg.hidden), activation="tanh")
+    if cfg.decoder_bias == "data":
+        from ..datasets.moving_ball import moving_ball_test_set
+        from ..networks import set_output_bias
+
+        # A fresh sample of the training distribution (its own seed: neither the stream nor the test set).
+        sample = moving_ball_test_set(100, seed=BIAS_SAMPLE_SEED).videos
+        set_output_bias(decoder, sample.reshape(-1, K), "bernoulli")
+    elif cfg.decoder_bias != "zeros":
+        raise ValueError(f"decoder_bias must be 'zeros' or 'data', got {cfg.decoder_bias!r}")
     if kind == "vae":
         return VAE(encoder, decoder, "bernoulli", num_data=NUM_FRAMES, seed=seed)
     kernel = gpflow.kernels.SquaredExponential(variance=1.0, lengthscales=cfg.init_lengthscale)
@@ -134,17 +150,26 @@ def _inducing_times(model) -> Optional[np.ndarray]:
     return np.sort(model.inducing_variable.Z.numpy()[:, 0]) if isinstance(model, SVGPVAE) else None
 
 
-def _optimizer(model, cfg: Config):
+def _optimizer(model, cfg: Config, first_step: int = 0):
     """Two Adams: the GP part at ``cfg.gp_learning_rate`` (default: ``cfg.learning_rate``), the rest
-    (the networks) at ``cfg.learning_rate``."""
+    (the networks) at ``cfg.learning_rate``. With ``cfg.kernel_hold_steps`` the kernel gets a third
+    Adam that holds it until that step of the run (:class:`~gpflow_svgpvae.training.DelayedStart`;
+    ``first_step``: the run's step at which this optimiser starts)."""
     from gpflow.keras import tf_keras
 
-    from ..training import OptimizerGroups
+    from ..training import DelayedStart, OptimizerGroups
 
-    return OptimizerGroups([
-        (tf_keras.optimizers.Adam(cfg.gp_learning_rate or cfg.learning_rate), _gp_modules(model)),
-        (tf_keras.optimizers.Adam(cfg.learning_rate), None),
-    ])
+    gp_rate = cfg.gp_learning_rate or cfg.learning_rate
+    gp = _gp_modules(model)
+    hold = max(int(cfg.kernel_hold_steps) - int(first_step), 0)
+    groups = []
+    if hold and gp:
+        groups.append((tf_keras.optimizers.Adam(DelayedStart(gp_rate, hold)), [model.kernel]))
+        gp = gp[1:]  # the inducing inputs (SVGP-VAE) train from the start
+    if gp:
+        groups.append((tf_keras.optimizers.Adam(gp_rate), gp))
+    groups.append((tf_keras.optimizers.Adam(cfg.learning_rate), None))
+    return OptimizerGroups(groups)
 
 
 def _lengthscale(model) -> float:
@@ -269,7 +294,7 @@ def _fit(model, cfg: Config, seed: int, first_step: int, last_step: int, progres
         bar.update(1)
 
     try:
-        train(model, dataset, epochs=last_step - first_step, steps_per_epoch=1, optimizer=_optimizer(model, cfg),
+        train(model, dataset, epochs=last_step - first_step, steps_per_epoch=1, optimizer=_optimizer(model, cfg, first_step),
               objective=ELBO(), progress=False, callback=after_step)
     except FloatingPointError as error:
         step = first_step + bar.n + 1

@@ -1,6 +1,7 @@
 """Encoder/decoder building blocks shared by all models."""
 from .conv import RepeatUpsampling2D, conv_decoder, conv_encoder
 from .heads import GaussianSiteHead
+from .init import set_output_bias
 from .mlp import mlp_decoder, mlp_encoder
 from .precision import PRECISIONS, network_precision
 from .representation import StyleRepresentation, aggregate_by_group, pretrain_representation, representation_network
@@ -20,6 +21,7 @@ __all__ = [
     "aggregate_by_group",
     "pretrain_representation",
     "check_network",
+    "set_output_bias",
     "network_precision",
     "PRECISIONS",
     "tidy_module_tree",

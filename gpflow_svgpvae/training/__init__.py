@@ -3,6 +3,7 @@ from .keras import KerasTrainingModel
 from .loop import make_dataset, train
 from .objectives import ELBO, GECO
 from .optimizers import OptimizerGroups
+from .schedules import DelayedStart
 from .step import evaluation_terms, training_step
 
-__all__ = ["train", "make_dataset", "ELBO", "GECO", "OptimizerGroups", "KerasTrainingModel", "training_step", "evaluation_terms"]
+__all__ = ["train", "make_dataset", "ELBO", "GECO", "OptimizerGroups", "DelayedStart", "KerasTrainingModel", "training_step", "evaluation_terms"]
