@@ -146,3 +146,17 @@ def test_warm_started_svgpvae_with_other_m_records_both_inducing_sets(tmp_path, 
     again = mb.train_run("svgpvae", dataclasses.replace(cfg, steps=8), 0, m=2, cache_dir=str(tmp_path),
                          test=test_set)
     assert again["history"]["inducing"].shape == (5, 3)
+
+
+def test_kernel_hold_and_decoder_bias_options(test_set):
+    base = mb.Config(steps=1500, hidden=(256, 256), gp_learning_rate=0.01, record_every=50)
+    held = dataclasses.replace(base, kernel_hold_steps=1000)
+    biased = dataclasses.replace(base, decoder_bias="data")
+    assert mb.run_key("gpvae", None, 0, held) != mb.run_key("gpvae", None, 0, base)
+    assert mb.run_key("vae", None, 0, held) == mb.run_key("vae", None, 0, base)  # no kernel to hold
+    assert mb.run_key("vae", None, 0, biased) != mb.run_key("vae", None, 0, base)  # every decoder
+    # The lengthscale stays at its initial value through the hold (2 of 4 steps), then trains.
+    run = mb.train_run("gpvae", tiny(init_lengthscale=2.0, kernel_hold_steps=2, decoder_bias="data"), 0,
+                       test=test_set)
+    lengthscales = list(run["history"]["lengthscale"])  # steps 0, 2, 4
+    assert lengthscales[0] == lengthscales[1] == 2.0 and lengthscales[2] != 2.0
