@@ -97,6 +97,8 @@ def parse_args(argv=None):
     p.add_argument("--warm-start-steps", type=int, help="steps of the warm-start phase (part of --steps)")
     p.add_argument("--kernel-hold-steps", type=int,
                    help="hold the kernel hyperparameters at their initial values for this many steps (GP models)")
+    p.add_argument("--data-lengthscale", type=float,
+                   help="true lengthscale of the ball's paths in frames (default 2, the paper's)")
     p.add_argument("--decoder-bias", choices=("zeros", "data"),
                    help="decoder output bias: zeros (default) or the data's mean logit")
     p.add_argument("--test-videos", type=int)
@@ -113,7 +115,6 @@ def main(argv=None) -> dict:
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     import tensorflow as tf
 
-    from ..datasets.moving_ball import moving_ball_test_set
 
     if args.threads:
         tf.config.threading.set_intra_op_parallelism_threads(args.threads)
@@ -133,7 +134,7 @@ def main(argv=None) -> dict:
     cache = args.cache or os.path.join("results", "moving_ball", "runs" + suffix)
     os.makedirs(out, exist_ok=True)
     start = time.perf_counter()
-    test = moving_ball_test_set(cfg.test_videos, seed=cfg.test_seed)
+    test = cfg.test_set()
     result = COMMANDS[args.command](cfg, cache, out, test)
     wall = time.perf_counter() - start
     rows = result.pop("rows")

@@ -46,6 +46,7 @@ class Config:
     warm_start_steps: int = 0
     kernel_hold_steps: int = 0  # kernel hyperparameters held for this many steps (DelayedStart)
     decoder_bias: str = "zeros"  # "data": output bias at the data's mean logit (set_output_bias)
+    data_lengthscale: float = 2.0  # the true lengthscale of the ball's paths (frames), training and test data
 
     def __post_init__(self):
         if self.warm_start_m is not None:
@@ -72,7 +73,19 @@ class Config:
             settings["kernel_hold_steps"] = int(self.kernel_hold_steps)
         if self.decoder_bias != "zeros":
             settings["decoder_bias"] = self.decoder_bias
+        if self.data_lengthscale != 2.0:
+            settings["data_lengthscale"] = float(self.data_lengthscale)
         return settings
+
+    def test_set(self):
+        """The run's held-out videos (``test_videos`` of the test stream, paths of ``data_lengthscale``)."""
+        from ..datasets.moving_ball import moving_ball_test_set
+
+        return moving_ball_test_set(self.test_videos, seed=self.test_seed, **self.data_options())
+
+    def data_options(self) -> dict:
+        """Keyword arguments of the data generator (none at the defaults: the same draws as before)."""
+        return {} if self.data_lengthscale == 2.0 else {"lengthscale": float(self.data_lengthscale)}
 
     def warm_starts(self, kind: Optional[str]) -> bool:
         """Whether a run of model ``kind`` begins with the warm phase (GP models only)."""
@@ -114,7 +127,7 @@ def build_model(kind: str, cfg: Config, seed: int, num_inducing: Optional[int] =
         from ..networks import set_output_bias
 
         # A fresh sample of the training distribution (its own seed: neither the stream nor the test set).
-        sample = moving_ball_test_set(100, seed=BIAS_SAMPLE_SEED).videos
+        sample = moving_ball_test_set(100, seed=BIAS_SAMPLE_SEED, **cfg.data_options()).videos
         set_output_bias(decoder, sample.reshape(-1, K), "bernoulli")
     elif cfg.decoder_bias != "zeros":
         raise ValueError(f"decoder_bias must be 'zeros' or 'data', got {cfg.decoder_bias!r}")
@@ -264,7 +277,7 @@ def _fit(model, cfg: Config, seed: int, first_step: int, last_step: int, progres
     fetched = {}  # generation time and end time of the latest batch
 
     def batches():
-        stream = moving_ball_stream(cfg.batch_videos, seed=int(seed), start_step=first_step)
+        stream = moving_ball_stream(cfg.batch_videos, seed=int(seed), start_step=first_step, **cfg.data_options())
         while True:
             t0 = time.perf_counter()
             Y = next(stream).videos
@@ -364,8 +377,6 @@ def train_run(kind: str, cfg: Config, seed: int, m: Optional[int] = None, induci
         ``train_seconds`` (including a warm phase), ``wall_seconds``, ``history`` (``step``,
         ``elbo``, ``lengthscale``, ``inducing`` arrays), ``means`` (test posterior means), ``cached``.
     """
-    from ..datasets.moving_ball import moving_ball_test_set
-
     key = run_key(kind, m, seed, cfg, inducing_init)
     path = os.path.join(cache_dir, key + ".npz") if cache_dir else None
     if path and os.path.exists(path):
@@ -375,7 +386,7 @@ def train_run(kind: str, cfg: Config, seed: int, m: Optional[int] = None, induci
                    "history": {k[2:]: f[k] for k in f.files if k.startswith("h_")}}
         return out
 
-    test = test if test is not None else moving_ball_test_set(cfg.test_videos, seed=cfg.test_seed)
+    test = test if test is not None else cfg.test_set()
     start = time.perf_counter()
     model, progress, train_seconds = _trained_model(kind, cfg, seed, m, inducing_init, cache_dir, position)
     result = evaluate(model, test)
