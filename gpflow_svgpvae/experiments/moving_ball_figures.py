@@ -18,7 +18,10 @@ def _settings_note(cfg: Config) -> str:
             + (f"init lengthscale {cfg.init_lengthscale:g}" if cfg.train_lengthscale
                else f"lengthscale fixed at {cfg.init_lengthscale:g}")
             + ("" if cfg.warm_start_m is None else
-               f"; GP models warm-started by {cfg.warm_start_steps} steps of SVGP-VAE m={cfg.warm_start_m}"))
+               f"; GP models warm-started by {cfg.warm_start_steps} steps of SVGP-VAE m={cfg.warm_start_m}")
+            + (f"; kernel held for {cfg.kernel_hold_steps} steps" if cfg.kernel_hold_steps else "")
+            + ("; decoder bias at the data's mean logit" if cfg.decoder_bias == "data" else "")
+            + ("" if cfg.data_lengthscale == 2.0 else f"; true lengthscale {cfg.data_lengthscale:g}"))
 
 
 
