@@ -143,7 +143,7 @@ def test_arrays_are_checked_whole_before_the_first_step():
         _assert_same(_values(model), before)
 
 
-@pytest.mark.parametrize("path", ["loop", "keras"])
+@pytest.mark.parametrize("path", ["loop", pytest.param("keras", marks=pytest.mark.slow)])
 def test_a_bad_batch_of_a_dataset_is_named_and_makes_no_update(path):
     X, Y = tiny_data()
     bad = Y.copy()
