@@ -52,6 +52,7 @@ def test_quick_cli_fills_match_numpy_and_runs_are_cached(tmp_path):
     assert stamps == [os.path.getmtime(os.path.join(out, "runs", f)) for f in run_files]
 
 
+@pytest.mark.slow  # long; run with make test-all (keeps the default suite under 10 minutes)
 def test_quick_learned_models_smoke(tmp_path):
     """Smoke test: the learned models train one epoch and give finite metrics in range."""
     out = str(tmp_path / "hmnist")

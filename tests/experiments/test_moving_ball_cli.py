@@ -132,6 +132,7 @@ def test_runs_rejects_malformed_model_names(spec, tmp_path):
         mb.main(["runs", "--models", spec, "--out", str(tmp_path)])
 
 
+@pytest.mark.slow  # long; run with make test-all (keeps the default suite under 10 minutes)
 def test_warm_started_svgpvae_with_other_m_records_both_inducing_sets(tmp_path, test_set):
     cfg = tiny(steps=6, warm_start_m=3, warm_start_steps=4)
     run = mb.train_run("svgpvae", cfg, 0, m=2, cache_dir=str(tmp_path), test=test_set)

@@ -69,6 +69,7 @@ def test_batch_size_quick_smoke(tmp_path):
     assert [r["batch_size"] for r in payload["rows"]] == [32, 64]
 
 
+@pytest.mark.slow  # long; run with make test-all (keeps the default suite under 10 minutes)
 def test_bias_quick_smoke_and_reuse(tmp_path):
     payload, rows = _run(tmp_path, "bias")
     assert [(r["m"], r["epoch"]) for r in payload["rows"]] == [(16, 0), (16, 1), (32, 0), (32, 1)]

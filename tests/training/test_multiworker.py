@@ -54,6 +54,7 @@ def _run_cluster(tmp_path, extra_args=()):
     return [(p.returncode, err) for p, (_, err) in zip(procs, outputs)]
 
 
+@pytest.mark.slow  # long; run with make test-all (keeps the default suite under 10 minutes)
 def test_two_workers_equal_one_device(tmp_path):
     for returncode, err in _run_cluster(tmp_path):
         assert returncode == 0, err[-4000:]
