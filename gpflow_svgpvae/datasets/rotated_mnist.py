@@ -94,6 +94,7 @@ from scipy import ndimage
 from gpflow_svgpvae.datasets.mnist import load_mnist
 
 __all__ = [
+    "RotatedMNISTArrays",
     "DEFAULT_TEST_ANGLE_INDEX",
     "RotatedMNIST",
     "RotatedMNISTSplit",
@@ -430,3 +431,33 @@ def rotated_mnist(
         eval_instances=_readonly(eval_instances),
         config=config,
     )
+
+
+class RotatedMNISTArrays:
+    """The arrays the experiments train and score on, from a :class:`RotatedMNIST` data set:
+    ``X = [angle, instance]`` float64, ``Y`` float32 images; the eval split divided into context
+    views and the held-out target view."""
+
+    def __init__(self, ds):
+        self.ds = ds
+
+        def xy(split):
+            X = np.stack([split.angles, split.instance.astype(np.float64)], axis=1)
+            return X, np.asarray(split.images, dtype=np.float32)
+
+        self.X_train, self.Y_train = xy(ds.train)
+        self.X_test, self.Y_test = xy(ds.test)
+        X_eval, Y_eval = xy(ds.eval)
+        target = ds.eval.angle_index == ds.config["test_angle_index"]
+        self.X_eval_ctx, self.Y_eval_ctx = X_eval[~target], Y_eval[~target]
+        self.X_eval, self.Y_eval = X_eval[target], Y_eval[target]
+        self.eval_ids = np.asarray(ds.eval_instances)
+        self.fit_ids = np.asarray(ds.fit_instances)
+        self.num_objects = ds.num_instances
+        self.angles = np.asarray(ds.angles_grid)
+        self.X_ctx_all = np.concatenate([self.X_train, self.X_eval_ctx])
+        self.Y_ctx_all = np.concatenate([self.Y_train, self.Y_eval_ctx])
+
+    @property
+    def num_data(self) -> int:
+        return len(self.X_train)

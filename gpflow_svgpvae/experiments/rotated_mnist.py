@@ -65,7 +65,7 @@ import tensorflow as tf
 from gpflow.keras import tf_keras
 
 from ..auxiliary import ObjectVectors, init_inducing_per_view, pca_object_vectors, random_object_vectors
-from ..datasets.rotated_mnist import rotated_mnist
+from ..datasets.rotated_mnist import RotatedMNISTArrays as Data, rotated_mnist
 from ..kernels import periodic_linear_kernel
 from ..models.cvae import CVAE
 from ..models.deep_svigp import DeepSVIGP
@@ -117,34 +117,6 @@ class Config:
 
 
 # ----------------------------------------------------------------------------- data
-class Data:
-    """Arrays of one rotated-MNIST data set: ``X = [angle, instance]`` float64, ``Y`` float32 images."""
-
-    def __init__(self, ds):
-        self.ds = ds
-
-        def xy(split):
-            X = np.stack([split.angles, split.instance.astype(np.float64)], axis=1)
-            return X, np.asarray(split.images, dtype=np.float32)
-
-        self.X_train, self.Y_train = xy(ds.train)
-        self.X_test, self.Y_test = xy(ds.test)
-        X_eval, Y_eval = xy(ds.eval)
-        target = ds.eval.angle_index == ds.config["test_angle_index"]
-        self.X_eval_ctx, self.Y_eval_ctx = X_eval[~target], Y_eval[~target]
-        self.X_eval, self.Y_eval = X_eval[target], Y_eval[target]
-        self.eval_ids = np.asarray(ds.eval_instances)
-        self.fit_ids = np.asarray(ds.fit_instances)
-        self.num_objects = ds.num_instances
-        self.angles = np.asarray(ds.angles_grid)
-        self.X_ctx_all = np.concatenate([self.X_train, self.X_eval_ctx])
-        self.Y_ctx_all = np.concatenate([self.Y_train, self.Y_eval_ctx])
-
-    @property
-    def num_data(self) -> int:
-        return len(self.X_train)
-
-
 def load_data(cfg: Config) -> Data:
     return Data(rotated_mnist(digits=tuple(cfg.digits), n_per_digit=cfg.n_per_digit, seed=cfg.data_seed))
 
