@@ -30,7 +30,27 @@ import tensorflow as tf
 from . import amortized
 from .numerics import assert_finite
 
-__all__ = ["SVGPVAEPosterior"]
+__all__ = ["SVGPVAEPosterior", "check_scale"]
+
+
+def check_scale(scale) -> float:
+    r"""The conditioning scale :math:`s > 0`: each conditioning point's statistics count :math:`s` times.
+
+    :math:`s = 1` conditions on exactly the given data. Training builds each
+    minibatch's posterior with :math:`s = N/b`, so every point weighs as if the
+    batch stood for all :math:`N` training points; conditioning a few observations
+    of an unseen object (e.g. a new character's context frames) with the
+    training-time :math:`s` gives it the sharpness the decoder was trained on,
+    where :math:`s = 1` shrinks it towards the prior mean. An integer :math:`s = k`
+    equals conditioning on every point repeated :math:`k` times.
+    """
+    try:
+        value = float(scale)
+    except (TypeError, ValueError):
+        raise TypeError(f"scale must be a positive number; got {scale!r}") from None
+    if not np.isfinite(value) or value <= 0:
+        raise ValueError(f"scale must be a positive finite number; got {scale!r}")
+    return value
 
 
 def _chunks(data, batch_size: int):
@@ -178,14 +198,18 @@ class SVGPVAEPosterior(tf.Module):
         self.r = tf.Variable(r, trainable=False, name="statistics_r")
 
     @classmethod
-    def from_data(cls, model, data, batch_size: int = 1024) -> "SVGPVAEPosterior":
-        """Stream ``data`` through the encoder, sum the statistics, factorise once."""
+    def from_data(cls, model, data, batch_size: int = 1024, scale: float = 1.0) -> "SVGPVAEPosterior":
+        """Stream ``data`` through the encoder, sum the statistics, factorise once.
+
+        :param scale: the weight :math:`s` of every conditioning point (see :func:`check_scale`).
+        """
+        scale = check_scale(scale)
         if not isinstance(data, tf.data.Dataset):
             _chunks(data, batch_size)  # type and length checks first
             model.input_transform.check_inputs(np.asarray(data[0]))
         context = _transform_context(model, data, batch_size)
         P, r, count = data_statistics(model, data, batch_size, context)
-        posterior = cls(model, P, r, count, context)
+        posterior = cls(model, scale * P, scale * r, count, context)
         # Kept (not saved) so that predict_f(None) predicts at the conditioning inputs.
         posterior._conditioned_inputs = None if isinstance(data, tf.data.Dataset) else np.asarray(data[0])
         return posterior
@@ -206,21 +230,24 @@ class SVGPVAEPosterior(tf.Module):
             raise ValueError(f"Xnew has {Xnew.shape[-1]} input dimensions; expected {self.input_dim}.")
         return assert_finite(Xnew, "Xnew (query inputs) contains NaN or inf.")
 
-    def _posterior_with(self, data, batch_size: int):
+    def _posterior_with(self, data, batch_size: int, scale: float = 1.0):
         if data is None:
             return self.whitened, self.context
+        scale = check_scale(scale)
         context = _transform_context(self.model, data, batch_size)
         P, r, _ = data_statistics(self.model, data, batch_size, context)
-        P, r = self.P + P, self.r + r  # [..., L, M, M]: the cached data and each new dataset
+        P, r = self.P + scale * P, self.r + scale * r  # [..., L, M, M]: the cached data and each new dataset
         prior_chol = amortized.with_batch_rank(self.prior_chol, P.shape.rank - 3)
         return amortized.posterior_from_statistics(prior_chol, P, r, scale=1.0), context
 
-    def predict_f(self, Xnew, data=None, batch_size: int = 1024):
+    def predict_f(self, Xnew, data=None, batch_size: int = 1024, scale: float = 1.0):
         """Latent predictive mean and variance ``[..., n, L]`` at raw inputs ``Xnew``.
 
         :param data: more data ``(X, Y)`` or ``(X, Y, mask)`` to condition on, besides the cached data
             (``X [V, T, D]`` with ``Xnew [V, n, D]``: each query row block is
             conditioned on its own dataset).
+        :param scale: the weight of each point of ``data`` (see :func:`check_scale`); the cached
+            data keep the weight they were built with.
         :param Xnew: ``None`` predicts at the inputs of the conditioning arrays.
         """
         if Xnew is None:
@@ -229,7 +256,7 @@ class SVGPVAEPosterior(tf.Module):
                 raise ValueError("Xnew=None predicts at the conditioning inputs, which a posterior built "
                                  "from a tf.data.Dataset does not keep: pass Xnew.")
         Xnew = self._check_inputs(Xnew)
-        posterior, context = self._posterior_with(data, batch_size)
+        posterior, context = self._posterior_with(data, batch_size, scale)
         model = self.model
         X_gp = model.input_transform.map_queries(Xnew, context)
         prior_chol = amortized.with_batch_rank(_base_prior(posterior.prior_chol), X_gp.shape.rank - 2)
@@ -238,15 +265,15 @@ class SVGPVAEPosterior(tf.Module):
         prior_var = amortized.prior_variance_diag(model.kernel, X_gp)
         return amortized.predict_marginals(posterior, Kmr, prior_var)
 
-    def predict_y(self, Xnew, data=None, num_samples: Optional[int] = None, seed: int = 0):
+    def predict_y(self, Xnew, data=None, num_samples: Optional[int] = None, seed: int = 0, scale: float = 1.0):
         """Decoded predictions at ``Xnew``.
 
         Without ``num_samples``: the decoder's likelihood mean at the latent
         posterior mean, ``[..., n, ...]``. With ``num_samples = S``: also
         ``[S, ..., n, ...]`` decoded means of latent samples :math:`z \\sim q(z \\mid x)`
-        (returns a pair). ``data``: as in :meth:`predict_f`.
+        (returns a pair). ``data``, ``scale``: as in :meth:`predict_f`.
         """
-        mean, var = self.predict_f(Xnew, data)
+        mean, var = self.predict_f(Xnew, data, scale=scale)
         return self.model.decode_predictions(mean, var, num_samples=num_samples, seed=seed)
 
     def export(self, path: str) -> None:

@@ -115,6 +115,8 @@ class Config:
     noise_variance: float = 1e-3
     jitter: float = 1e-6
     jit_compile: bool = False
+    decoder_latent_bias: bool = False  # the code also enters every decoder layer as a per-channel bias
+    context_scale: Optional[float] = None  # weight of each context frame at test; None: N / batch size (training's)
     frames: str = "memory"  # "memory": uint8 array in RAM; "render": render each batch
     num_reconstruction_frames: int = 1000  # training frames sampled for the reconstruction style diagnostic
     num_plot_characters: int = 6
@@ -165,7 +167,7 @@ def build_model(cfg: Config, train_frames: np.ndarray, train_characters, train_p
     table = ObjectVectors(72, Q, id_column=0, num_view_features=0, initial_vectors=pose_init, name="pose_vectors")
     model = SVGPVAE(
         sprites_encoder(cfg.num_latent),
-        sprites_decoder(cfg.num_latent),
+        sprites_decoder(cfg.num_latent, latent_bias=cfg.decoder_latent_bias),
         kernel,
         Z,
         num_data=C * P,
@@ -179,12 +181,14 @@ def build_model(cfg: Config, train_frames: np.ndarray, train_characters, train_p
 
 # ----------------------------------------------------------------------- generation
 def generate(model, predictor, context_frames, characters, context_poses, target_poses, *,
-             num_samples: Optional[int] = None, seed: int = 0, characters_per_chunk: int = 16) -> Dict[str, np.ndarray]:
+             num_samples: Optional[int] = None, seed: int = 0, characters_per_chunk: int = 16,
+             scale: float = 1.0) -> Dict[str, np.ndarray]:
     """Frames of unseen characters at target poses, each conditioned on its own context frames.
 
     :param predictor: the model (condition on the context only) or a posterior of it
         (condition on that posterior's data and the context), anything with
-        ``predict_f(Xnew, data)``.
+        ``predict_f(Xnew, data, scale=...)``.
+    :param scale: the weight of each context frame (:func:`~gpflow_svgpvae.posterior.check_scale`).
     :param context_frames: ``[V, Qc, H, W, C]`` float frames; ``characters [V]`` their ids;
         ``context_poses [V, Qc]``, ``target_poses [V, T]`` pose ids.
     :return: ``{"mean": [V, T, H, W, C]}`` (decoded latent mean), ``"z_mean"``, ``"z_var"``,
@@ -204,7 +208,8 @@ def generate(model, predictor, context_frames, characters, context_poses, target
         sl = slice(start, min(len(characters), start + int(characters_per_chunk)))
         ids = characters[sl]
         context = (rows(ids, np.asarray(context_poses[sl])), np.asarray(context_frames[sl], np.float32))
-        z_mean, z_var = (t.numpy() for t in predictor.predict_f(rows(ids, np.asarray(target_poses[sl])), context))
+        z_mean, z_var = (t.numpy() for t in predictor.predict_f(rows(ids, np.asarray(target_poses[sl])), context,
+                                                                  scale=scale))
         out["mean"].append(decode(z_mean))
         out["z_mean"].append(z_mean)
         out["z_var"].append(z_var)
@@ -258,6 +263,25 @@ def plot_generation(path: str, truth: np.ndarray, generated, context: Optional[n
                         top=1 - (0.1 + 0.16 * len(lines)) / height, wspace=0.04, hspace=0.04)
     fig.savefig(path, dpi=100)
     plt.close(fig)
+
+
+def pose_table_vectors(model) -> np.ndarray:
+    """The learned pose vectors ``[72, Q]`` of a model built by :func:`build_model`."""
+    table = model.input_transform.transforms[1].transforms[1]
+    return np.asarray(table(tf.constant(np.arange(72, dtype=np.float64)[:, None])))
+
+
+def nearest_context_frames(context_frames, context_poses, target_poses, pose_vectors) -> np.ndarray:
+    """Baseline: for each target pose, the character's context frame whose pose vector is the
+    closest in cosine similarity (the SPRITES kernel's pose similarity).
+
+    :param context_frames: ``[V, Qc, H, W, C]``; ``context_poses [V, Qc]``, ``target_poses [V, T]`` pose ids.
+    :return: ``[V, T, H, W, C]``.
+    """
+    unit = pose_vectors / np.linalg.norm(pose_vectors, axis=1, keepdims=True)
+    similarity = np.einsum("vtq,vcq->vtc", unit[np.asarray(target_poses)], unit[np.asarray(context_poses)])
+    nearest = np.argmax(similarity, axis=-1)  # [V, T]
+    return np.take_along_axis(context_frames, nearest[:, :, None, None, None], axis=1)
 
 
 def _mse(a, b) -> float:
@@ -330,9 +354,13 @@ def run(cfg: Config, progress: bool = True) -> dict:
     t0 = time.perf_counter()
     context = ds.test_context_frames(dtype=np.float32)
     target = ds.test_target_frames(dtype=np.float32)
+    context_scale = float(cfg.context_scale) if cfg.context_scale is not None else (C * P) / derived["batch_size"]
     generated = generate(model, model, context, ds.test_characters, ds.test_context_poses, ds.test_target_poses,
-                         num_samples=1, seed=cfg.seed)
+                         num_samples=1, seed=cfg.seed, scale=context_scale)
     eval_seconds = time.perf_counter() - t0
+    generated_s1 = generated if context_scale == 1.0 else generate(
+        model, model, context, ds.test_characters, ds.test_context_poses, ds.test_target_poses, seed=cfg.seed)
+    nearest = nearest_context_frames(context, ds.test_context_poses, ds.test_target_poses, pose_table_vectors(model))
     per_character = np.mean((generated["mean"].astype(np.float64) - target) ** 2, axis=(1, 2, 3, 4))
     # Variant: condition each test character on the whole training set as well (s = 1).
     t0 = time.perf_counter()
@@ -350,6 +378,8 @@ def run(cfg: Config, progress: bool = True) -> dict:
         "rule": STYLE_RULE,
         "given_context": style_scores(ds, generated["mean"], *test_pairs),
         "given_train_and_context": style_scores(ds, with_train["mean"], *test_pairs),
+        "given_context_scale_1": style_scores(ds, generated_s1["mean"], *test_pairs),
+        "nearest_context_frame": style_scores(ds, nearest, *test_pairs),
     }
     style_seconds = time.perf_counter() - t0
     t0 = time.perf_counter()
@@ -368,6 +398,8 @@ def run(cfg: Config, progress: bool = True) -> dict:
         truth=(target[:npc, :npp] * 255).round().astype(np.uint8),
         generated=generated["mean"][:npc, :npp],
         generated_with_train=with_train["mean"][:npc, :npp],
+        generated_scale_1=generated_s1["mean"][:npc, :npp],
+        nearest_context_frame=nearest[:npc, :npp],
         characters=ds.test_characters[:npc],
         target_poses=ds.test_target_poses[:npc, :npp],
     )
@@ -375,9 +407,10 @@ def run(cfg: Config, progress: bool = True) -> dict:
     test_mse_train = _mse(with_train["mean"], target)
     plot_generation(
         grid, target[:npc, :npp],
-        {"given context": generated["mean"][:npc, :npp], "given train+ctx": with_train["mean"][:npc, :npp]},
+        {"given context": generated["mean"][:npc, :npp], "given train+ctx": with_train["mean"][:npc, :npp],
+         "nearest ctx frame": nearest[:npc, :npp]},
         title=f"SVGP-VAE, procedural SPRITES, unseen test characters, {npp} of {target.shape[1]} target poses; "
-              f"test MSE given the 36 context frames {test_mse:.4f}, given training set + context "
+              f"test MSE given the 36 context frames (s = {context_scale:g}) {test_mse:.4f}, given training set + context "
               f"{test_mse_train:.4f} ({cfg.epochs} epochs, N={derived['num_data']})",
     )
     times = epoch_seconds
@@ -385,6 +418,16 @@ def run(cfg: Config, progress: bool = True) -> dict:
         "test_mse_mean": test_mse,
         "test_mse_sample": _mse(generated["samples"][0], target),
         "test_mse_per_character_sd": float(np.std(per_character, ddof=1)) if len(per_character) > 1 else 0.0,
+        "context_scale": context_scale,
+        "given_context_scale_1": {
+            "description": "each test character conditioned on its 36 context frames with scale s = 1",
+            "test_mse_mean": _mse(generated_s1["mean"], target),
+        },
+        "nearest_context_frame": {
+            "description": "baseline: per target pose the character's context frame with the closest learned "
+                           "pose vector (cosine)",
+            "test_mse": _mse(nearest, target),
+        },
         "train_and_context": {
             "description": "each test character conditioned on the whole training set and its 36 context frames",
             "test_mse_mean": test_mse_train,
@@ -413,11 +456,14 @@ def run(cfg: Config, progress: bool = True) -> dict:
     write_json(os.path.join(cfg.out, "metrics.json"), metrics)
     if progress:
         print(f"test MSE per pixel ({derived['num_test_characters']} characters x {target.shape[1]} poses), given "
-              f"the context frames: decoded mean {metrics['test_mse_mean']:.5f}, decoded sample "
+              f"the context frames (s = {context_scale:g}): decoded mean {metrics['test_mse_mean']:.5f}, decoded sample "
               f"{metrics['test_mse_sample']:.5f}; given training set + context: decoded mean {test_mse_train:.5f}; "
               f"{metrics['seconds_per_epoch']:.1f} s/epoch; grid: {grid}", flush=True)
+        print(f"given the context frames with s = 1: {metrics['given_context_scale_1']['test_mse_mean']:.5f}; "
+              f"nearest context frame (baseline): {metrics['nearest_context_frame']['test_mse']:.5f}", flush=True)
         print(f"style accuracy (chance: colours 1/6, hair shape 1/5), given the context frames: "
-              f"{format_style(style['given_context'])}; given training set + context: "
+              f"{format_style(style['given_context'])}; with s = 1: {format_style(style['given_context_scale_1'])}; "
+              f"nearest context frame: {format_style(style['nearest_context_frame'])}; given training set + context: "
               f"{format_style(style['given_train_and_context'])}; reconstructed training frames: "
               f"{format_style(reconstruction['style_accuracy'])}; linear probe from the style vector "
               f"({probe['num_characters']} test characters, {probe['folds']}-fold): "
@@ -440,6 +486,11 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--latent-dim", type=int, default=64)
     p.add_argument("--num-inducing", type=int, default=72)
     p.add_argument("--style-reduction", choices=("sum", "mean"), default="sum")
+    p.add_argument("--decoder-latent-bias", action="store_true",
+                   help="feed the code to every decoder layer as a per-channel bias (not in the paper)")
+    p.add_argument("--context-scale", type=float, default=None,
+                   help="weight s of each test context frame in the posterior (default: N / batch size, the "
+                        "training minibatches' weight; 1 conditions on exactly the 36 frames)")
     p.add_argument("--learning-rate", type=float, default=1e-3)
     p.add_argument("--kappa-squared", type=float, default=0.0075)
     p.add_argument("--geco-nu", type=float, default=1.0)
@@ -473,6 +524,8 @@ def config_from_args(argv: Optional[Sequence[str]] = None) -> Config:
         num_latent=args.latent_dim,
         num_inducing=args.num_inducing,
         style_reduction=args.style_reduction,
+        decoder_latent_bias=args.decoder_latent_bias,
+        context_scale=args.context_scale,
         learning_rate=args.learning_rate,
         kappa_squared=args.kappa_squared,
         geco_nu=args.geco_nu,

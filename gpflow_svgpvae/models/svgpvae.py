@@ -294,13 +294,18 @@ class SVGPVAE(LatentVariableAutoencoder):
         return tf.reduce_sum(self.batch_posterior(_with_mask(X, Y, mask), num_data=num_data, training=False).kl)
 
     # ------------------------------------------------------------ prediction
-    def posterior(self, data, batch_size: int = 1024):
+    def posterior(self, data, batch_size: int = 1024, scale: float = 1.0):
         """A cached posterior conditioned on all of ``data`` (arrays ``(X, Y)`` or ``(X, Y, mask)``,
         or a ``tf.data.Dataset`` of such tuples, streamed in chunks of ``batch_size``);
-        see :class:`~gpflow_svgpvae.posterior.SVGPVAEPosterior`."""
+        see :class:`~gpflow_svgpvae.posterior.SVGPVAEPosterior`.
+
+        :param scale: weight of each point (1: exactly the data; the training
+            minibatches use ``num_data / batch_size``; see
+            :func:`~gpflow_svgpvae.posterior.check_scale`).
+        """
         from ..posterior import SVGPVAEPosterior
 
-        return SVGPVAEPosterior.from_data(self, data, batch_size=batch_size)
+        return SVGPVAEPosterior.from_data(self, data, batch_size=batch_size, scale=scale)
 
     def _queries(self, Xnew, data):
         """Check that there are data to condition on; ``None`` -> the data's inputs; queries
@@ -322,20 +327,23 @@ class SVGPVAE(LatentVariableAutoencoder):
         "return[0]: [batch..., R, L]",
         "return[1]: [batch..., R, L]",
     )
-    def _predict_f(self, Xnew, data):
-        return self.posterior(data).predict_f(Xnew)
+    def _predict_f(self, Xnew, data, scale=1.0):
+        return self.posterior(data, scale=scale).predict_f(Xnew)
 
-    def predict_f(self, Xnew, data=None):
+    def predict_f(self, Xnew, data=None, scale: float = 1.0):
         """Latent mean and variance ``[..., R, L]`` at raw inputs ``Xnew``, conditioned on all of
-        ``data = (X, Y)`` or ``(X, Y, mask)`` (:math:`s = 1`; observed entries only). With data of many latent datasets ``X [V, T, D]``,
-        ``Xnew`` is ``[V, R, D]`` (or ``None``: the data's own inputs). For repeated
-        predictions from large data use :meth:`posterior`."""
-        return self._predict_f(self._queries(Xnew, data), data)
+        ``data = (X, Y)`` or ``(X, Y, mask)`` (observed entries only), each point weighted by
+        ``scale`` (default :math:`s = 1`; see :meth:`posterior`). With data of many latent
+        datasets ``X [V, T, D]``, ``Xnew`` is ``[V, R, D]`` (or ``None``: the data's own
+        inputs). For repeated predictions from large data use :meth:`posterior`."""
+        return self._predict_f(self._queries(Xnew, data), data, scale)
 
-    def predict_y(self, Xnew, data=None, num_samples: Optional[int] = None, seed: int = 0):
+    def predict_y(self, Xnew, data=None, num_samples: Optional[int] = None, seed: int = 0, scale: float = 1.0):
         """Decoded predictions at ``Xnew`` conditioned on ``data``; see
         :meth:`SVGPVAEPosterior.predict_y <gpflow_svgpvae.posterior.SVGPVAEPosterior.predict_y>`."""
-        return self.posterior(data).predict_y(self._queries(Xnew, data), num_samples=num_samples, seed=seed)
+        return self.posterior(data, scale=scale).predict_y(
+            self._queries(Xnew, data), num_samples=num_samples, seed=seed
+        )
 
     def impute(self, data, num_samples: Optional[int] = None, seed: int = 0, batch_size: int = 1024):
         r"""Fill in the missing entries of ``data = (X, Y, mask)`` (or ``(X, Y)`` with NaN for

@@ -49,6 +49,7 @@ def sprites_decoder(
     kernel_size: int = 3,
     activation: str = "elu",
     output_activation: Optional[str] = "sigmoid",
+    latent_bias: bool = False,
     name: str = "sprites_decoder",
 ) -> tf_keras.Model:
     """Codes ``[b, L] -> frames [b, 64, 64, 3]`` (the Gaussian mean; sigmoid: in [0, 1]).
@@ -59,6 +60,12 @@ def sprites_decoder(
     stride-2 ``Conv2DTranspose`` output layer with ``C`` channels. Default: six
     layers of 16 filters, 8 -> 8 -> 8 -> 16 -> 16 -> 32 -> 32 -> 64, about 4.4 M
     multiply-adds per frame. No ``UpSampling2D``: the gradient compiles under XLA.
+
+    :param latent_bias: also feed the code to every layer as a per-channel bias
+        (a FiLM shift, :math:`h \leftarrow \mathrm{act}(\mathrm{conv}(h) + W_k z)`), so that
+        attributes that hold for the whole frame, such as a character's colours,
+        reach the output without passing through the 8 x 8 spatial bottleneck
+        (about 0.1% more multiply-adds).
     """
     H, W, C = (int(d) for d in image_shape)
     factor = 2 * int(np.prod([int(s) for s in strides]))
@@ -68,14 +75,24 @@ def sprites_decoder(
     z = tf_keras.Input(shape=(int(num_latent),), name="latents")
     h = tf_keras.layers.Dense(h0 * w0 * int(filters), activation=activation, name="dense")(z)
     h = tf_keras.layers.Reshape((h0, w0, int(filters)))(h)
+    def shifted(h, width, act, layer_name):
+        if not latent_bias:
+            return h if act is None else tf_keras.layers.Activation(act, name=f"{layer_name}_act")(h)
+        shift = tf_keras.layers.Dense(width, name=f"{layer_name}_latent_bias")(z)
+        shift = tf_keras.layers.Reshape((1, 1, width), name=f"{layer_name}_latent_bias_map")(shift)
+        h = tf_keras.layers.Add(name=f"{layer_name}_shifted")([h, shift])
+        return h if act is None else tf_keras.layers.Activation(act, name=f"{layer_name}_act")(h)
+
     for i, s in enumerate(strides):
         if int(s) == 1:
-            h = tf_keras.layers.Conv2D(int(filters), kernel_size, padding="same", activation=activation, name=f"conv{i}")(h)
+            layer_name = f"conv{i}"
+            h = tf_keras.layers.Conv2D(int(filters), kernel_size, padding="same", name=layer_name)(h)
         else:
+            layer_name = f"deconv{i}"
             h = tf_keras.layers.Conv2DTranspose(
-                int(filters), kernel_size, strides=int(s), padding="same", activation=activation, name=f"deconv{i}"
+                int(filters), kernel_size, strides=int(s), padding="same", name=layer_name
             )(h)
-    out = tf_keras.layers.Conv2DTranspose(
-        C, kernel_size, strides=2, padding="same", activation=output_activation, name="output"
-    )(h)
+        h = shifted(h, int(filters), activation, layer_name)
+    h = tf_keras.layers.Conv2DTranspose(C, kernel_size, strides=2, padding="same", name="output")(h)
+    out = shifted(h, C, output_activation, "output")
     return tf_keras.Model(z, out, name=name)

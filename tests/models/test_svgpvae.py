@@ -275,3 +275,35 @@ def test_gpflow_training_loss_closure_with_minimize(tiny):
         optimizer.minimize(closure, model.trainable_variables)
         losses.append(float(closure()))
     assert np.mean(losses[-10:]) < np.mean(losses[:10])
+
+
+def test_conditioning_scale_equals_repeated_data(tiny_model, tiny):
+    """Weighting each point by an integer s is conditioning on every point s times."""
+    X, Y = tiny
+    Xnew = np.linspace(-1, 11, 9)[:, None]
+    X3, Y3 = np.concatenate([X] * 3), np.concatenate([Y] * 3)
+    m_rep, v_rep = tiny_model.posterior((X3, Y3), batch_size=len(X3)).predict_f(Xnew)
+    m_s, v_s = tiny_model.posterior((X, Y), batch_size=len(X), scale=3).predict_f(Xnew)
+    np.testing.assert_allclose(m_s, m_rep, atol=1e-6)
+    np.testing.assert_allclose(v_s, v_rep, atol=1e-6)
+    m_f, _ = tiny_model.predict_f(Xnew, data=(X, Y), scale=3)
+    np.testing.assert_allclose(m_f, m_rep, atol=1e-6)
+    # extra data with a scale, on top of a cached posterior: the halves weighted differently
+    half = len(X) // 2
+    cached = tiny_model.posterior((X[:half], Y[:half]))
+    m_add, v_add = cached.predict_f(Xnew, data=(X[half:], Y[half:]), scale=2)
+    Xw = np.concatenate([X[:half], X[half:], X[half:]])
+    Yw = np.concatenate([Y[:half], Y[half:], Y[half:]])
+    m_ref, v_ref = tiny_model.posterior((Xw, Yw)).predict_f(Xnew)
+    np.testing.assert_allclose(m_add, m_ref, atol=1e-6)
+    np.testing.assert_allclose(v_add, v_ref, atol=1e-6)
+    # a larger scale shrinks less: the predictive variance at the data falls
+    _, v1 = tiny_model.predict_f(X[:5], data=(X, Y))
+    _, v10 = tiny_model.predict_f(X[:5], data=(X, Y), scale=10)
+    assert np.all(v10.numpy() < v1.numpy())
+
+
+@pytest.mark.parametrize("scale, error", [(0, ValueError), (-1.0, ValueError), (np.nan, ValueError), ("big", TypeError)])
+def test_conditioning_scale_must_be_positive(tiny_model, tiny, scale, error):
+    with pytest.raises(error, match="scale must be a positive"):
+        tiny_model.posterior(tiny, scale=scale)
