@@ -36,9 +36,12 @@ def test_quick_cli_smoke_writes_config_metrics_and_grid(tmp_path):
     assert saved["num_test_characters"] == 2 and len(saved["epoch_seconds"]) == 2
     assert len(saved["history"]["geco_lambda"]) == 2 and saved["pretrain"]["epochs"] == 1
     assert metrics["test_mse_mean"] == saved["test_mse_mean"]
+    assert saved["context_scale"] == 4 * 50 / 100  # N / batch size
+    assert np.isfinite(saved["given_context_scale_1"]["test_mse_mean"])
+    assert np.isfinite(saved["nearest_context_frame"]["test_mse"])
     # Style accuracy of the generations (2 test characters x 36 target poses) and the diagnostics.
     attributes = ("skin", "hair_colour", "top_colour", "bottom_colour", "hair_shape")
-    for variant in ("given_context", "given_train_and_context"):
+    for variant in ("given_context", "given_train_and_context", "given_context_scale_1", "nearest_context_frame"):
         style = saved["style_accuracy"][variant]
         for name in attributes:
             assert style[name]["num_scored"] + style[name]["num_skipped"] == 2 * 36, (variant, name)
@@ -52,3 +55,22 @@ def test_quick_cli_smoke_writes_config_metrics_and_grid(tmp_path):
     assert probe["num_characters"] == 2 and probe["folds"] == 2
     for name in attributes:
         assert 0.0 <= probe[name]["accuracy"] <= 1.0 and 0.0 <= probe[name]["majority"] <= 1.0
+
+
+def test_nearest_context_frames_picks_the_closest_pose_by_cosine():
+    rng = np.random.default_rng(0)
+    pose_vectors = rng.normal(size=(72, 3))
+    context_poses = np.array([[0, 5, 9], [1, 2, 3]])
+    target_poses = np.array([[10, 11], [12, 13]])
+    frames = rng.uniform(size=(2, 3, 4, 4, 3))
+    # numpy reference: scale each vector differently -- cosine similarity ignores the norms
+    scaled = pose_vectors * rng.uniform(0.1, 10.0, size=(72, 1))
+    got = sprites.nearest_context_frames(frames, context_poses, target_poses, scaled)
+    unit = pose_vectors / np.linalg.norm(pose_vectors, axis=1, keepdims=True)
+    for v in range(2):
+        for t in range(2):
+            best = int(np.argmax([unit[target_poses[v, t]] @ unit[c] for c in context_poses[v]]))
+            np.testing.assert_array_equal(got[v, t], frames[v, best])
+    # a target pose that is a context pose gets that very frame
+    same = sprites.nearest_context_frames(frames, context_poses, context_poses, scaled)
+    np.testing.assert_array_equal(same, frames)
