@@ -76,16 +76,22 @@ def _representation(model):
     raise ValueError("the model's input transform has no GroupRepresentation")
 
 
-def _cv_accuracy(features: np.ndarray, labels: np.ndarray, folds: int, seed: int) -> Dict[str, Optional[float]]:
+def _cv_accuracy(features: np.ndarray, labels: np.ndarray, folds: int, seed: int,
+                 groups: Optional[np.ndarray] = None) -> Dict[str, Optional[float]]:
+    """k-fold accuracy of a standardised logistic regression (``groups``: rows of a group stay in one fold)."""
     from sklearn.linear_model import LogisticRegression
-    from sklearn.model_selection import KFold
+    from sklearn.model_selection import GroupKFold, KFold
     from sklearn.pipeline import make_pipeline
     from sklearn.preprocessing import StandardScaler
 
     n = len(labels)
     probe = np.empty(n, labels.dtype)
     majority = np.empty(n, labels.dtype)
-    for train, test in KFold(n_splits=folds, shuffle=True, random_state=seed).split(features):
+    if groups is None:
+        splits = KFold(n_splits=folds, shuffle=True, random_state=seed).split(features)
+    else:
+        splits = GroupKFold(n_splits=folds).split(features, groups=groups)
+    for train, test in splits:
         classes, counts = np.unique(labels[train], return_counts=True)
         majority[test] = classes[np.argmax(counts)]
         if len(classes) == 1:

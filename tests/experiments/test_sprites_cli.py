@@ -51,6 +51,21 @@ def test_quick_cli_smoke_writes_config_metrics_and_grid(tmp_path):
     reconstruction = saved["diagnostics"]["reconstruction"]
     assert reconstruction["num_frames"] == 4 * 50 and reconstruction["mse"] > 0  # all 200 (< 300 in --quick)
     assert set(attributes) <= set(reconstruction["style_accuracy"])
+    # The diagnostics command on the finished run: its own conditioning path reproduces the run's
+    # generations at s = 1 and at s = N/b.
+    from gpflow_svgpvae.experiments import sprites_diagnostics
+
+    diagnosed = sprites_diagnostics.main(["--run", out, "--autoencoder-epochs", "1", "--autoencoder-characters", "2",
+                                          "--quiet"])
+    sweep = diagnosed["conditioning_scale"]["scales"]
+    np.testing.assert_allclose(sweep["1"]["test_mse"], saved["given_context_scale_1"]["test_mse_mean"], rtol=1e-5)
+    np.testing.assert_allclose(sweep["2"]["test_mse"], saved["test_mse_mean"], rtol=1e-5)
+    assert os.path.exists(os.path.join(out, "diagnostics", "metrics.json"))
+    assert diagnosed["autoencoder"]["steps"] == 1 * 1  # 2 characters x 50 poses in one batch of 100
+    for name in attributes:
+        assert 0.0 <= diagnosed["encoder_probe"][name]["accuracy"] <= 1.0
+    blur = diagnosed["metric_sensitivity"]["blur"]
+    assert blur["0.5"]["mse"] < blur["1"]["mse"] < blur["1.5"]["mse"]
     probe = saved["diagnostics"]["style_probe"]
     assert probe["num_characters"] == 2 and probe["folds"] == 2
     for name in attributes:

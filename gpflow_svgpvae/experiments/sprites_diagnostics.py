@@ -1,0 +1,293 @@
+r"""Where a SPRITES character's style is lost (issue 12, item 2), measured on a trained run.
+
+Usage::
+
+    python -m gpflow_svgpvae.experiments.sprites_diagnostics --run results/sprites
+        [--out results/sprites/diagnostics] [--num-characters 296] [--autoencoder-epochs 30]
+
+``--run`` is the output folder of :mod:`gpflow_svgpvae.experiments.sprites`
+(its ``config.json`` and ``model`` checkpoint). Written to ``--out``:
+``metrics.json`` with
+
+* ``conditioning_scale`` -- the unseen characters generated from their 36
+  context frames with each frame weighted by :math:`s` (1: exactly the
+  frames; :math:`N/b`: the training minibatches' weight): test MSE, style
+  accuracy and the *shrinkage* of the latent predictive mean :math:`m` towards
+  the prior mean, :math:`\langle m, \mu\rangle / \langle\mu, \mu\rangle` with
+  :math:`\mu` the encoder means of the true target frames (1: no shrinkage);
+* ``autoencoded_targets`` -- the true target frames encoded and decoded (no
+  GP): what the generation could at best show through this encoder and decoder;
+* ``encoder_probe`` -- a cross-validated linear probe from the encoder means
+  of training frames to the character's attribute classes (does the latent
+  code carry the colours at all?);
+* ``metric_sensitivity`` -- the style accuracy of *true* frames blurred or
+  mixed with the mean frame, to read the accuracies against;
+* ``autoencoder`` (``--autoencoder-epochs`` > 0) -- the same encoder and
+  decoder trained as a plain deterministic autoencoder (encoder means ->
+  decoder, MSE, Adam, batch 100) on the frames of the first training
+  characters, with no GP and no KL: reconstruction MSE and style accuracy on
+  training characters and on unseen ones (can these networks learn the
+  colours at all, GP aside?).
+"""
+import argparse
+import json
+import os
+import sys
+import time
+from typing import Optional, Sequence
+
+import numpy as np
+import tensorflow as tf
+from gpflow.keras import tf_keras
+
+from .. import amortized
+from ..datasets.sprites import STYLE_ATTRIBUTES, SpriteStyle, sprites
+from ..datasets.sprites.styles import _ATTRIBUTE_SIZES
+from ..networks.sprites import sprites_decoder, sprites_encoder
+from ..posterior import _base_prior, _transform_context, data_statistics
+from . import sprites as experiment
+from .common import git_commit, write_json
+from .sprites_style import _cv_accuracy, format_style, style_scores
+
+__all__ = [
+    "load_run",
+    "conditioning_scale_sweep",
+    "encoder_probe",
+    "metric_sensitivity",
+    "autoencoder_study",
+    "main",
+]
+
+
+def load_run(run_dir: str):
+    """``(cfg, ds, train_frames, model)`` of a finished sprites run (the model restored from its checkpoint)."""
+    with open(os.path.join(run_dir, "config.json")) as f:
+        saved = json.load(f)
+    fields = {k: v for k, v in saved.items() if k in experiment.Config.__dataclass_fields__}
+    cfg = experiment.Config(**{**fields, "pretrain_epochs": 0})  # the checkpoint holds the trained weights
+    ds = sprites(cfg.num_characters, seed=cfg.data_seed, num_train_characters=cfg.num_train_characters,
+                 train_poses_per_character=cfg.train_poses_per_character, num_context_poses=cfg.num_context_poses)
+    train_frames = ds.frames_for(ds.train_characters[:, None], ds.train_poses, dtype=np.uint8)
+    model, _ = experiment.build_model(cfg, train_frames, ds.train_characters, ds.train_poses)
+    tf.train.Checkpoint(model=model).read(os.path.join(run_dir, "model")).expect_partial().assert_existing_objects_matched()
+    return cfg, ds, train_frames, model
+
+
+def _rows(ids, poses):
+    return np.stack([np.broadcast_to(np.asarray(ids, np.float64)[:, None], poses.shape), poses], -1).astype(np.float64)
+
+
+def _decode(model, Z, batch_size: int = 256) -> np.ndarray:
+    Z = np.asarray(Z)
+    flat = Z.reshape(-1, Z.shape[-1])
+    out = [model.decode_predictions(tf.constant(flat[s:s + batch_size]), tf.zeros_like(flat[s:s + batch_size])).numpy()
+           for s in range(0, len(flat), batch_size)]
+    out = np.concatenate(out)
+    return out.reshape(Z.shape[:-1] + out.shape[1:])
+
+
+def _encode_means(model, frames, batch_size: int = 500) -> np.ndarray:
+    flat = frames.reshape((-1,) + frames.shape[-3:])
+    means = model.encode_all(flat, batch_size=batch_size)[0].numpy()
+    return means.reshape(frames.shape[:-3] + means.shape[-1:])
+
+
+def conditioning_scale_sweep(model, ds, scales: Sequence[float], num_characters: Optional[int] = None,
+                             characters_per_chunk: int = 16) -> dict:
+    """Generations of unseen characters from their context frames, weighted by each ``s`` in ``scales``.
+
+    :returns: ``{"autoencoded_targets": {...}, "scales": {str(s): {"test_mse", "shrinkage", "correlation",
+        "predictive_variance_median", "style_accuracy"}}}``.
+    """
+    V = len(ds.test_characters) if num_characters is None else int(min(num_characters, len(ds.test_characters)))
+    ids = ds.test_characters[:V]
+    context = ds.test_context_frames(dtype=np.float32)[:V]
+    target = ds.test_target_frames(dtype=np.float32)[:V]
+    pairs = (ids[:, None], ds.test_target_poses[:V])
+    mu_target = _encode_means(model, target).astype(np.float64)  # [V, T, L]
+    autoencoded = _decode(model, mu_target)
+    result = {
+        "num_characters": V,
+        "autoencoded_targets": {
+            "description": "true target frames encoded (means) and decoded, no GP",
+            "test_mse": experiment._mse(autoencoded, target),
+            "style_accuracy": style_scores(ds, autoencoded, *pairs),
+        },
+        "scales": {},
+    }
+    # Statistics once per chunk of characters, then one factorisation per scale.
+    means = {float(s): [] for s in scales}
+    variances = {float(s): [] for s in scales}
+    prior_chol = amortized.prior_cholesky(model.kernel, model.inducing_variable, model.jitter)
+    for start in range(0, V, int(characters_per_chunk)):
+        sl = slice(start, min(V, start + int(characters_per_chunk)))
+        data = (_rows(ids[sl], ds.test_context_poses[sl]), context[sl])
+        summary = _transform_context(model, data, 1024)
+        P, r, _ = data_statistics(model, data, 1024, summary)
+        X_gp = model.input_transform.map_queries(tf.constant(_rows(ids[sl], ds.test_target_poses[sl])), summary)
+        Kmr = amortized.cross_covariance(model.kernel, model.inducing_variable, X_gp)
+        prior_var = amortized.prior_variance_diag(model.kernel, X_gp)
+        for s in means:
+            post = amortized.posterior_from_statistics(amortized.with_batch_rank(prior_chol, P.shape.rank - 3), P, r,
+                                                       scale=s)
+            chol = amortized.with_batch_rank(_base_prior(post.prior_chol), X_gp.shape.rank - 2)
+            post = amortized.WhitenedPosterior(chol, post.upper_chol, post.whitened_mean)
+            m, v = amortized.predict_marginals(post, Kmr, prior_var)
+            means[s].append(m.numpy())
+            variances[s].append(v.numpy())
+    for s in means:
+        m = np.concatenate(means[s])
+        generated = _decode(model, m)
+        result["scales"][f"{s:g}"] = {
+            "test_mse": experiment._mse(generated, target),
+            "shrinkage": float(np.sum(m * mu_target) / np.sum(mu_target * mu_target)),
+            "correlation": float(np.corrcoef(m.ravel(), mu_target.ravel())[0, 1]),
+            "predictive_variance_median": float(np.median(np.concatenate(variances[s]))),
+            "style_accuracy": style_scores(ds, generated, *pairs),
+        }
+    return result
+
+
+def _attribute_labels(ds, characters) -> np.ndarray:
+    return np.asarray(ds.attributes)[np.asarray(characters)]
+
+
+def encoder_probe(model, ds, train_frames, *, num_frames: int = 3000, seed: int = 0) -> dict:
+    """Cross-validated (5-fold, grouped by character, so that the probe cannot recognise the character
+    instead of its colours) linear probe from encoder means of a seeded sample of training frames to
+    their character's attribute classes."""
+    C, P = ds.train_poses.shape
+    rows = np.sort(np.random.default_rng(seed).choice(C * P, size=min(int(num_frames), C * P), replace=False))
+    ci, pi = np.divmod(rows, P)
+    means = _encode_means(model, train_frames[ci, pi].astype(np.float32) / np.float32(255.0))
+    characters = ds.train_characters[ci]
+    labels = _attribute_labels(ds, characters)
+    result = {"description": "encoder means of training frames -> attribute class (standardised logistic "
+                             "regression, 5-fold cross-validation, the frames of a character in one fold)",
+              "num_frames": int(len(rows)), "num_characters": int(len(np.unique(characters)))}
+    folds = int(min(5, result["num_characters"]))
+    result["folds"] = folds
+    if folds < 2:
+        return result
+    for name in STYLE_ATTRIBUTES:
+        column = SpriteStyle._fields.index(name)
+        scores = _cv_accuracy(means, labels[:, column], folds, seed, groups=characters)
+        result[name] = {**scores, "chance": 1.0 / _ATTRIBUTE_SIZES[column]}
+    return result
+
+
+def metric_sensitivity(ds, *, num_characters: int = 60, num_poses: int = 20) -> dict:
+    """Style accuracy of true test target frames, blurred (Gaussian, sigma in pixels) or mixed with the
+    mean frame (weight ``a`` on the mean), with the MSE of each corruption."""
+    from scipy.ndimage import gaussian_filter
+
+    ids = ds.test_characters[:num_characters]
+    poses = ds.test_target_poses[:num_characters, :num_poses]
+    frames = ds.frames_for(ids[:, None], poses, dtype=np.float32)
+    pairs = (ids[:, None], poses)
+    mean_frame = frames.mean(axis=(0, 1), keepdims=True)
+    out = {"num_frames": int(frames.shape[0] * frames.shape[1]), "blur": {}, "mix_with_mean": {}}
+    for sigma in (0.5, 1.0, 1.5):
+        blurred = gaussian_filter(frames, sigma=(0, 0, sigma, sigma, 0))
+        out["blur"][f"{sigma:g}"] = {"mse": experiment._mse(blurred, frames),
+                                      "style_accuracy": style_scores(ds, blurred, *pairs)}
+    for a in (0.3, 0.5, 0.7):
+        mixed = (1 - a) * frames + a * mean_frame
+        out["mix_with_mean"][f"{a:g}"] = {"mse": experiment._mse(mixed, frames),
+                                          "style_accuracy": style_scores(ds, mixed, *pairs)}
+    return out
+
+
+def autoencoder_study(ds, *, epochs: int = 30, num_characters: int = 200, batch_size: int = 100,
+                      num_latent: int = 64, learning_rate: float = 1e-3, seed: int = 0, progress: bool = True) -> dict:
+    """The SPRITES encoder and decoder as a plain deterministic autoencoder (no GP): can they learn colours?
+
+    Trained on all training poses of the first ``num_characters`` training characters; scored on
+    1,000 of those frames and on 40 unseen characters x 25 target poses.
+    """
+    tf_keras.utils.set_random_seed(int(seed))
+    characters, poses = ds.train_characters[:num_characters], ds.train_poses[:num_characters]
+    frames = ds.frames_for(characters[:, None], poses, dtype=np.float32)  # [c, P, 64, 64, 3]
+    flat = frames.reshape((-1,) + frames.shape[2:])
+    test_ids, test_poses = ds.test_characters[:40], ds.test_target_poses[:40, :25]
+    test = ds.frames_for(test_ids[:, None], test_poses, dtype=np.float32)
+    encoder, decoder = sprites_encoder(num_latent), sprites_decoder(num_latent)
+    frames_in = tf_keras.Input(frames.shape[2:])
+    autoencoder = tf_keras.Model(frames_in, decoder(encoder(frames_in)[0]))
+    autoencoder.compile(tf_keras.optimizers.Adam(learning_rate), "mse")
+    n_score = min(20, len(characters))
+    history, t0 = [], time.perf_counter()
+    for epoch in range(int(epochs)):
+        loss = autoencoder.fit(flat, flat, batch_size=int(batch_size), epochs=1, verbose=0, shuffle=True).history["loss"][0]
+        history.append(float(loss))
+        if progress:
+            print(f"  autoencoder epoch {epoch + 1}/{epochs}: train MSE {loss:.5f}", flush=True)
+    train_rec = autoencoder.predict(frames[:n_score].reshape((-1,) + frames.shape[2:]), batch_size=500, verbose=0)
+    test_rec = autoencoder.predict(test.reshape((-1,) + test.shape[2:]), batch_size=500, verbose=0)
+    train_rec, test_rec = train_rec.reshape(frames[:n_score].shape), test_rec.reshape(test.shape)
+    return {
+        "description": "sprites_encoder means -> sprites_decoder trained as a deterministic autoencoder (MSE, Adam, "
+                       "no GP, no KL) on all training poses of the first training characters",
+        "epochs": int(epochs), "num_characters": int(len(characters)), "num_frames": int(len(flat)),
+        "batch_size": int(batch_size), "steps": int(epochs) * int(np.ceil(len(flat) / batch_size)),
+        "seconds": time.perf_counter() - t0, "train_mse_history": history,
+        "training_characters": {"mse": experiment._mse(train_rec, frames[:n_score]),
+                                "style_accuracy": style_scores(ds, train_rec, characters[:n_score, None],
+                                                               poses[:n_score])},
+        "unseen_characters": {"mse": experiment._mse(test_rec, test),
+                              "style_accuracy": style_scores(ds, test_rec, test_ids[:, None], test_poses)},
+    }
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m gpflow_svgpvae.experiments.sprites_diagnostics",
+                                description="where a trained SPRITES SVGP-VAE loses the characters' style")
+    p.add_argument("--run", required=True, help="output folder of a sprites run (config.json, model checkpoint)")
+    p.add_argument("--out", default=None, help="default: <run>/diagnostics")
+    p.add_argument("--num-characters", type=int, default=None, help="unseen characters to generate (default all)")
+    p.add_argument("--scales", type=float, nargs="+", default=None,
+                   help="conditioning scales (default 1, 4, 16, N/b, 10 N/b)")
+    p.add_argument("--autoencoder-epochs", type=int, default=30, help="0 skips the plain-autoencoder study")
+    p.add_argument("--autoencoder-characters", type=int, default=200)
+    p.add_argument("--quiet", action="store_true")
+    return p
+
+
+def main(argv: Optional[Sequence[str]] = None) -> dict:
+    args = _parser().parse_args(argv)
+    out = args.out or os.path.join(args.run, "diagnostics")
+    os.makedirs(out, exist_ok=True)
+    say = (lambda *a: None) if args.quiet else (lambda *a: print(*a, flush=True))
+    cfg, ds, train_frames, model = load_run(args.run)
+    C, P = ds.train_poses.shape
+    n_over_b = C * P / (cfg.characters_per_batch * P)
+    scales = args.scales or [1.0, 4.0, 16.0, n_over_b, 10 * n_over_b]
+    metrics = {"run": args.run, "git_commit": git_commit(), "num_data_over_batch_size": n_over_b}
+    t0 = time.perf_counter()
+    metrics["conditioning_scale"] = conditioning_scale_sweep(model, ds, scales, args.num_characters)
+    auto = metrics["conditioning_scale"]["autoencoded_targets"]
+    say(f"autoencoded true targets (no GP): MSE {auto['test_mse']:.5f}; {format_style(auto['style_accuracy'])}")
+    for s, r in metrics["conditioning_scale"]["scales"].items():
+        say(f"context weighted s = {s}: MSE {r['test_mse']:.5f}, shrinkage {r['shrinkage']:.3f}, "
+            f"correlation {r['correlation']:.3f}; {format_style(r['style_accuracy'])}")
+    metrics["encoder_probe"] = encoder_probe(model, ds, train_frames, seed=cfg.seed)
+    say(f"linear probe from encoder means of training frames: {format_style(metrics['encoder_probe'])}")
+    metrics["metric_sensitivity"] = metric_sensitivity(ds)
+    for kind in ("blur", "mix_with_mean"):
+        for k, r in metrics["metric_sensitivity"][kind].items():
+            say(f"true frames, {kind} {k}: MSE {r['mse']:.4f}; {format_style(r['style_accuracy'])}")
+    if args.autoencoder_epochs > 0:
+        metrics["autoencoder"] = autoencoder_study(ds, epochs=args.autoencoder_epochs,
+                                                   num_characters=args.autoencoder_characters, seed=cfg.seed,
+                                                   progress=not args.quiet)
+        a = metrics["autoencoder"]
+        say(f"plain autoencoder ({a['steps']} steps): training characters MSE {a['training_characters']['mse']:.5f}, "
+            f"{format_style(a['training_characters']['style_accuracy'])}; unseen MSE {a['unseen_characters']['mse']:.5f}, "
+            f"{format_style(a['unseen_characters']['style_accuracy'])}")
+    metrics["seconds"] = time.perf_counter() - t0
+    write_json(os.path.join(out, "metrics.json"), metrics)
+    return metrics
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
