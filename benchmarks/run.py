@@ -35,6 +35,11 @@ Tasks (see benchmarks/README.md for the numbers measured here):
 * ``gppvae``: GPPVAE against the SVGP-VAE at N = 4050 and as N grows.
 * ``paths``: the compiled loop (``train``) against Keras ``fit``, with and
   without XLA.
+* ``sprites``: where a SPRITES training step goes (paper setting: batch 500 =
+  10 characters x 50 poses, L = 64, m = 72): the whole compiled step (GECO,
+  Adam) and, each compiled alone with its gradient, the encoder, the decoder,
+  the representation network (frames -> styles) and the GP block (kernels,
+  statistics, posterior, KL, predictive, at fixed GP inputs); ms per step and the epoch this implies at N = 50,000 (100 steps).
 """
 import argparse
 import datetime
@@ -47,7 +52,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
-TASKS = ("ratio", "gpblock", "speed", "precision", "scaling", "posterior", "gppvae", "paths")
+TASKS = ("ratio", "gpblock", "speed", "precision", "scaling", "posterior", "gppvae", "paths", "sprites")
 
 
 # =========================================================================== parent
@@ -352,8 +357,22 @@ def run_paths(quick: bool, cache: str):
     return dict(rows=rows, runs=runs), text
 
 
+def run_sprites(quick: bool, cache: str):
+    res = child("sprites_parts", dict(rounds=3 if quick else 7, calls=3 if quick else 10,
+                                      characters=20 if quick else 40))
+    rows = [[name, _med(v), min(v), max(v)] for name, v in res["wall_ms"].items()]
+    text = table(["part (forward + gradient)", "wall ms/step (median)", "(min)", "(max)"], rows)
+    step = _med(res["wall_ms"]["training step"])
+    parts = sum(_med(v) for k, v in res["wall_ms"].items() if k != "training step")
+    text += (f"\n\nOne epoch at N = 50,000 (100 steps) from the step's median: {step * 100 / 1000:.1f} s; the parts "
+             f"alone add up to {parts:.0f} ms of the step's {step:.0f} ms. Each timing is the best of {res['rounds']} "
+             f"blocks of {res['calls']} calls, parts alternated; batch 500 drawn from {res['characters']} "
+             f"characters' frames.")
+    return res, text
+
+
 DRIVERS = dict(ratio=run_ratio, gpblock=run_gpblock, speed=run_speed, precision=run_precision, scaling=run_scaling,
-               posterior=run_posterior, gppvae=run_gppvae, paths=run_paths)
+               posterior=run_posterior, gppvae=run_gppvae, paths=run_paths, sprites=run_sprites)
 
 
 def main(argv=None):
@@ -666,8 +685,76 @@ def _task_paths(B, spec):
     return dict(paths=out)
 
 
+def _task_sprites_parts(B, spec):
+    """Per-step wall time of the SPRITES training step and of its parts (each compiled with its gradient)."""
+    import numpy as np
+    import tensorflow as tf
+    from gpflow.keras import tf_keras
+
+    from gpflow_svgpvae import amortized
+    from gpflow_svgpvae.datasets.sprites import character_batches, sprites
+    from gpflow_svgpvae.experiments.sprites import Config, build_model
+    from gpflow_svgpvae.training import GECO
+    from gpflow_svgpvae.training.step import training_step
+
+    n = int(spec["characters"])
+    ds = sprites(n + 10, seed=0, num_train_characters=n, train_poses_per_character=50, num_context_poses=36)
+    frames = ds.frames_for(ds.train_characters[:, None], ds.train_poses, dtype=np.uint8)
+    cfg = Config(num_characters=n + 10, num_train_characters=n, pretrain_epochs=0)
+    model, _ = build_model(cfg, frames, ds.train_characters, ds.train_poses)
+    X, Y = next(iter(character_batches(ds.train_characters, ds.train_poses, frames, characters_per_batch=10, seed=0)))[:2]
+    objective = GECO(cfg.kappa_squared)
+    optimizer = tf_keras.optimizers.Adam(1e-3)
+    step = tf.function(lambda batch: training_step(model, objective, optimizer, batch))
+
+    def with_gradient(forward, variables):
+        @tf.function
+        def run():
+            with tf.GradientTape() as tape:
+                value = forward()
+            return [value] + list(tape.gradient(value, list(variables)))
+        return run
+
+    rep = model.input_transform.transforms[0]
+    encoder, decoder = model.encoder, model.decoder
+    Z = tf.random.stateless_normal([int(Y.shape[0]), cfg.num_latent], [0, 1])
+    enc_in = tf.cast(Y, tf.float32)
+
+    X_gp = tf.constant(model.map_inputs(X, Y))  # the representation network is timed on its own
+
+    def gp_block():
+        means, variances = Z * 0.5, tf.ones_like(Z)
+        batch = amortized.minibatch_posterior(model.kernel, model.inducing_variable, X_gp, tf.cast(means, tf.float64),
+                                              tf.cast(variances, tf.float64), model.num_data, model.jitter)
+        return tf.reduce_sum(batch.mean) + tf.reduce_sum(batch.kl)
+
+    parts = {
+        "training step": lambda: step((X, Y)),
+        "encoder": with_gradient(lambda: tf.reduce_sum(encoder(enc_in, training=True)[0]), encoder.trainable_variables),
+        "decoder": with_gradient(lambda: tf.reduce_sum(decoder(Z, training=True)), decoder.trainable_variables),
+        "representation": with_gradient(lambda: tf.reduce_sum(rep(X, Y, training=True)), rep.trainable_variables),
+        "GP block": with_gradient(gp_block, list(model.kernel.trainable_variables)
+                                  + list(model.inducing_variable.trainable_variables)),
+    }
+    for fn in parts.values():  # trace
+        out = fn()
+    times = {name: [] for name in parts}
+    for _ in range(int(spec["rounds"])):
+        for name, fn in parts.items():
+            best = float("inf")
+            for _ in range(3):
+                t = time.perf_counter()
+                for _ in range(int(spec["calls"])):
+                    out = fn()
+                tf.nest.map_structure(lambda a: a.numpy() if hasattr(a, "numpy") else a, out)
+                best = min(best, (time.perf_counter() - t) / int(spec["calls"]))
+            times[name].append(1000 * best)
+    return dict(wall_ms=times, rounds=int(spec["rounds"]), calls=int(spec["calls"]), characters=n)
+
+
 if __name__ == "__main__":
     if len(sys.argv) > 1 and sys.argv[1] == "_child":
         _child(sys.argv[2], json.loads(sys.argv[3]))
     else:
         main()
+
