@@ -115,7 +115,7 @@ class Config:
     noise_variance: float = 1e-3
     jitter: float = 1e-6
     jit_compile: bool = False
-    decoder_latent_bias: bool = False  # the code also enters every decoder layer as a per-channel bias
+    decoder_modulation: Optional[str] = None  # the code also enters every decoder layer: None, "shift", "scale_shift"
     context_scale: Optional[float] = None  # weight of each context frame at test; None: N / batch size (training's)
     frames: str = "memory"  # "memory": uint8 array in RAM; "render": render each batch
     num_reconstruction_frames: int = 1000  # training frames sampled for the reconstruction style diagnostic
@@ -167,7 +167,7 @@ def build_model(cfg: Config, train_frames: np.ndarray, train_characters, train_p
     table = ObjectVectors(72, Q, id_column=0, num_view_features=0, initial_vectors=pose_init, name="pose_vectors")
     model = SVGPVAE(
         sprites_encoder(cfg.num_latent),
-        sprites_decoder(cfg.num_latent, latent_bias=cfg.decoder_latent_bias),
+        sprites_decoder(cfg.num_latent, latent_modulation=cfg.decoder_modulation),
         kernel,
         Z,
         num_data=C * P,
@@ -486,8 +486,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--latent-dim", type=int, default=64)
     p.add_argument("--num-inducing", type=int, default=72)
     p.add_argument("--style-reduction", choices=("sum", "mean"), default="sum")
-    p.add_argument("--decoder-latent-bias", action="store_true",
-                   help="feed the code to every decoder layer as a per-channel bias (not in the paper)")
+    p.add_argument("--decoder-modulation", choices=("shift", "scale_shift"), default=None,
+                   help="feed the code to every decoder layer (FiLM; networks.sprites_decoder; not in the paper)")
     p.add_argument("--context-scale", type=float, default=None,
                    help="weight s of each test context frame in the posterior (default: N / batch size, the "
                         "training minibatches' weight; 1 conditions on exactly the 36 frames)")
@@ -524,7 +524,7 @@ def config_from_args(argv: Optional[Sequence[str]] = None) -> Config:
         num_latent=args.latent_dim,
         num_inducing=args.num_inducing,
         style_reduction=args.style_reduction,
-        decoder_latent_bias=args.decoder_latent_bias,
+        decoder_modulation=args.decoder_modulation,
         context_scale=args.context_scale,
         learning_rate=args.learning_rate,
         kappa_squared=args.kappa_squared,

@@ -6,11 +6,48 @@ Six conv layers of 16 filters each; the decoder upsamples with stride-2
 from typing import Optional, Sequence, Tuple
 
 import numpy as np
+import tensorflow as tf
 from gpflow.keras import tf_keras
 
 from .heads import GaussianSiteHead
 
-__all__ = ["sprites_encoder", "sprites_decoder"]
+__all__ = ["sprites_encoder", "sprites_decoder", "LatentModulation", "MODULATIONS"]
+
+MODULATIONS = (None, "shift", "scale_shift")
+
+
+class LatentModulation(tf_keras.layers.Layer):
+    r"""FiLM by a code: ``[a [b, H, W, C], z [b, L]] -> a * (1 + z W_g + c_g) + z W_b + c_b``
+    (per channel, broadcast over the map; without ``scale`` only the shift).
+
+    The weights start at zero, so the layer starts as the identity.
+    """
+
+    def __init__(self, scale: bool = True, **kwargs):
+        super().__init__(**kwargs)
+        self.scale = bool(scale)
+
+    def build(self, input_shape):
+        channels, latent = int(input_shape[0][-1]), int(input_shape[1][-1])
+        zeros = tf_keras.initializers.Zeros()
+        self.shift_kernel = self.add_weight(name="shift_kernel", shape=(latent, channels), initializer=zeros)
+        self.shift_bias = self.add_weight(name="shift_bias", shape=(channels,), initializer=zeros)
+        if self.scale:
+            self.scale_kernel = self.add_weight(name="scale_kernel", shape=(latent, channels), initializer=zeros)
+            self.scale_bias = self.add_weight(name="scale_bias", shape=(channels,), initializer=zeros)
+        super().build(input_shape)
+
+    def call(self, inputs):
+        a, z = inputs
+        z = tf.cast(z, a.dtype)
+        shift = tf.matmul(z, tf.cast(self.shift_kernel, a.dtype)) + tf.cast(self.shift_bias, a.dtype)  # [b, C]
+        if self.scale:
+            gain = 1.0 + tf.matmul(z, tf.cast(self.scale_kernel, a.dtype)) + tf.cast(self.scale_bias, a.dtype)
+            a = a * gain[:, None, None, :]
+        return a + shift[:, None, None, :]
+
+    def get_config(self):
+        return {**super().get_config(), "scale": self.scale}
 
 
 def sprites_encoder(
@@ -49,7 +86,7 @@ def sprites_decoder(
     kernel_size: int = 3,
     activation: str = "elu",
     output_activation: Optional[str] = "sigmoid",
-    latent_bias: bool = False,
+    latent_modulation: Optional[str] = None,
     name: str = "sprites_decoder",
 ) -> tf_keras.Model:
     """Codes ``[b, L] -> frames [b, 64, 64, 3]`` (the Gaussian mean; sigmoid: in [0, 1]).
@@ -61,11 +98,15 @@ def sprites_decoder(
     layers of 16 filters, 8 -> 8 -> 8 -> 16 -> 16 -> 32 -> 32 -> 64, about 4.4 M
     multiply-adds per frame. No ``UpSampling2D``: the gradient compiles under XLA.
 
-    :param latent_bias: also feed the code to every layer as a per-channel bias
-        (a FiLM shift, :math:`h \leftarrow \mathrm{act}(\mathrm{conv}(h) + W_k z)`), so that
-        attributes that hold for the whole frame, such as a character's colours,
-        reach the output without passing through the 8 x 8 spatial bottleneck
-        (about 0.1% more multiply-adds).
+    :param latent_modulation: also feed the code to every layer (:class:`LatentModulation`,
+        FiLM): ``"shift"``, :math:`h \leftarrow \mathrm{act}(a + \beta(z))`, or
+        ``"scale_shift"``, :math:`h \leftarrow \mathrm{act}(a \odot (1 + \gamma(z)) + \beta(z))`
+        for each layer's pre-activation :math:`a` (the output layer: shift only),
+        with :math:`\gamma, \beta` linear in :math:`z` and initialised at zero, so the
+        decoder starts as the plain one. Attributes of the whole frame, such as a
+        character's colours, then reach every layer without passing through the
+        spatial bottleneck; with the scale, a channel that marks a region (the top,
+        the hair) gets its colour from the code. (Not in the paper.)
     """
     H, W, C = (int(d) for d in image_shape)
     factor = 2 * int(np.prod([int(s) for s in strides]))
@@ -75,14 +116,15 @@ def sprites_decoder(
     z = tf_keras.Input(shape=(int(num_latent),), name="latents")
     h = tf_keras.layers.Dense(h0 * w0 * int(filters), activation=activation, name="dense")(z)
     h = tf_keras.layers.Reshape((h0, w0, int(filters)))(h)
-    def shifted(h, width, act, layer_name):
-        if not latent_bias:
-            return h if act is None else tf_keras.layers.Activation(act, name=f"{layer_name}_act")(h)
-        shift = tf_keras.layers.Dense(width, name=f"{layer_name}_latent_bias")(z)
-        shift = tf_keras.layers.Reshape((1, 1, width), name=f"{layer_name}_latent_bias_map")(shift)
-        h = tf_keras.layers.Add(name=f"{layer_name}_shifted")([h, shift])
+    if latent_modulation not in MODULATIONS:
+        raise ValueError(f"latent_modulation must be one of {MODULATIONS}; got {latent_modulation!r}")
+
+    def modulated(h, act, layer_name, scale):
+        if latent_modulation is not None:
+            h = LatentModulation(scale=scale, name=f"{layer_name}_modulation")([h, z])
         return h if act is None else tf_keras.layers.Activation(act, name=f"{layer_name}_act")(h)
 
+    scale = latent_modulation == "scale_shift"
     for i, s in enumerate(strides):
         if int(s) == 1:
             layer_name = f"conv{i}"
@@ -92,7 +134,7 @@ def sprites_decoder(
             h = tf_keras.layers.Conv2DTranspose(
                 int(filters), kernel_size, strides=int(s), padding="same", name=layer_name
             )(h)
-        h = shifted(h, int(filters), activation, layer_name)
+        h = modulated(h, activation, layer_name, scale)
     h = tf_keras.layers.Conv2DTranspose(C, kernel_size, strides=2, padding="same", name="output")(h)
-    out = shifted(h, C, output_activation, "output")
+    out = modulated(h, output_activation, "output", False)
     return tf_keras.Model(z, out, name=name)
