@@ -27,7 +27,12 @@ Usage::
   decoder, MSE, Adam, batch 100) on the frames of the first training
   characters, with no GP and no KL: reconstruction MSE and style accuracy on
   training characters and on unseen ones (can these networks learn the
-  colours at all, GP aside?).
+  colours at all, GP aside?);
+* ``decoder_from_true_codes`` (``--decoder-study-epochs`` > 0) -- the decoder
+  alone, trained from the *true* code of each frame (one-hot pose, one-hot
+  colour of each attribute, one-hot hair shape) to the frame, for the plain
+  decoder and the FiLM-modulated one (``latent_modulation="scale_shift"``),
+  scored on unseen attribute combinations: is the decoder the bottleneck?
 """
 import argparse
 import json
@@ -55,6 +60,7 @@ __all__ = [
     "encoder_probe",
     "metric_sensitivity",
     "autoencoder_study",
+    "decoder_study",
     "main",
 ]
 
@@ -239,6 +245,45 @@ def autoencoder_study(ds, *, epochs: int = 30, num_characters: int = 200, batch_
     }
 
 
+def true_codes(ds, characters, poses) -> np.ndarray:
+    """``[n, 72 + sum of attribute sizes]`` float32: one-hot pose and one-hot value of every style attribute."""
+    attributes = np.asarray(ds.attributes)
+    sizes = [int(attributes[:, j].max()) + 1 for j in range(attributes.shape[1])]
+    values = attributes[np.asarray(characters)]
+    parts = [np.eye(72)[np.asarray(poses)]] + [np.eye(n)[values[:, j]] for j, n in enumerate(sizes)]
+    return np.concatenate(parts, -1).astype(np.float32)
+
+
+def decoder_study(ds, *, modulation: Optional[str] = None, epochs: int = 12, num_characters: int = 200,
+                  batch_size: int = 100, learning_rate: float = 1e-3, seed: int = 0, progress: bool = True) -> dict:
+    """The SPRITES decoder alone, trained (MSE, Adam) from each frame's true code (:func:`true_codes`) on
+    all training poses of the first ``num_characters`` training characters; scored on 40 unseen
+    characters x 25 target poses (attribute combinations not seen together)."""
+    tf_keras.utils.set_random_seed(int(seed))
+    characters, poses = ds.train_characters[:num_characters], ds.train_poses[:num_characters]
+    frames = ds.frames_for(characters[:, None], poses, dtype=np.float32).reshape(-1, 64, 64, 3)
+    codes = true_codes(ds, np.repeat(characters, poses.shape[1]), poses.ravel())
+    test_ids, test_poses = ds.test_characters[:40], ds.test_target_poses[:40, :25]
+    test = ds.frames_for(test_ids[:, None], test_poses, dtype=np.float32)
+    test_codes = true_codes(ds, np.repeat(test_ids, test_poses.shape[1]), test_poses.ravel())
+    decoder = sprites_decoder(codes.shape[1], latent_modulation=modulation)
+    decoder.compile(tf_keras.optimizers.Adam(learning_rate), "mse")
+    history, t0 = [], time.perf_counter()
+    for epoch in range(int(epochs)):
+        loss = decoder.fit(codes, frames, batch_size=int(batch_size), epochs=1, verbose=0, shuffle=True).history["loss"][0]
+        history.append(float(loss))
+        if progress:
+            print(f"  decoder ({modulation or 'plain'}) epoch {epoch + 1}/{epochs}: train MSE {loss:.5f}", flush=True)
+    generated = decoder.predict(test_codes, batch_size=500, verbose=0).reshape(test.shape)
+    return {
+        "modulation": modulation, "epochs": int(epochs), "num_frames": int(len(frames)),
+        "steps": int(epochs) * int(np.ceil(len(frames) / batch_size)), "seconds": time.perf_counter() - t0,
+        "train_mse_history": history,
+        "unseen_characters": {"mse": experiment._mse(generated, test),
+                              "style_accuracy": style_scores(ds, generated, test_ids[:, None], test_poses)},
+    }
+
+
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m gpflow_svgpvae.experiments.sprites_diagnostics",
                                 description="where a trained SPRITES SVGP-VAE loses the characters' style")
@@ -249,6 +294,10 @@ def _parser() -> argparse.ArgumentParser:
                    help="conditioning scales (default 1, 4, 16, N/b, 10 N/b)")
     p.add_argument("--autoencoder-epochs", type=int, default=30, help="0 skips the plain-autoencoder study")
     p.add_argument("--autoencoder-characters", type=int, default=200)
+    p.add_argument("--sensitivity-characters", type=int, default=60,
+                   help="unseen characters (x 20 poses) for the metric-sensitivity check")
+    p.add_argument("--decoder-study-epochs", type=int, default=12,
+                   help="0 skips training the plain and the modulated decoder from true codes")
     p.add_argument("--quiet", action="store_true")
     return p
 
@@ -272,7 +321,7 @@ def main(argv: Optional[Sequence[str]] = None) -> dict:
             f"correlation {r['correlation']:.3f}; {format_style(r['style_accuracy'])}")
     metrics["encoder_probe"] = encoder_probe(model, ds, train_frames, seed=cfg.seed)
     say(f"linear probe from encoder means of training frames: {format_style(metrics['encoder_probe'])}")
-    metrics["metric_sensitivity"] = metric_sensitivity(ds)
+    metrics["metric_sensitivity"] = metric_sensitivity(ds, num_characters=args.sensitivity_characters)
     for kind in ("blur", "mix_with_mean"):
         for k, r in metrics["metric_sensitivity"][kind].items():
             say(f"true frames, {kind} {k}: MSE {r['mse']:.4f}; {format_style(r['style_accuracy'])}")
@@ -284,6 +333,14 @@ def main(argv: Optional[Sequence[str]] = None) -> dict:
         say(f"plain autoencoder ({a['steps']} steps): training characters MSE {a['training_characters']['mse']:.5f}, "
             f"{format_style(a['training_characters']['style_accuracy'])}; unseen MSE {a['unseen_characters']['mse']:.5f}, "
             f"{format_style(a['unseen_characters']['style_accuracy'])}")
+    if args.decoder_study_epochs > 0:
+        metrics["decoder_from_true_codes"] = {}
+        for modulation in (None, "scale_shift"):
+            r = decoder_study(ds, modulation=modulation, epochs=args.decoder_study_epochs,
+                              num_characters=args.autoencoder_characters, seed=cfg.seed, progress=not args.quiet)
+            metrics["decoder_from_true_codes"][modulation or "plain"] = r
+            say(f"decoder from true codes ({modulation or 'plain'}, {r['steps']} steps): unseen MSE "
+                f"{r['unseen_characters']['mse']:.5f}, {format_style(r['unseen_characters']['style_accuracy'])}")
     metrics["seconds"] = time.perf_counter() - t0
     write_json(os.path.join(out, "metrics.json"), metrics)
     return metrics

@@ -56,6 +56,7 @@ def test_quick_cli_smoke_writes_config_metrics_and_grid(tmp_path):
     from gpflow_svgpvae.experiments import sprites_diagnostics
 
     diagnosed = sprites_diagnostics.main(["--run", out, "--autoencoder-epochs", "1", "--autoencoder-characters", "2",
+                                          "--decoder-study-epochs", "1", "--sensitivity-characters", "2",
                                           "--quiet"])
     sweep = diagnosed["conditioning_scale"]["scales"]
     np.testing.assert_allclose(sweep["1"]["test_mse"], saved["given_context_scale_1"]["test_mse_mean"], rtol=1e-5)
@@ -64,6 +65,7 @@ def test_quick_cli_smoke_writes_config_metrics_and_grid(tmp_path):
     assert diagnosed["autoencoder"]["steps"] == 1 * 1  # 2 characters x 50 poses in one batch of 100
     for name in attributes:
         assert 0.0 <= diagnosed["encoder_probe"][name]["accuracy"] <= 1.0
+    assert set(diagnosed["decoder_from_true_codes"]) == {"plain", "scale_shift"}
     blur = diagnosed["metric_sensitivity"]["blur"]
     assert blur["0.5"]["mse"] < blur["1"]["mse"] < blur["1.5"]["mse"]
     probe = saved["diagnostics"]["style_probe"]
@@ -89,3 +91,15 @@ def test_nearest_context_frames_picks_the_closest_pose_by_cosine():
     # a target pose that is a context pose gets that very frame
     same = sprites.nearest_context_frames(frames, context_poses, context_poses, scaled)
     np.testing.assert_array_equal(same, frames)
+
+
+def test_true_codes_are_one_hot_pose_and_attributes():
+    from gpflow_svgpvae.datasets.sprites import sprites as make
+    from gpflow_svgpvae.experiments.sprites_diagnostics import true_codes
+
+    ds = make(6, seed=0, num_train_characters=4, train_poses_per_character=5, num_context_poses=3)
+    codes = true_codes(ds, np.array([0, 3]), np.array([7, 70]))
+    attributes = np.asarray(ds.attributes)
+    assert codes.shape[1] == 72 + sum(int(attributes[:, j].max()) + 1 for j in range(attributes.shape[1]))
+    np.testing.assert_array_equal(codes.sum(axis=1), 1 + attributes.shape[1])  # one 1 per block
+    assert codes[0, 7] == 1 and codes[1, 70] == 1
