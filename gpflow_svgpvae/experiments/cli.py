@@ -66,6 +66,7 @@ SUBCOMMANDS: Dict[str, Experiment] = {
         },
     ),
     "sprites": Experiment("conditional generation of unseen characters on procedural SPRITES", {}),
+    "sprites_diagnostics": Experiment("where a trained sprites run loses the characters' style (--run DIR)", {}),
     "hmnist": Experiment("imputation on Healing MNIST (--long: T = 100; --timing: s/epoch vs T)", {}),
 }
 
