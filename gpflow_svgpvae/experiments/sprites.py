@@ -80,7 +80,7 @@ from ..networks.representation import StyleRepresentation, pretrain_representati
 from ..networks.sprites import sprites_decoder, sprites_encoder
 from ..training import GECO, train
 from .common import git_commit, pyplot, write_json
-from .sprites_style import STYLE_RULE, format_style, reconstruction_style, style_probe, style_scores
+from .sprites_style import STYLE_RULE, find_transform, format_style, reconstruction_style, style_probe, style_scores
 
 __all__ = ["Config", "PAPER", "build_model", "run", "main"]
 
@@ -267,7 +267,7 @@ def plot_generation(path: str, truth: np.ndarray, generated, context: Optional[n
 
 def pose_table_vectors(model) -> np.ndarray:
     """The learned pose vectors ``[72, Q]`` of a model built by :func:`build_model`."""
-    table = model.input_transform.transforms[1].transforms[1]
+    table = find_transform(model, ObjectVectors)
     return np.asarray(table(tf.constant(np.arange(72, dtype=np.float64)[:, None])))
 
 

@@ -45,11 +45,9 @@ import numpy as np
 import tensorflow as tf
 from gpflow.keras import tf_keras
 
-from .. import amortized
 from ..datasets.sprites import STYLE_ATTRIBUTES, SpriteStyle, sprites
 from ..datasets.sprites.styles import _ATTRIBUTE_SIZES
 from ..networks.sprites import sprites_decoder, sprites_encoder
-from ..posterior import _base_prior, _transform_context, data_statistics
 from . import sprites as experiment
 from .common import git_commit, write_json
 from .sprites_style import _cv_accuracy, format_style, style_scores
@@ -77,10 +75,6 @@ def load_run(run_dir: str):
     model, _ = experiment.build_model(cfg, train_frames, ds.train_characters, ds.train_poses)
     tf.train.Checkpoint(model=model).read(os.path.join(run_dir, "model")).expect_partial().assert_existing_objects_matched()
     return cfg, ds, train_frames, model
-
-
-def _rows(ids, poses):
-    return np.stack([np.broadcast_to(np.asarray(ids, np.float64)[:, None], poses.shape), poses], -1).astype(np.float64)
 
 
 def _decode(model, Z, batch_size: int = 256) -> np.ndarray:
@@ -121,34 +115,16 @@ def conditioning_scale_sweep(model, ds, scales: Sequence[float], num_characters:
         },
         "scales": {},
     }
-    # Statistics once per chunk of characters, then one factorisation per scale.
-    means = {float(s): [] for s in scales}
-    variances = {float(s): [] for s in scales}
-    prior_chol = amortized.prior_cholesky(model.kernel, model.inducing_variable, model.jitter)
-    for start in range(0, V, int(characters_per_chunk)):
-        sl = slice(start, min(V, start + int(characters_per_chunk)))
-        data = (_rows(ids[sl], ds.test_context_poses[sl]), context[sl])
-        summary = _transform_context(model, data, 1024)
-        P, r, _ = data_statistics(model, data, 1024, summary)
-        X_gp = model.input_transform.map_queries(tf.constant(_rows(ids[sl], ds.test_target_poses[sl])), summary)
-        Kmr = amortized.cross_covariance(model.kernel, model.inducing_variable, X_gp)
-        prior_var = amortized.prior_variance_diag(model.kernel, X_gp)
-        for s in means:
-            post = amortized.posterior_from_statistics(amortized.with_batch_rank(prior_chol, P.shape.rank - 3), P, r,
-                                                       scale=s)
-            chol = amortized.with_batch_rank(_base_prior(post.prior_chol), X_gp.shape.rank - 2)
-            post = amortized.WhitenedPosterior(chol, post.upper_chol, post.whitened_mean)
-            m, v = amortized.predict_marginals(post, Kmr, prior_var)
-            means[s].append(m.numpy())
-            variances[s].append(v.numpy())
-    for s in means:
-        m = np.concatenate(means[s])
-        generated = _decode(model, m)
+    for s in (float(s) for s in scales):
+        # the experiment's own generation path (model.predict_f with the context weighted by s)
+        out = experiment.generate(model, model, context, ids, ds.test_context_poses[:V], ds.test_target_poses[:V],
+                                  characters_per_chunk=characters_per_chunk, scale=s)
+        m, generated = out["z_mean"], out["mean"]
         result["scales"][f"{s:g}"] = {
             "test_mse": experiment._mse(generated, target),
             "shrinkage": float(np.sum(m * mu_target) / np.sum(mu_target * mu_target)),
             "correlation": float(np.corrcoef(m.ravel(), mu_target.ravel())[0, 1]),
-            "predictive_variance_median": float(np.median(np.concatenate(variances[s]))),
+            "predictive_variance_median": float(np.median(out["z_var"])),
             "style_accuracy": style_scores(ds, generated, *pairs),
         }
     return result
@@ -204,6 +180,23 @@ def metric_sensitivity(ds, *, num_characters: int = 60, num_poses: int = 20) -> 
     return out
 
 
+def _unseen_test_frames(ds):
+    """40 unseen characters x 25 target poses: ``(ids [40], poses [40, 25], frames [40, 25, 64, 64, 3])``."""
+    ids, poses = ds.test_characters[:40], ds.test_target_poses[:40, :25]
+    return ids, poses, ds.frames_for(ids[:, None], poses, dtype=np.float32)
+
+
+def _fit_epochs(network, inputs, targets, *, epochs: int, batch_size: int, label: str, progress: bool):
+    """Keras ``fit`` one epoch at a time (shuffled); the training MSE of each epoch."""
+    history = []
+    for epoch in range(int(epochs)):
+        fitted = network.fit(inputs, targets, batch_size=int(batch_size), epochs=1, verbose=0, shuffle=True)
+        history.append(float(fitted.history["loss"][0]))
+        if progress:
+            print(f"  {label} epoch {epoch + 1}/{epochs}: train MSE {history[-1]:.5f}", flush=True)
+    return history
+
+
 def autoencoder_study(ds, *, epochs: int = 30, num_characters: int = 200, batch_size: int = 100,
                       num_latent: int = 64, learning_rate: float = 1e-3, seed: int = 0, progress: bool = True) -> dict:
     """The SPRITES encoder and decoder as a plain deterministic autoencoder (no GP): can they learn colours?
@@ -215,19 +208,15 @@ def autoencoder_study(ds, *, epochs: int = 30, num_characters: int = 200, batch_
     characters, poses = ds.train_characters[:num_characters], ds.train_poses[:num_characters]
     frames = ds.frames_for(characters[:, None], poses, dtype=np.float32)  # [c, P, 64, 64, 3]
     flat = frames.reshape((-1,) + frames.shape[2:])
-    test_ids, test_poses = ds.test_characters[:40], ds.test_target_poses[:40, :25]
-    test = ds.frames_for(test_ids[:, None], test_poses, dtype=np.float32)
+    test_ids, test_poses, test = _unseen_test_frames(ds)
     encoder, decoder = sprites_encoder(num_latent), sprites_decoder(num_latent)
     frames_in = tf_keras.Input(frames.shape[2:])
     autoencoder = tf_keras.Model(frames_in, decoder(encoder(frames_in)[0]))
     autoencoder.compile(tf_keras.optimizers.Adam(learning_rate), "mse")
     n_score = min(20, len(characters))
-    history, t0 = [], time.perf_counter()
-    for epoch in range(int(epochs)):
-        loss = autoencoder.fit(flat, flat, batch_size=int(batch_size), epochs=1, verbose=0, shuffle=True).history["loss"][0]
-        history.append(float(loss))
-        if progress:
-            print(f"  autoencoder epoch {epoch + 1}/{epochs}: train MSE {loss:.5f}", flush=True)
+    t0 = time.perf_counter()
+    history = _fit_epochs(autoencoder, flat, flat, epochs=epochs, batch_size=batch_size, label="autoencoder",
+                          progress=progress)
     train_rec = autoencoder.predict(frames[:n_score].reshape((-1,) + frames.shape[2:]), batch_size=500, verbose=0)
     test_rec = autoencoder.predict(test.reshape((-1,) + test.shape[2:]), batch_size=500, verbose=0)
     train_rec, test_rec = train_rec.reshape(frames[:n_score].shape), test_rec.reshape(test.shape)
@@ -263,17 +252,13 @@ def decoder_study(ds, *, modulation: Optional[str] = None, epochs: int = 12, num
     characters, poses = ds.train_characters[:num_characters], ds.train_poses[:num_characters]
     frames = ds.frames_for(characters[:, None], poses, dtype=np.float32).reshape(-1, 64, 64, 3)
     codes = true_codes(ds, np.repeat(characters, poses.shape[1]), poses.ravel())
-    test_ids, test_poses = ds.test_characters[:40], ds.test_target_poses[:40, :25]
-    test = ds.frames_for(test_ids[:, None], test_poses, dtype=np.float32)
+    test_ids, test_poses, test = _unseen_test_frames(ds)
     test_codes = true_codes(ds, np.repeat(test_ids, test_poses.shape[1]), test_poses.ravel())
     decoder = sprites_decoder(codes.shape[1], latent_modulation=modulation)
     decoder.compile(tf_keras.optimizers.Adam(learning_rate), "mse")
-    history, t0 = [], time.perf_counter()
-    for epoch in range(int(epochs)):
-        loss = decoder.fit(codes, frames, batch_size=int(batch_size), epochs=1, verbose=0, shuffle=True).history["loss"][0]
-        history.append(float(loss))
-        if progress:
-            print(f"  decoder ({modulation or 'plain'}) epoch {epoch + 1}/{epochs}: train MSE {loss:.5f}", flush=True)
+    t0 = time.perf_counter()
+    history = _fit_epochs(decoder, codes, frames, epochs=epochs, batch_size=batch_size,
+                          label=f"decoder ({modulation or 'plain'})", progress=progress)
     generated = decoder.predict(test_codes, batch_size=500, verbose=0).reshape(test.shape)
     return {
         "modulation": modulation, "epochs": int(epochs), "num_frames": int(len(frames)),

@@ -65,15 +65,21 @@ def reconstruction_style(model, ds, train_frames, *, num_frames: int = 1000, see
     }
 
 
-def _representation(model):
-    """The :class:`~gpflow_svgpvae.networks.representation.StyleRepresentation` in the model's input transform."""
+def find_transform(model, kind):
+    """The first transform of type ``kind`` in the model's input transform (searched through
+    ``Chain``/``Concatenate``)."""
     stack = [model.input_transform]
     while stack:
-        t = stack.pop()
-        if isinstance(t, GroupRepresentation):
-            return t.representation
+        t = stack.pop(0)
+        if isinstance(t, kind):
+            return t
         stack.extend(getattr(t, "transforms", []))
-    raise ValueError("the model's input transform has no GroupRepresentation")
+    raise ValueError(f"the model's input transform has no {kind.__name__}")
+
+
+def _representation(model):
+    """The :class:`~gpflow_svgpvae.networks.representation.StyleRepresentation` in the model's input transform."""
+    return find_transform(model, GroupRepresentation).representation
 
 
 def _cv_accuracy(features: np.ndarray, labels: np.ndarray, folds: int, seed: int,
