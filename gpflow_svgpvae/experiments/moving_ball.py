@@ -15,10 +15,11 @@ Every command writes ``<command>.png``, ``<command>.csv`` and ``<command>.json``
 Protocol (paper defaults, used unless overridden): 32x32 binary frames,
 T = 30, one GP per video (b = N = 30), 35 fresh videos per step from
 :func:`~gpflow_svgpvae.datasets.moving_ball_stream` (seeded by the run's
-seed), MLP encoder/decoder 2 x 500 tanh, L = 2, Bernoulli decoder, Adam
-1e-3, 25,000 steps, one Monte Carlo sample; RBF kernel with variance fixed
-to 1 and a trainable lengthscale (initialised at ``--init-lengthscale``);
-SVGP-VAE inducing times trainable, initialised evenly on [0, 29]. The test
+seed), MLP encoder/decoder with one hidden layer of 500 tanh units, weights
+from a truncated normal with std 1/sqrt(fan_in), L = 2, Bernoulli decoder,
+Adam 1e-3, 25,000 steps, one Monte Carlo sample; RBF kernel with variance
+fixed to 1 and a trainable lengthscale; SVGP-VAE inducing times trainable,
+initialised evenly on [0, 29]. The test
 set is :func:`~gpflow_svgpvae.datasets.moving_ball_test_set` (350 videos,
 seed ``--test-seed``, the same for every run); the metric is the RMSE per
 coordinate, in GP path units, between the true paths and the posterior
@@ -31,6 +32,16 @@ is elementwise, so two Adams with equal rates are one Adam). With Adam a
 parameter moves by at most about one learning rate per step, so with far
 fewer than 25,000 steps a larger ``--gp-lr`` is needed for the lengthscale
 and the inducing times to travel as far as in the paper.
+
+Training from random networks (the default; docs/results.md, issue 13): the
+lengthscale starts at ``--init-lengthscale`` 6, above the true 2, and is held
+there for ``--kernel-hold-steps`` 1000 steps
+(:class:`~gpflow_svgpvae.training.DelayedStart`), and the decoder's output
+bias starts at the data's mean logit (``--decoder-bias data``,
+:func:`~gpflow_svgpvae.networks.set_output_bias`). Without the two (``--kernel-hold-steps 0
+--decoder-bias zeros --init-lengthscale 1``) the exact GP-VAE and the SVGP-VAE with m >= 20
+fit the lengthscale to the encoder's first, entangled paths and stay in that
+optimum; these are the paper's defaults, and the earlier results of docs/results.md.
 
 ``--warm-start-m M --warm-start-steps W`` trains every GP model's first W
 steps as an SVGP-VAE with M inducing points, then continues from its networks
@@ -85,7 +96,9 @@ def parse_args(argv=None):
     p.add_argument("--trajectory-m", type=int)
     p.add_argument("--inducing-m", type=int)
     p.add_argument("--inducing-window", type=float, nargs=2)
-    p.add_argument("--hidden", type=int, nargs="+")
+    p.add_argument("--hidden", type=int, nargs="+", help="hidden layer widths (default: 500, the paper's)")
+    p.add_argument("--network-init", choices=("truncated_normal", "glorot"),
+                   help="weights: truncated normal, std 1/sqrt(fan_in) (default, the paper's) or Keras' Glorot uniform")
     p.add_argument("--lr", type=float, dest="learning_rate")
     p.add_argument("--gp-lr", type=float, dest="gp_learning_rate")
     p.add_argument("--init-lengthscale", type=float)
@@ -96,11 +109,12 @@ def parse_args(argv=None):
                         "from its networks and lengthscale")
     p.add_argument("--warm-start-steps", type=int, help="steps of the warm-start phase (part of --steps)")
     p.add_argument("--kernel-hold-steps", type=int,
-                   help="hold the kernel hyperparameters at their initial values for this many steps (GP models)")
+                   help="hold the kernel hyperparameters at their initial values for this many steps "
+                        "(GP models; default 1000, 0: train them from the first step)")
     p.add_argument("--data-lengthscale", type=float,
                    help="true lengthscale of the ball's paths in frames (default 2, the paper's)")
     p.add_argument("--decoder-bias", choices=("zeros", "data"),
-                   help="decoder output bias: zeros (default) or the data's mean logit")
+                   help="decoder output bias: the data's mean logit (default) or zeros")
     p.add_argument("--test-videos", type=int)
     p.add_argument("--test-seed", type=int)
     p.add_argument("--record-every", type=int)

@@ -13,7 +13,8 @@ __all__ = ["COMMANDS", "cmd_runs", "cmd_rmse_vs_m", "cmd_trajectories", "cmd_len
 
 def _settings_note(cfg: Config) -> str:
     gp_lr = cfg.gp_learning_rate or cfg.learning_rate
-    return (f"{cfg.steps} steps x {cfg.batch_videos} videos, MLP {'x'.join(map(str, cfg.hidden))}, "
+    init = "truncated-normal" if cfg.network_init == "truncated_normal" else "Glorot"
+    return (f"{cfg.steps} steps x {cfg.batch_videos} videos, MLP {'x'.join(map(str, cfg.hidden))} ({init} init), "
             f"Adam {cfg.learning_rate:g} (GP {gp_lr:g}), "
             + (f"init lengthscale {cfg.init_lengthscale:g}" if cfg.train_lengthscale
                else f"lengthscale fixed at {cfg.init_lengthscale:g}")

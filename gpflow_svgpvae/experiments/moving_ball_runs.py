@@ -17,6 +17,7 @@ __all__ = ["Config", "QUICK", "NUM_FRAMES", "IMAGE_SIZE", "PAPER_M", "build_mode
 NUM_FRAMES = 30
 IMAGE_SIZE = 32
 PAPER_M = (2, 4, 6, 8, 10, 12, 15, 20, 30)
+NETWORK_INITS = ("truncated_normal", "glorot")
 BIAS_SAMPLE_SEED = 777  # the sample that sets the decoder bias (decoder_bias="data")
 
 
@@ -26,11 +27,12 @@ class Config:
     batch_videos: int = 35
     test_videos: int = 350
     test_seed: int = 12345
-    hidden: Sequence[int] = (500, 500)
+    hidden: Sequence[int] = (500,)  # the paper's: one hidden layer of 500 tanh units
+    network_init: str = "truncated_normal"  # the paper's weights (fan_in_truncated_normal); "glorot": Keras' default
     num_latent: int = 2
     learning_rate: float = 1e-3
     gp_learning_rate: Optional[float] = None  # None: = learning_rate
-    init_lengthscale: float = 1.0
+    init_lengthscale: float = 6.0  # above the true 2: the from-random-networks recipe (docs/results.md)
     train_lengthscale: bool = True
     jitter: float = 1e-6
     record_every: int = 100
@@ -44,11 +46,17 @@ class Config:
     models: Sequence[str] = ("vae", "gpvae", "svgpvae:15")
     warm_start_m: Optional[int] = None
     warm_start_steps: int = 0
-    kernel_hold_steps: int = 0  # kernel hyperparameters held for this many steps (DelayedStart)
-    decoder_bias: str = "zeros"  # "data": output bias at the data's mean logit (set_output_bias)
+    kernel_hold_steps: int = 1000  # kernel hyperparameters held for this many steps (DelayedStart)
+    decoder_bias: str = "data"  # output bias at the data's mean logit (set_output_bias); "zeros": Keras' default
     data_lengthscale: float = 2.0  # the true lengthscale of the ball's paths (frames), training and test data
 
     def __post_init__(self):
+        if self.network_init not in NETWORK_INITS:
+            raise ValueError(f"network_init must be one of {sorted(NETWORK_INITS)}, got {self.network_init!r}")
+        if self.decoder_bias not in ("zeros", "data"):
+            raise ValueError(f"decoder_bias must be 'zeros' or 'data', got {self.decoder_bias!r}")
+        if int(self.kernel_hold_steps) < 0:
+            raise ValueError(f"kernel_hold_steps must be >= 0, got {self.kernel_hold_steps}")
         if self.warm_start_m is not None:
             if int(self.warm_start_m) < 1:
                 raise ValueError(f"warm_start_m must be a positive number of inducing points, got {self.warm_start_m}")
@@ -63,8 +71,9 @@ class Config:
                 "gp_learning_rate", "init_lengthscale", "jitter", "record_every")
         settings = {k: (list(v) if isinstance(v, (tuple, list)) else v) for k, v in dataclasses.asdict(self).items()
                     if k in keys}
-        # Options enter the key only when not at their defaults, so runs cached before
-        # they existed stay valid. The VAE has no GP, so the GP options do not apply to it.
+        # Options enter the key only when they differ from the values they had before the
+        # option existed (no hold, zero bias, Glorot weights), so runs cached before stay
+        # valid. The VAE has no GP, so the GP options do not apply to it.
         if kind != "vae" and not self.train_lengthscale:
             settings["train_lengthscale"] = False
         if self.warm_starts(kind):
@@ -73,6 +82,8 @@ class Config:
             settings["kernel_hold_steps"] = int(self.kernel_hold_steps)
         if self.decoder_bias != "zeros":
             settings["decoder_bias"] = self.decoder_bias
+        if self.network_init != "glorot":
+            settings["network_init"] = self.network_init
         if self.data_lengthscale != 2.0:
             settings["data_lengthscale"] = float(self.data_lengthscale)
         return settings
@@ -99,6 +110,7 @@ class Config:
 #: ``--quick``: small networks, few steps, few runs; a couple of minutes per command on 2 cores.
 QUICK = dict(
     steps=400, test_videos=100, hidden=(128, 128), gp_learning_rate=1e-2, record_every=20, seeds=(0,),
+    kernel_hold_steps=150,
     m_values=(2, 6, 15), lengthscale_m=(2, 15), inducing_m=6, inducing_window=(13.0, 16.0),
 )
 
@@ -116,12 +128,13 @@ def build_model(kind: str, cfg: Config, seed: int, num_inducing: Optional[int] =
     from ..models.gpvae import GPVAE
     from ..models.vae import VAE
     from ..models.svgpvae import SVGPVAE
-    from ..networks import mlp_decoder, mlp_encoder
+    from ..networks import fan_in_truncated_normal, mlp_decoder, mlp_encoder
 
     tf_keras.utils.set_random_seed(int(seed))
     K, L = IMAGE_SIZE * IMAGE_SIZE, cfg.num_latent
-    encoder = mlp_encoder(K, L, hidden_units=tuple(cfg.hidden), activation="tanh")
-    decoder = mlp_decoder(L, K, hidden_units=tuple(cfg.hidden), activation="tanh")
+    init = fan_in_truncated_normal() if cfg.network_init == "truncated_normal" else "glorot_uniform"
+    encoder = mlp_encoder(K, L, hidden_units=tuple(cfg.hidden), activation="tanh", kernel_initializer=init)
+    decoder = mlp_decoder(L, K, hidden_units=tuple(cfg.hidden), activation="tanh", kernel_initializer=init)
     if cfg.decoder_bias == "data":
         from ..datasets.moving_ball import moving_ball_test_set
         from ..networks import set_output_bias

@@ -2,7 +2,7 @@
 from .conv import RepeatUpsampling2D, conv_decoder, conv_encoder
 from .heads import GaussianSiteHead
 from .init import set_output_bias
-from .mlp import mlp_decoder, mlp_encoder
+from .mlp import fan_in_truncated_normal, mlp_decoder, mlp_encoder
 from .precision import PRECISIONS, network_precision
 from .representation import StyleRepresentation, aggregate_by_group, pretrain_representation, representation_network
 from .sprites import sprites_decoder, sprites_encoder
@@ -13,6 +13,7 @@ __all__ = [
     "GaussianSiteHead",
     "mlp_encoder",
     "mlp_decoder",
+    "fan_in_truncated_normal",
     "conv_encoder",
     "conv_decoder",
     "RepeatUpsampling2D",

@@ -18,10 +18,11 @@ class GaussianSiteHead(tf_keras.layers.Layer):
 
     :param num_latent: :math:`L`, the number of latent channels.
     :param min_variance: :math:`v_{\min} > 0`, keeps the sites' precisions bounded.
+    :param kernel_initializer: initialiser of :math:`W` (Keras name or object; default Glorot uniform).
     :return: ``(means [b, L], variances [b, L])``.
     """
 
-    def __init__(self, num_latent: int, min_variance: float = 1e-4, **kwargs):
+    def __init__(self, num_latent: int, min_variance: float = 1e-4, kernel_initializer="glorot_uniform", **kwargs):
         super().__init__(**kwargs)
         if int(num_latent) < 1:
             raise ValueError(f"num_latent must be a positive integer, got {num_latent}")
@@ -29,7 +30,8 @@ class GaussianSiteHead(tf_keras.layers.Layer):
             raise ValueError(f"min_variance must be positive, got {min_variance}")
         self.num_latent = int(num_latent)
         self.min_variance = float(min_variance)
-        self.dense = tf_keras.layers.Dense(2 * self.num_latent)
+        self.kernel_initializer = tf_keras.initializers.get(kernel_initializer)
+        self.dense = tf_keras.layers.Dense(2 * self.num_latent, kernel_initializer=self.kernel_initializer)
 
     def call(self, features):
         out = self.dense(features)
@@ -37,4 +39,5 @@ class GaussianSiteHead(tf_keras.layers.Layer):
         return means, tf.nn.softplus(raw) + self.min_variance
 
     def get_config(self):
-        return {**super().get_config(), "num_latent": self.num_latent, "min_variance": self.min_variance}
+        return {**super().get_config(), "num_latent": self.num_latent, "min_variance": self.min_variance,
+                "kernel_initializer": tf_keras.initializers.serialize(self.kernel_initializer)}

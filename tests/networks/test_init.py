@@ -37,3 +37,37 @@ def test_set_output_bias_rejects_what_it_cannot_do(rng):
         set_output_bias(decoder, np.zeros((4, 7)), "gaussian")
     with pytest.raises(ValueError, match="bias"):
         set_output_bias(tf_keras.Sequential([tf_keras.layers.Dense(3, use_bias=False)]), np.zeros((4, 3)), "gaussian")
+
+
+def test_fan_in_truncated_normal_has_the_papers_std_before_truncation():
+    from scipy import stats
+
+    from gpflow_svgpvae.networks import fan_in_truncated_normal, mlp_encoder
+
+    tf_keras.utils.set_random_seed(0)
+    encoder = mlp_encoder(1024, 2, hidden_units=(500,), kernel_initializer=fan_in_truncated_normal())
+    first, head = encoder.layers[1].kernel.numpy(), encoder.layers[-1].dense.kernel.numpy()
+    for W, fan_in in ((first, 1024), (head, 500)):
+        sd = 1 / np.sqrt(fan_in)
+        # A normal of std sd truncated at +-2 sd: std sd * sqrt(1 - 2*2*phi(2)/(Phi(2)-Phi(-2))).
+        assert np.abs(W).max() <= 2 * sd * (1 + 1e-6)
+        expected = stats.truncnorm(-2, 2, scale=sd).std()
+        np.testing.assert_allclose(W.std(), expected, rtol=0.02 if W.size > 1e5 else 0.1)
+
+
+def test_default_mlp_weights_are_glorot_uniform():
+    tf_keras.utils.set_random_seed(0)
+    W = mlp_decoder(2, 1024, hidden_units=(500,)).layers[-1].kernel.numpy()
+    limit = np.sqrt(6 / (500 + 1024))
+    assert np.abs(W).max() <= limit
+    np.testing.assert_allclose(W.std(), limit / np.sqrt(3), rtol=0.02)
+
+
+@pytest.mark.parametrize("seed", [None, 3])
+def test_one_initializer_object_gives_each_layer_its_own_draw(seed):
+    from gpflow_svgpvae.networks import fan_in_truncated_normal
+
+    tf_keras.utils.set_random_seed(0)
+    decoder = mlp_decoder(2, 64, hidden_units=(64, 64), kernel_initializer=fan_in_truncated_normal(seed))
+    first, second = decoder.layers[2].kernel.numpy(), decoder.layers[3].kernel.numpy()  # both [64, 64]
+    assert first.shape == second.shape and not np.allclose(first, second)
