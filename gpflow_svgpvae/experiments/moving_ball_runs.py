@@ -177,25 +177,18 @@ def _inducing_times(model) -> Optional[np.ndarray]:
 
 
 def _optimizer(model, cfg: Config, first_step: int = 0):
-    """Two Adams: the GP part at ``cfg.gp_learning_rate`` (default: ``cfg.learning_rate``), the rest
-    (the networks) at ``cfg.learning_rate``. With ``cfg.kernel_hold_steps`` the kernel gets a third
-    Adam that holds it until that step of the run (:class:`~gpflow_svgpvae.training.DelayedStart`;
-    ``first_step``: the run's step at which this optimiser starts)."""
+    """The networks at ``cfg.learning_rate``, the GP part at ``cfg.gp_learning_rate`` (default:
+    ``cfg.learning_rate``), the kernel held until step ``cfg.kernel_hold_steps`` of the run
+    (:func:`~gpflow_svgpvae.training.gp_optimizer_groups`; ``first_step``: the run's step at
+    which this optimiser starts)."""
     from gpflow.keras import tf_keras
 
-    from ..training import DelayedStart, OptimizerGroups
+    from ..training import OptimizerGroups, gp_optimizer_groups
 
-    gp_rate = cfg.gp_learning_rate or cfg.learning_rate
-    gp = _gp_modules(model)
+    if not _gp_modules(model):  # the VAE
+        return OptimizerGroups([(tf_keras.optimizers.Adam(cfg.learning_rate), None)])
     hold = max(int(cfg.kernel_hold_steps) - int(first_step), 0)
-    groups = []
-    if hold and gp:
-        groups.append((tf_keras.optimizers.Adam(DelayedStart(gp_rate, hold)), [model.kernel]))
-        gp = gp[1:]  # the inducing inputs (SVGP-VAE) train from the start
-    if gp:
-        groups.append((tf_keras.optimizers.Adam(gp_rate), gp))
-    groups.append((tf_keras.optimizers.Adam(cfg.learning_rate), None))
-    return OptimizerGroups(groups)
+    return gp_optimizer_groups(model, cfg.learning_rate, cfg.gp_learning_rate, kernel_hold_steps=hold)
 
 
 def _lengthscale(model) -> float:

@@ -2,8 +2,8 @@
 from .keras import KerasTrainingModel
 from .loop import make_dataset, train
 from .objectives import ELBO, GECO
-from .optimizers import OptimizerGroups
+from .optimizers import OptimizerGroups, gp_optimizer_groups
 from .schedules import DelayedStart
 from .step import evaluation_terms, training_step
 
-__all__ = ["train", "make_dataset", "ELBO", "GECO", "OptimizerGroups", "DelayedStart", "KerasTrainingModel", "training_step", "evaluation_terms"]
+__all__ = ["train", "make_dataset", "ELBO", "GECO", "OptimizerGroups", "gp_optimizer_groups", "DelayedStart", "KerasTrainingModel", "training_step", "evaluation_terms"]

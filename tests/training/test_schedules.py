@@ -49,3 +49,48 @@ def test_the_held_group_stays_put_until_its_start_step_and_the_rest_trains(tmp_p
     resumed = make_tiny_model(seed=5)
     resumed_lengthscales = _held_run(resumed, X, Y, steps=9, checkpoint_dir=tmp_path)
     np.testing.assert_allclose(resumed_lengthscales, lengthscales[1:], rtol=1e-6)
+
+
+def test_gp_optimizer_groups_holds_the_kernel_and_trains_the_inducing_inputs_at_the_gp_rate():
+    from gpflow_svgpvae.training import gp_optimizer_groups
+
+    X, Y = tiny_data()
+    dataset = tf.data.Dataset.from_tensor_slices((X, Y)).batch(20)  # 3 steps per epoch
+    model = make_tiny_model(seed=0)
+    start = float(model.kernel.lengthscales.numpy())
+    Z0 = model.inducing_variable.Z.numpy().copy()
+    lengthscales = []
+    train(model, dataset, epochs=3, optimizer=gp_optimizer_groups(model, 1e-2, 5e-2, kernel_hold_steps=4),
+          progress=False, callback=lambda epoch, logs: lengthscales.append(float(model.kernel.lengthscales.numpy())))
+    assert lengthscales[0] == start and lengthscales[1] != start  # held 4 steps, released at step 4
+    assert not np.allclose(model.inducing_variable.Z.numpy(), Z0)
+    # The same three groups written by hand give the same run.
+    manual = make_tiny_model(seed=0)
+    train(manual, dataset, epochs=3, progress=False, optimizer=OptimizerGroups([
+        (tf_keras.optimizers.Adam(DelayedStart(5e-2, start_step=4)), [manual.kernel]),
+        (tf_keras.optimizers.Adam(5e-2), [manual.inducing_variable]),
+        (tf_keras.optimizers.Adam(1e-2), None)]))
+    np.testing.assert_allclose(manual.kernel.lengthscales.numpy(), model.kernel.lengthscales.numpy(), rtol=1e-10)
+    np.testing.assert_allclose(manual.inducing_variable.Z.numpy(), model.inducing_variable.Z.numpy(), rtol=1e-10)
+    # The Keras view takes the same groups.
+    view_model = make_tiny_model(seed=0)
+    view = view_model.as_training_model()
+    view.compile(optimizer=gp_optimizer_groups(view_model, 1e-2, 5e-2, kernel_hold_steps=4))
+    view.fit(dataset, epochs=1, verbose=0)
+    assert float(view_model.kernel.lengthscales.numpy()) == start
+
+
+def test_gp_optimizer_groups_rejects_bad_input():
+    from gpflow_svgpvae.training import gp_optimizer_groups
+
+    model = make_tiny_model(seed=0)
+    with pytest.raises(ValueError, match="kernel_hold_steps"):
+        gp_optimizer_groups(model, kernel_hold_steps=-1)
+    with pytest.raises(ValueError, match="gp_learning_rate"):
+        gp_optimizer_groups(model, gp_learning_rate=0.0)
+
+    class NoKernel:
+        pass
+
+    with pytest.raises(ValueError, match="no kernel"):
+        gp_optimizer_groups(NoKernel())
