@@ -51,6 +51,12 @@ to ``--out``, default ``results/rotated_mnist_figures/<command>``, or
     at most ``--tsne-max-points`` images, a seeded subsample), two panels:
     coloured by digit and by angle. The JSON also holds the 10-nearest-neighbour
     digit agreement in the latent space and in the embedding.
+``convergence``
+    Test MSE of the SVGP-VAE (decoded mean and decoded sample, the current
+    model, no model selection) after every ``--curve-every`` epochs (default
+    10) of a ``--epochs`` run, mean +- sd over seeds: how fast an epoch
+    converges (issue 15). Recorded during training (``on_epoch``); its runs
+    live in ``<cache>/convergence/`` with the records in ``records/``.
 ``init``
     PCA against random (N(0, 1.5^2)) initialisation of the object vectors, for
     SVGP-VAE and GPPVAE: test MSE mean +- sd over seeds, in ``init.md`` and
@@ -112,7 +118,7 @@ __all__ = [
     "main",
 ]
 
-COMMANDS = ("runtime", "digits", "batch_size", "num_inducing", "bias", "tsne", "init")
+COMMANDS = ("runtime", "digits", "batch_size", "num_inducing", "bias", "tsne", "init", "convergence")
 #: Paper, "PCA vs random init" (test MSE, mean over 5 runs).
 PAPER_INIT = {"svgpvae": {"pca": 0.0251, "random": 0.0272}, "gppvae": {"pca": 0.0370, "random": 0.0374}}
 #: Paper, Table 1 (test MSE) for the reference lines of the sweeps.
@@ -219,7 +225,7 @@ def cmd_num_inducing(ctx: SweepContext, out: str) -> dict:
 
 
 # --------------------------------------------------------------------------- bias
-def _bias_record_path(cfg: rm.Config, name: str, seed: int) -> str:
+def _record_path(cfg: rm.Config, name: str, seed: int) -> str:
     spec = rm.run_spec(name, seed, cfg)
     return os.path.join(cfg.out, "records", run_key(f"{name}_seed{seed}", spec) + ".json")
 
@@ -236,7 +242,7 @@ def cmd_bias(ctx: SweepContext, out: str) -> dict:
         bar.set_postfix_str(f"m={m} seed {seed}")
         cfg = replace(ctx.config(num_inducing_per_angle=per_angle(m)), out=os.path.join(ctx.cache, "bias"))
         data = ctx.data(cfg)
-        record_path = _bias_record_path(cfg, "svgpvae", seed)
+        record_path = _record_path(cfg, "svgpvae", seed)
         record = read_json(record_path) if os.path.exists(record_path) else None
         if (record is None or not set(wanted) <= {int(e) for e in record["epochs"]}
                 or record.get("passes", 1) != int(sw.bias_passes)):
@@ -304,6 +310,74 @@ def _train_with_bias(ctx: SweepContext, cfg: rm.Config, data: rm.Data, seed: int
             add(epoch + 1, model)
 
     # A finished run without a complete record cannot replay on_epoch: train it again.
+    res = rm.run_cached("svgpvae", data, cfg, seed, progress=False, on_epoch=on_epoch, retrain=True)
+    write_json(record_path, record)
+    return record, res
+
+
+# --------------------------------------------------------------------- convergence
+def cmd_convergence(ctx: SweepContext, out: str) -> dict:
+    from tqdm.auto import tqdm
+
+    every = int(ctx.sweeps.curve_every)
+    wanted = [e for e in range(every, ctx.base.epochs + 1, every)]
+    rows, runs = [], []
+    cfg = replace(ctx.config(), out=os.path.join(ctx.cache, "convergence"))
+    data = ctx.data(cfg)
+    bar = tqdm(ctx.seeds, desc="convergence runs", disable=not ctx.progress, mininterval=1.0)
+    for seed in bar:
+        record_path = _record_path(cfg, "svgpvae", seed)
+        record = read_json(record_path) if os.path.exists(record_path) else None
+        if record is None or not set(wanted) <= {int(e) for e in record["epochs"]}:
+            record, res = _train_with_curve(cfg, data, seed, wanted, record_path)
+        else:
+            res = rm.run_cached("svgpvae", data, cfg, seed, progress=False)
+        res.pop("_images", None)
+        runs.append(run_row(res, setting="convergence"))
+        for e, mean_mse, sample_mse, lam in zip(record["epochs"], record["test_mse_mean"], record["test_mse_sample"],
+                                                 record["geco_lambda"]):
+            if int(e) in wanted:
+                rows.append({"seed": seed, "epoch": int(e), "test_mse_mean": mean_mse, "test_mse_sample": sample_mse,
+                             "geco_lambda": lam})
+    bar.close()
+    summary = [{"epoch": e, **{key: mean_sd([r[key] for r in rows if r["epoch"] == e])
+                               for key in ("test_mse_mean", "test_mse_sample")}} for e in wanted]
+    plt = pyplot()
+    fig, ax = plt.subplots(figsize=(6.5, 4.2))
+    x = np.array(wanted, float)
+    for c, (key, label) in enumerate((("test_mse_mean", "decoded mean"), ("test_mse_sample", "decoded sample"))):
+        y = np.array([s[key]["mean"] for s in summary])
+        sd = np.array([s[key]["sd"] for s in summary])
+        ax.plot(x, y, "o-", ms=3, color=f"C{c}", label=label)
+        if len(ctx.seeds) > 1:
+            ax.fill_between(x, y - sd, y + sd, color=f"C{c}", alpha=0.2)
+    ax.axhline(PAPER_MSE["svgpvae"], color="k", ls="--", lw=1, label=f"paper, 1000 epochs ({PAPER_MSE['svgpvae']})")
+    ax.set_xlabel("epoch")
+    ax.set_ylabel("test MSE (current model)")
+    ax.legend(fontsize=8)
+    fig.suptitle("Rotated MNIST: SVGP-VAE test MSE during training (mean ± sd over seeds)\n"
+                 + settings_note(ctx.base), fontsize=8)
+    fig.tight_layout()
+    fig.savefig(os.path.join(out, "convergence.png"), dpi=130)
+    plt.close(fig)
+    return {"rows": rows, "summary": summary, "runs": runs, "curve_every": every}
+
+
+def _train_with_curve(cfg: rm.Config, data: rm.Data, seed: int, wanted: Sequence[int],
+                      record_path: str) -> Tuple[dict, dict]:
+    """Train the SVGP-VAE recording the test MSE (decoded mean and sample) after the epochs in
+    ``wanted``; save the record and return it with the run's result."""
+    record = {"epochs": [], "test_mse_mean": [], "test_mse_sample": [], "geco_lambda": [],
+              "spec": rm.run_spec("svgpvae", seed, cfg), "git_commit": git_commit()}
+
+    def on_epoch(epoch, model, logs):
+        if epoch + 1 in wanted:
+            mean, sample = rm.predict("svgpvae", model, data, "test", seed=seed, cfg=cfg)
+            record["epochs"].append(epoch + 1)
+            record["test_mse_mean"].append(rm.mse(mean, data.Y_test))
+            record["test_mse_sample"].append(rm.mse(sample, data.Y_test))
+            record["geco_lambda"].append(float(logs.get("geco_lambda", float("nan"))))
+
     res = rm.run_cached("svgpvae", data, cfg, seed, progress=False, on_epoch=on_epoch, retrain=True)
     write_json(record_path, record)
     return record, res
@@ -432,7 +506,8 @@ def cmd_init(ctx: SweepContext, out: str) -> dict:
 
 
 COMMAND_FUNCTIONS = {"runtime": cmd_runtime, "digits": cmd_digits, "batch_size": cmd_batch_size,
-                     "num_inducing": cmd_num_inducing, "bias": cmd_bias, "tsne": cmd_tsne, "init": cmd_init}
+                     "num_inducing": cmd_num_inducing, "bias": cmd_bias, "tsne": cmd_tsne, "init": cmd_init,
+                     "convergence": cmd_convergence}
 
 
 # ----------------------------------------------------------------------------- CLI
@@ -462,6 +537,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--batch-sizes", type=_ints, help="batch_size: the batch sizes")
     p.add_argument("--bias-epochs", type=_ints, help="bias: epochs after which to record (0: initial model)")
     p.add_argument("--bias-passes", type=int, help="bias: minibatch passes averaged per record (default 1)")
+    p.add_argument("--curve-every", type=int, help="convergence: epochs between test-MSE records (default 10)")
     p.add_argument("--tsne-digits", type=_ints, help="tsne: the digits of the run")
     p.add_argument("--tsne-max-points", type=int)
     p.add_argument("--perplexity", type=float, help="tsne: t-SNE perplexity (default 30)")
@@ -493,7 +569,7 @@ def _configure(args) -> Tuple[rm.Config, Sweeps]:
             raise SystemExit(f"--models: unknown {unknown}; choose from svgpvae, gppvae")
         overrides.update(digits_models=models, init_models=models)
     for key, value in (("batch_sizes", args.batch_sizes), ("bias_epochs", args.bias_epochs),
-                       ("bias_passes", args.bias_passes),
+                       ("bias_passes", args.bias_passes), ("curve_every", args.curve_every),
                        ("tsne_digits", args.tsne_digits), ("tsne_max_points", args.tsne_max_points),
                        ("tsne_perplexity", args.perplexity)):
         if value is not None:

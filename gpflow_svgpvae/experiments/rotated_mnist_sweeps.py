@@ -30,6 +30,7 @@ class Sweeps:
     bias_m: Sequence[int] = (16, 32, 64, 96)
     bias_epochs: Sequence[int] = (0, 1, 2, 5, 10, 20, 50, 100, 200, 500, 1000)
     bias_passes: int = 1
+    curve_every: int = 10
     tsne_digits: Sequence[int] = (1, 3, 6, 7, 9)
     tsne_max_points: int = 5000
     tsne_perplexity: float = 30.0
@@ -42,7 +43,7 @@ QUICK_CONFIG = dict(epochs=2, seeds=1, n_per_digit=12, eval_every=1, batch_size=
 QUICK = dict(
     runtime_m=(16, 32), runtime_object_dims=(2, 4), digit_sets=((3,), (1, 3, 6)), batch_sizes=(32, 64),
     m_values=(16, 32), bias_m=(16, 32), bias_epochs=(0, 1, 2), tsne_digits=(1, 3, 6), tsne_max_points=1000,
-    tsne_iterations=250,
+    tsne_iterations=250, curve_every=1,
 )
 
 

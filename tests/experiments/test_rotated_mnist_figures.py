@@ -102,3 +102,19 @@ def test_init_quick_smoke(tmp_path):
         ("svgpvae", "pca"), ("svgpvae", "random"), ("gppvae", "pca"), ("gppvae", "random")]
     table = open(tmp_path / "init" / "init.md").read()
     assert "| SVGP-VAE | random | 1 |" in table and "0.0272" in table and "0.0374" in table
+
+
+def test_convergence_curve_at_the_best_eval_epoch_is_the_runs_test_mse(tmp_path):
+    out = str(tmp_path / "convergence")
+    payload = figures.main(["convergence", "--quick", "--epochs", "2", "--out", out, "--cache",
+                            str(tmp_path / "cache"), "--quiet"])
+    assert os.path.getsize(os.path.join(out, "convergence.png")) > 0
+    rows, run = payload["rows"], payload["runs"][0]
+    assert [r["epoch"] for r in rows] == [1, 2]
+    # The run reports the test MSE of its best eval epoch's model; the curve scored the same model then.
+    at_best = [r for r in rows if r["epoch"] == run["best_epoch"]][0]
+    np.testing.assert_allclose(at_best["test_mse_mean"], run["test_mse_mean"], rtol=1e-6)
+    # A second call reads the record instead of training again.
+    again = figures.main(["convergence", "--quick", "--epochs", "2", "--out", out, "--cache",
+                          str(tmp_path / "cache"), "--quiet"])
+    assert again["rows"] == rows and again["runs"][0]["cached"]
