@@ -598,7 +598,10 @@ def main(argv: Optional[Sequence[str]] = None) -> dict:
     write_json(os.path.join(out, f"{args.command}.json"), payload)
     if not args.quiet:
         for s in payload.get("summary", []):
-            if "test_mse_mean" in s:
+            if "test_mse_mean" in s and "epoch" in s:  # convergence
+                print(f"epoch {s['epoch']}: test MSE {s['test_mse_mean']['mean']:.4f} +- {s['test_mse_mean']['sd']:.4f}"
+                      f" (sample {s['test_mse_sample']['mean']:.4f})", flush=True)
+            elif "test_mse_mean" in s:
                 label = ", ".join(f"{k}={s[k]}" for k in s if k not in ("test_mse_mean", "test_mse_sample",
                                                                         "seconds_per_epoch", "num_data", "seeds"))
                 st = s["test_mse_mean"]

@@ -116,5 +116,5 @@ def test_convergence_curve_at_the_best_eval_epoch_is_the_runs_test_mse(tmp_path)
     np.testing.assert_allclose(at_best["test_mse_mean"], run["test_mse_mean"], rtol=1e-6)
     # A second call reads the record instead of training again.
     again = figures.main(["convergence", "--quick", "--epochs", "2", "--out", out, "--cache",
-                          str(tmp_path / "cache"), "--quiet"])
+                          str(tmp_path / "cache")])  # not quiet: the summary is printed
     assert again["rows"] == rows and again["runs"][0]["cached"]
