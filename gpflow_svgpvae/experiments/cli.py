@@ -63,6 +63,7 @@ SUBCOMMANDS: Dict[str, Experiment] = {
             "bias": "relative bias of the minibatch inducing posterior mean",
             "tsne": "t-SNE of the encoder means, by digit and by angle",
             "init": "PCA against random initialisation of the object vectors",
+            "convergence": "SVGP-VAE test MSE every few epochs during training",
         },
     ),
     "sprites": Experiment("conditional generation of unseen characters on procedural SPRITES", {}),
