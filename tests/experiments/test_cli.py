@@ -47,7 +47,7 @@ def test_help_lists_every_experiment_and_command_with_its_purpose(capsys):
     text = cli.help_text()
     assert "moving_ball {rmse_vs_m,trajectories,lengthscale,inducing,runs}" in text
     assert "rotated_mnist {table1,summary}" in text
-    assert "rotated_mnist_figures {runtime,digits,batch_size,num_inducing,bias,tsne,init}" in text
+    assert "rotated_mnist_figures {runtime,digits,batch_size,num_inducing,bias,tsne,init,convergence}" in text
     lines = text.splitlines()
     for name, experiment in cli.SUBCOMMANDS.items():
         assert experiment.summary and "\n" not in experiment.summary
