@@ -140,7 +140,10 @@ def main(argv=None) -> dict:
         value = getattr(args, field.name, None)
         if value is not None:
             setattr(cfg, field.name, tuple(value) if isinstance(value, list) else value)
-    cfg = dataclasses.replace(cfg)  # re-runs the checks of Config.__post_init__
+    try:
+        cfg = dataclasses.replace(cfg)  # re-runs the checks of Config.__post_init__
+    except ValueError as error:
+        raise SystemExit(f"moving_ball: {error}")
     for spec in cfg.models:
         try:
             _parse_model(spec)

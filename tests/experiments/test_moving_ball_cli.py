@@ -190,3 +190,8 @@ def test_defaults_are_the_paper_networks_with_the_from_random_networks_recipe(te
 def test_config_rejects_bad_recipe_options(option, value, message):
     with pytest.raises(ValueError, match=message):
         tiny(**{option: value})
+
+
+def test_cli_reports_a_bad_setting_without_a_traceback(tmp_path):
+    with pytest.raises(SystemExit, match="kernel_hold_steps must be >= 0"):
+        mb.main(["runs", "--kernel-hold-steps", "-3", "--out", str(tmp_path)])
