@@ -141,7 +141,8 @@ def settings_note(cfg: rm.Config, skip: Sequence[str] = ()) -> str:
         "epochs": f"{cfg.epochs} epochs", "seeds": f"{cfg.seeds} seed(s)",
     }
     kept = ", ".join(v for k, v in parts.items() if k not in skip)
-    return kept + f", L={cfg.num_latent}, GECO kappa^2={cfg.kappa_squared}"
+    return (kept + f", L={cfg.num_latent}, GECO kappa^2={cfg.kappa_squared}"
+            + ("" if cfg.learning_rate == 1e-3 else f", Adam {cfg.learning_rate:g}"))
 
 
 def errorbar(ax, summary: List[dict], x_key: str, label: str, **kwargs):
