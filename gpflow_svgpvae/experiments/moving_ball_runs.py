@@ -144,8 +144,6 @@ def build_model(kind: str, cfg: Config, seed: int, num_inducing: Optional[int] =
         # A fresh sample of the training distribution (its own seed: neither the stream nor the test set).
         sample = moving_ball_test_set(100, seed=BIAS_SAMPLE_SEED, **cfg.data_options()).videos
         set_output_bias(decoder, sample.reshape(-1, K), "bernoulli")
-    elif cfg.decoder_bias != "zeros":
-        raise ValueError(f"decoder_bias must be 'zeros' or 'data', got {cfg.decoder_bias!r}")
     if kind == "vae":
         return VAE(encoder, decoder, "bernoulli", num_data=NUM_FRAMES, seed=seed)
     kernel = gpflow.kernels.SquaredExponential(variance=1.0, lengthscales=cfg.init_lengthscale)
