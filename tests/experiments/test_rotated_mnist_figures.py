@@ -104,6 +104,7 @@ def test_init_quick_smoke(tmp_path):
     assert "| SVGP-VAE | random | 1 |" in table and "0.0272" in table and "0.0374" in table
 
 
+@pytest.mark.slow  # trains twice the quick data set (~25 s); `make test-all` keeps the default suite under 10 minutes
 def test_convergence_curve_at_the_best_eval_epoch_is_the_runs_test_mse(tmp_path):
     out = str(tmp_path / "convergence")
     payload = figures.main(["convergence", "--quick", "--epochs", "2", "--out", out, "--cache",
