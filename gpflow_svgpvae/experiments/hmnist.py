@@ -45,6 +45,8 @@ from .common import git_commit, mean_sd, pyplot, read_json, run_key, write_csv, 
 __all__ = ["Config", "QUICK", "LONG", "build_model", "run_method", "run", "main"]
 
 FILLS = ("zero", "mean", "forward")
+#: Lengthscale (frames) of the sequence-constant channels of ``--shared-channels``.
+SHARED_LENGTHSCALE = 1000.0
 LEARNED = ("vae", "gpvae", "svgpvae")
 METHODS = FILLS + LEARNED
 
@@ -70,6 +72,11 @@ class Config:
     # None: one Cauchy kernel with the fixed ``lengthscale`` (the GP-VAE paper); (a, b): one
     # Cauchy kernel per latent channel, lengthscales initialised log-spaced in [a, b] and learned.
     channel_lengthscales: Optional[Sequence[float]] = None
+    # The first ``shared_channels`` latent channels get a prior that is constant over each
+    # sequence (a Cauchy kernel of lengthscale SHARED_LENGTHSCALE frames: correlation > 0.9999
+    # within a sequence), for what every frame of a sequence shares (the digit); the others keep
+    # the Cauchy kernel of ``lengthscale``. 0: one kernel for all channels.
+    shared_channels: int = 0
     epochs: int = 3
     batch_sequences: int = 64
     learning_rate: float = 1e-3
@@ -80,6 +87,12 @@ class Config:
     timing_frames: Sequence[int] = ()
     timing_sequences: int = 200
     out: str = "results/hmnist"
+
+    def __post_init__(self):
+        if not 0 <= int(self.shared_channels) <= int(self.num_latent):
+            raise ValueError(f"shared_channels must be in [0, num_latent = {self.num_latent}]; got {self.shared_channels}")
+        if self.shared_channels and self.channel_lengthscales is not None:
+            raise ValueError("shared_channels and channel_lengthscales are two different kernels; pass one")
 
     def data_settings(self) -> dict:
         keys = ["long", "num_train_per_class", "num_test_per_class", "sequences_per_digit", "num_frames"]
@@ -100,6 +113,8 @@ class Config:
             settings["lengthscale"] = self.lengthscale
             if self.channel_lengthscales is not None:
                 settings["channel_lengthscales"] = [float(v) for v in self.channel_lengthscales]
+            if self.shared_channels:  # absent when 0, so the runs cached before keep their keys
+                settings["shared_channels"] = int(self.shared_channels)
         if method == "svgpvae":
             settings.update(num_inducing=self.num_inducing, frames_per_sequence=self.frames_per_sequence)
         return settings
@@ -162,7 +177,12 @@ def build_model(method: str, config: Config, seed: int):
     common = dict(num_data=config.num_frames, seed=seed, encoder_sees_mask=config.encoder_sees_mask)
     if method == "vae":
         return VAE(encoder, decoder, "bernoulli", **common)
-    if config.channel_lengthscales is None:
+    if config.shared_channels:
+        lengthscales = [SHARED_LENGTHSCALE] * config.shared_channels
+        lengthscales += [config.lengthscale] * (config.num_latent - config.shared_channels)
+        kernel = gpflow.kernels.SeparateIndependent([Cauchy(lengthscales=v) for v in lengthscales])
+        gpflow.set_trainable(kernel, False)
+    elif config.channel_lengthscales is None:
         kernel = Cauchy(lengthscales=config.lengthscale)
         gpflow.set_trainable(kernel, False)  # fixed, as in the GP-VAE paper
     else:
@@ -411,6 +431,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--channel-lengthscales", type=float, nargs=2, default=None, metavar=("LOW", "HIGH"),
                    help="one Cauchy kernel per latent channel, lengthscales learned from log-spaced [LOW, HIGH] "
                         "(default: one fixed kernel, lengthscale 2)")
+    p.add_argument("--shared-channels", type=int, default=None,
+                   help="the first K latent channels get a prior constant over each sequence (shared by its "
+                        "frames: the digit); the rest keep the Cauchy kernel of --lengthscale (default 0)")
     p.add_argument("--out", default=None, help="results folder (default results/hmnist[_long][_quick])")
     p.add_argument("--quiet", action="store_true")
     return p
@@ -426,7 +449,7 @@ def config_from_args(argv: Optional[Sequence[str]] = None) -> Config:
         if args.long:
             settings.update(num_frames=30, num_inducing=6, frames_per_sequence=10, timing_sequences=20)
     for name in ("methods", "seeds", "epochs", "num_inducing", "frames_per_sequence", "channel_lengthscales",
-                 "lengthscale", "step_std_degrees"):
+                 "lengthscale", "step_std_degrees", "shared_channels"):
         value = getattr(args, name)
         if value is not None:
             settings[name] = value
