@@ -77,6 +77,8 @@ class Config:
     # within a sequence), for what every frame of a sequence shares (the digit); the others keep
     # the Cauchy kernel of ``lengthscale``. 0: one kernel for all channels.
     shared_channels: int = 0
+    # KL warm-up of the learned models (training.ELBO(warmup_steps=...)), in epochs; 0: none.
+    kl_warmup_epochs: float = 0.0
     epochs: int = 3
     batch_sequences: int = 64
     learning_rate: float = 1e-3
@@ -91,6 +93,8 @@ class Config:
     def __post_init__(self):
         if not 0 <= int(self.shared_channels) <= int(self.num_latent):
             raise ValueError(f"shared_channels must be in [0, num_latent = {self.num_latent}]; got {self.shared_channels}")
+        if not self.kl_warmup_epochs >= 0:
+            raise ValueError(f"kl_warmup_epochs must be >= 0; got {self.kl_warmup_epochs}")
         if self.shared_channels and self.channel_lengthscales is not None:
             raise ValueError("shared_channels and channel_lengthscales are two different kernels; pass one")
 
@@ -109,6 +113,8 @@ class Config:
                 batch_sequences=self.batch_sequences, learning_rate=self.learning_rate,
                 encoder_sees_mask=self.encoder_sees_mask,
             )
+            if self.kl_warmup_epochs:  # absent when 0, so the runs cached before keep their keys
+                settings["kl_warmup_epochs"] = float(self.kl_warmup_epochs)
         if method in ("gpvae", "svgpvae"):
             settings["lengthscale"] = self.lengthscale
             if self.channel_lengthscales is not None:
@@ -203,7 +209,7 @@ def train_model(model, method: str, config: Config, train_arrays, seed: int, pro
     """Train with Adam; returns the per-epoch history and wall times."""
     from gpflow.keras import tf_keras
 
-    from ..training import train
+    from ..training import ELBO, train
 
     times: List[float] = []
     start = [time.perf_counter()]
@@ -214,9 +220,11 @@ def train_model(model, method: str, config: Config, train_arrays, seed: int, pro
         start[0] = now
 
     frames = config.frames_per_sequence if method == "svgpvae" else None
+    steps_per_epoch = -(-len(train_arrays[0]) // config.batch_sequences)
+    objective = ELBO(warmup_steps=int(round(config.kl_warmup_epochs * steps_per_epoch)))
     history = train(model, train_arrays, epochs=config.epochs, batch_size=config.batch_sequences, seed=seed,
-                    optimizer=tf_keras.optimizers.Adam(config.learning_rate), progress=progress, callback=clock,
-                    frames_per_sequence=frames)
+                    optimizer=tf_keras.optimizers.Adam(config.learning_rate), objective=objective, progress=progress,
+                    callback=clock, frames_per_sequence=frames)
     return {"history": history, "epoch_seconds": times}
 
 
@@ -434,6 +442,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--shared-channels", type=int, default=None,
                    help="the first K latent channels get a prior constant over each sequence (shared by its "
                         "frames: the digit); the rest keep the Cauchy kernel of --lengthscale (default 0)")
+    p.add_argument("--kl-warmup-epochs", type=float, default=None,
+                   help="learned models: the KL weight grows linearly from 0 to 1 over this many epochs (default 0)")
     p.add_argument("--out", default=None, help="results folder (default results/hmnist[_long][_quick])")
     p.add_argument("--quiet", action="store_true")
     return p
@@ -449,7 +459,7 @@ def config_from_args(argv: Optional[Sequence[str]] = None) -> Config:
         if args.long:
             settings.update(num_frames=30, num_inducing=6, frames_per_sequence=10, timing_sequences=20)
     for name in ("methods", "seeds", "epochs", "num_inducing", "frames_per_sequence", "channel_lengthscales",
-                 "lengthscale", "step_std_degrees", "shared_channels"):
+                 "lengthscale", "step_std_degrees", "shared_channels", "kl_warmup_epochs"):
         value = getattr(args, name)
         if value is not None:
             settings[name] = value

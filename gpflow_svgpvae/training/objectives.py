@@ -16,28 +16,59 @@ __all__ = ["ELBO", "GECO", "as_objective"]
 
 class ELBO(gpflow.Module):
     r"""Negative (beta-weighted) ELBO:
-    :math:`-\big(\tfrac{N}{b}\,\text{reconstruction} - \beta\,\mathrm{KL}\big)`.
+    :math:`-\big(\tfrac{N}{b}\,\text{reconstruction} - \beta_t\,\mathrm{KL}\big)`.
 
     :param beta: weight of the KL term (1: the ELBO; GPflow's ``training_loss``).
+    :param warmup_steps: KL warm-up (Bowman et al., 2016; Sønderby et al., 2016): the weight
+        grows linearly over the first ``warmup_steps`` training steps,
+        :math:`\beta_t = \beta\,\min\big(1, (t + 1)/T_w\big)` at step :math:`t = 0, 1, \dots`,
+        and is :math:`\beta` from step :math:`T_w - 1` on (0: no warm-up). Early in training the
+        decoder cannot yet use the codes, and a full-weight KL drives the encoder's sites to
+        carry nothing (posterior collapse), which GP-prior models with site-parametrised
+        encoders leave slowly. The step counter ``step`` is a variable, so checkpoints hold
+        it and a resumed run continues the schedule; the weight is logged as ``kl_weight``.
     """
 
-    #: Keys of the extra logs :meth:`loss` returns (none).
+    #: Keys of the extra logs :meth:`loss` returns (``kl_weight`` with a warm-up).
     log_keys: Tuple[str, ...] = ()
 
-    def __init__(self, beta: float = 1.0):
+    def __init__(self, beta: float = 1.0, warmup_steps: int = 0):
         super().__init__()
         if not beta >= 0:
             raise ValueError(f"beta must be >= 0, got {beta}")
+        if isinstance(warmup_steps, bool) or int(warmup_steps) != warmup_steps or warmup_steps < 0:
+            raise ValueError(f"warmup_steps must be a non-negative integer, got {warmup_steps!r}")
         self.beta = float(beta)
+        self.warmup_steps = int(warmup_steps)
+        if self.warmup_steps:
+            self.log_keys = ("kl_weight",)
+            self.step = tf.Variable(
+                0, dtype=tf.int64, trainable=False, name="elbo_warmup_step",
+                aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA,
+            )
+
+    def kl_weight(self) -> tf.Tensor:
+        """:math:`\beta_t` of the current step (``beta`` without a warm-up)."""
+        dtype = gpflow.default_float()
+        if not self.warmup_steps:
+            return tf.constant(self.beta, dtype)
+        ramp = tf.cast(self.step + 1, dtype) / tf.cast(self.warmup_steps, dtype)
+        return self.beta * tf.minimum(tf.constant(1.0, dtype), ramp)
 
     def loss(self, terms: Dict[str, tf.Tensor], Y: tf.Tensor) -> Tuple[tf.Tensor, Dict[str, tf.Tensor]]:
         # Per replica: the replicas' losses (and gradients) sum to the global loss.
         R = terms.get("num_replicas", 1)
-        loss = -(terms["scale"] * terms["local_reconstruction"] - self.beta * terms["kl"] / R)
-        return loss, {}
+        if not self.warmup_steps:
+            return -(terms["scale"] * terms["local_reconstruction"] - self.beta * terms["kl"] / R), {}
+        weight = self.kl_weight()
+        kl = terms["kl"]
+        loss = -(terms["scale"] * terms["local_reconstruction"] - tf.cast(weight, kl.dtype) * kl / R)
+        return loss, {"kl_weight": weight}
 
     def after_step(self) -> None:
-        """No state to update."""
+        """Advances the warm-up step counter (nothing to update without a warm-up)."""
+        if self.warmup_steps:
+            self.step.assign_add(1)
         return None
 
 
