@@ -472,7 +472,11 @@ def config_from_args(argv: Optional[Sequence[str]] = None) -> Config:
 
 def main(argv: Optional[Sequence[str]] = None) -> dict:
     args = _parser().parse_args(argv)
-    return run(config_from_args(argv), progress=not args.quiet)
+    try:
+        config = config_from_args(argv)
+    except ValueError as error:
+        raise SystemExit(f"hmnist: {error}")
+    return run(config, progress=not args.quiet)
 
 
 if __name__ == "__main__":

@@ -68,3 +68,29 @@ def test_example_sequences_show_different_digits():
     index = experiment.example_sequences(labels, 3)
     assert index == [0, 20, 45] and len(set(labels[index])) == 3
     assert experiment.example_sequences(np.array([4, 4, 2]), 5) == [2, 0]  # no more than the classes
+
+
+def test_shared_channels_kernel_and_warmup_settings():
+    """``--shared-channels K``: K sequence-constant channels, then the Cauchy kernel of
+    ``--lengthscale``; ``--kl-warmup-epochs`` enters the learned runs' keys; neither changes
+    the keys of the runs cached before they existed."""
+    import gpflow
+
+    paper = experiment.config_from_args([])
+    assert "shared_channels" not in paper.run_settings("gpvae") and "kl_warmup_epochs" not in paper.run_settings("vae")
+    config = experiment.config_from_args(["--quick", "--shared-channels", "3", "--lengthscale", "0.5",
+                                          "--kl-warmup-epochs", "2"])
+    assert config.run_settings("svgpvae")["shared_channels"] == 3 and config.run_settings("vae")["kl_warmup_epochs"] == 2
+    assert "shared_channels" not in config.run_settings("vae")
+    model = experiment.build_model("gpvae", config, seed=0)
+    kernels = model.kernel.kernels
+    assert [float(k.lengthscales.numpy()) for k in kernels] == [experiment.SHARED_LENGTHSCALE] * 3 + [0.5]
+    assert not any(v.trainable for v in gpflow.utilities.parameter_dict(model.kernel).values())
+    X = np.arange(10.0)[:, None]
+    # within a sequence of 10 frames the shared channels' prior correlation exceeds 0.9999
+    K = kernels[0].K(X).numpy()
+    assert K.min() / K.max() > 0.9999
+    for bad in (["--shared-channels", "5"], ["--shared-channels", "2", "--channel-lengthscales", "1", "3"],
+                ["--kl-warmup-epochs", "-1"]):
+        with pytest.raises(ValueError):
+            experiment.config_from_args(["--quick"] + bad)

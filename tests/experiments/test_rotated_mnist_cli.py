@@ -4,6 +4,7 @@ import json
 import os
 
 import numpy as np
+import pytest
 
 from gpflow_svgpvae.experiments import rotated_mnist
 
@@ -108,3 +109,28 @@ def test_every_model_predicts_through_one_predict_y_call(monkeypatch):
         rotated_mnist.predict(name, Model(), data, "test", seed=4)
         assert not prepared  # the test set needs no preparation
         assert calls[-1][1] == (None if name == "deep_svigp" else ("Xtr", "Ytr"))
+
+
+def test_object_scale_rescales_the_initial_vectors_and_keeps_old_run_keys():
+    """``object_scale``: PCA scores rescaled to RMS s (same directions), random N(0, s^2); the
+    default (None, the paper's) leaves the cache key of earlier runs unchanged."""
+    from types import SimpleNamespace
+
+    from gpflow_svgpvae.auxiliary import pca_object_vectors
+
+    images = np.random.default_rng(0).random((50, 6, 6))
+    data = SimpleNamespace(ds=SimpleNamespace(unrotated=images), num_objects=50)
+    raw = pca_object_vectors(images, 4)
+    paper = rotated_mnist.Config(object_dim=4)
+    np.testing.assert_allclose(rotated_mnist._initial_object_vectors(data, paper, 0), raw)
+    scaled = rotated_mnist._initial_object_vectors(data, rotated_mnist.Config(object_dim=4, object_scale=0.1), 0)
+    np.testing.assert_allclose(np.sqrt(np.mean(scaled ** 2)), 0.1, rtol=1e-12)
+    np.testing.assert_allclose(scaled * np.sqrt(np.mean(raw ** 2)) / 0.1, raw, rtol=1e-10)
+    random = rotated_mnist.Config(object_dim=4, object_init="random", object_scale=0.1)
+    vectors = rotated_mnist._initial_object_vectors(data, random, 3)
+    np.testing.assert_allclose(vectors, 0.1 * np.random.default_rng(3).standard_normal((50, 4)))
+    assert "object_scale" not in rotated_mnist.run_spec("svgpvae", 0, paper)
+    assert rotated_mnist.run_spec("svgpvae", 0, random)["object_scale"] == 0.1
+    for bad in (0.0, -1.0, float("nan")):
+        with pytest.raises(ValueError, match="object_scale"):
+            rotated_mnist._initial_object_vectors(data, rotated_mnist.Config(object_scale=bad), 0)

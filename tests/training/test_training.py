@@ -17,7 +17,10 @@ def _flat(model):
     return np.concatenate([v.numpy().ravel().astype(np.float64) for v in model.trainable_variables])
 
 
-@pytest.mark.parametrize("objective_factory", [lambda: ELBO(), lambda: ELBO(beta=0.5), lambda: GECO(0.02)])
+@pytest.mark.parametrize(
+    "objective_factory",
+    [lambda: ELBO(), lambda: ELBO(beta=0.5), lambda: ELBO(warmup_steps=5), lambda: GECO(0.02)],
+)
 def test_loop_and_keras_fit_agree(objective_factory):
     X, Y = tiny_data()
     epochs = 3
@@ -35,6 +38,8 @@ def test_loop_and_keras_fit_agree(objective_factory):
     np.testing.assert_allclose(_flat(loop_model), _flat(keras_model), rtol=1e-4, atol=1e-6)
     if isinstance(view.objective, GECO):
         np.testing.assert_allclose(history["geco_lambda"], fit.history["geco_lambda"], rtol=1e-6)
+    for key in view.objective.log_keys:
+        np.testing.assert_allclose(history[key], fit.history[key], rtol=1e-6, err_msg=key)
 
 
 def test_geco_update_rule_matches_numpy():
@@ -89,6 +94,55 @@ def test_checkpoint_resume_equals_uninterrupted_run(tmp_path):
     assert len(history["loss"]) == 2  # epochs 3 and 4 only
     np.testing.assert_allclose(_flat(resumed), _flat(straight), rtol=1e-5, atol=1e-7)
     assert abs(float(resumed_geco.lagrange_multiplier.numpy()) - float(geco.lagrange_multiplier.numpy())) < 1e-9
+
+
+def test_kl_warmup_weights_follow_the_linear_ramp():
+    # beta_t = beta * min(1, (t + 1) / T_w); the loss is -(scale * reconstruction - beta_t * kl).
+    objective = ELBO(beta=0.8, warmup_steps=4)
+    terms = {"scale": tf.constant(3.0, tf.float64), "local_reconstruction": tf.constant(-2.0, tf.float64),
+             "kl": tf.constant(5.0, tf.float64)}
+    for t in range(7):
+        weight = 0.8 * min(1.0, (t + 1) / 4)
+        loss, logs = objective.loss(terms, None)
+        np.testing.assert_allclose(float(logs["kl_weight"]), weight, rtol=1e-12)
+        np.testing.assert_allclose(float(loss), -(3.0 * -2.0 - weight * 5.0), rtol=1e-12)
+        objective.after_step()
+    assert ELBO().log_keys == () and objective.log_keys == ("kl_weight",)
+
+
+def test_kl_warmup_of_one_step_is_the_elbo():
+    X, Y = tiny_data()
+    plain, warm = make_tiny_model(seed=0), make_tiny_model(seed=0)
+    h1 = train(plain, _dataset(X, Y), epochs=2, optimizer=tf_keras.optimizers.Adam(1e-2), objective=ELBO(),
+               progress=False)
+    h2 = train(warm, _dataset(X, Y), epochs=2, optimizer=tf_keras.optimizers.Adam(1e-2),
+               objective=ELBO(warmup_steps=1), progress=False)
+    np.testing.assert_allclose(h1["loss"], h2["loss"], rtol=1e-12)
+    np.testing.assert_allclose(h2["kl_weight"], [1.0, 1.0])
+    np.testing.assert_allclose(_flat(plain), _flat(warm), rtol=1e-12)
+
+
+def test_kl_warmup_resumes_its_schedule_from_a_checkpoint(tmp_path):
+    X, Y = tiny_data()  # 3 steps per epoch: the warm-up of 8 steps spans the interruption
+    straight = make_tiny_model(seed=0)
+    h = train(straight, _dataset(X, Y), epochs=4, optimizer=tf_keras.optimizers.Adam(1e-2),
+              objective=ELBO(warmup_steps=8), progress=False)
+    first = make_tiny_model(seed=0)
+    train(first, _dataset(X, Y), epochs=2, optimizer=tf_keras.optimizers.Adam(1e-2),
+          objective=ELBO(warmup_steps=8), checkpoint_dir=tmp_path, progress=False)
+    resumed_objective = ELBO(warmup_steps=8)
+    resumed = make_tiny_model(seed=123)
+    history = train(resumed, _dataset(X, Y), epochs=4, optimizer=tf_keras.optimizers.Adam(1e-2),
+                    objective=resumed_objective, checkpoint_dir=tmp_path, progress=False)
+    assert int(resumed_objective.step.numpy()) == 12
+    np.testing.assert_allclose(history["kl_weight"], h["kl_weight"][2:], rtol=1e-12)
+    np.testing.assert_allclose(_flat(resumed), _flat(straight), rtol=1e-5, atol=1e-7)
+
+
+@pytest.mark.parametrize("bad", [-1, 2.5, True, "3"])
+def test_kl_warmup_rejects_bad_steps(bad):
+    with pytest.raises((ValueError, TypeError), match="warmup_steps"):
+        ELBO(warmup_steps=bad)
 
 
 def test_savedmodel_export_reloads_without_python_class(tmp_path):
