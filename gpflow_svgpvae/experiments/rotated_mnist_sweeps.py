@@ -4,7 +4,7 @@ reusing every run of a sweep (:func:`run_sweep`, through
 :func:`~gpflow_svgpvae.experiments.rotated_mnist.run_cached`) and the per-run and per-setting
 summaries the commands tabulate and plot."""
 from dataclasses import dataclass, replace
-from typing import Dict, List, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -36,6 +36,8 @@ class Sweeps:
     tsne_perplexity: float = 30.0
     tsne_iterations: int = 1000
     init_models: Sequence[str] = ("svgpvae", "gppvae")
+    # None: the paper's scales (raw PCA scores; random N(0, 1.5^2)); see rotated_mnist.Config.object_scale
+    init_scales: Sequence[Optional[float]] = (None,)
 
 
 #: ``--quick``: a tiny data set, 2 epochs, 1 seed, two values per sweep.
@@ -95,6 +97,10 @@ def run_row(res: dict, **labels) -> dict:
         "batch_size": int(spec["batch_size"]) if spec else None,
         "digits": "-".join(str(d) for d in spec.get("digits", ())),
         "object_init": spec.get("object_init"),
+        "object_scale": spec.get("object_scale"),
+        # the last epoch's model (runs cached before this was recorded: None)
+        "test_mse_mean_final": res.get("test_mse_mean_final"),
+        "test_mse_sample_final": res.get("test_mse_sample_final"),
         "cached": bool(res.get("cached", False)),
     }
 

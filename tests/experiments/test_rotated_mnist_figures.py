@@ -101,7 +101,25 @@ def test_init_quick_smoke(tmp_path):
     assert [(r["model"], r["object_init"]) for r in payload["rows"]] == [
         ("svgpvae", "pca"), ("svgpvae", "random"), ("gppvae", "pca"), ("gppvae", "random")]
     table = open(tmp_path / "init" / "init.md").read()
-    assert "| SVGP-VAE | random | 1 |" in table and "0.0272" in table and "0.0374" in table
+    assert "| SVGP-VAE | random | sd 1.5 | 1 |" in table and "0.0272" in table and "0.0374" in table
+    # One epoch, evaluated after it: the eval-selected checkpoint is the last epoch's model.
+    for r in payload["rows"]:
+        assert r["best_epoch"] == 1 and r["test_mse_mean_final"] == r["test_mse_mean"]
+
+
+@pytest.mark.slow  # figure-command smoke test; `make test-all`
+def test_init_object_scales_add_rescaled_runs(tmp_path):
+    payload, _ = _run(tmp_path, "init", "--models", "svgpvae", "--object-scales", "paper,0.5")
+    assert [(r["object_init"], r["object_scale"]) for r in payload["rows"]] == [
+        ("pca", None), ("pca", 0.5), ("random", None), ("random", 0.5)]
+    # Other scales are other runs (other initial vectors): other test MSE.
+    assert len({round(r["test_mse_mean"], 12) for r in payload["rows"]}) == 4
+    table = open(tmp_path / "init" / "init.md").read()
+    assert "| SVGP-VAE | pca | RMS 0.5 | 1 |" in table and "| SVGP-VAE | random | sd 0.5 | 1 |" in table
+    # the paper's number sits beside the paper's setting only
+    assert table.count("0.0272") == 1
+    with pytest.raises(SystemExit):
+        figures.main(["init", "--quick", "--object-scales", "0,paper"])
 
 
 @pytest.mark.slow  # trains twice the quick data set (~25 s); `make test-all` keeps the default suite under 10 minutes
