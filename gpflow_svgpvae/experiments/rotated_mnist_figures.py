@@ -415,6 +415,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--object-dims", type=_ints, help="runtime: GPPVAE object-vector dimensions Q (rank H = 16 Q)")
     p.add_argument("--digit-sets", help="digits: sets separated by ';', e.g. '3;1,3,6'")
     p.add_argument("--models", help="digits / init: comma-separated models (svgpvae, gppvae)")
+    p.add_argument("--object-scale", type=float,
+                   help="initial object-vector scale of every run (PCA scores at this RMS; default: the paper's raw "
+                        "scores); init sweeps --object-scales instead")
     p.add_argument("--object-scales", type=_scales,
                    help="init: initial object-vector scales, comma-separated; 'paper' = the paper's (raw PCA "
                         "scores, random sd 1.5), a number s = PCA scores at RMS s / random sd s (default: paper)")
@@ -435,9 +438,11 @@ def _configure(args) -> Tuple[rm.Config, Sweeps]:
     changes = {k: v for k, v in quick.items()}
     for key, value in (("epochs", args.epochs), ("seeds", args.seeds), ("n_per_digit", args.n_per_digit),
                        ("batch_size", args.batch_size), ("eval_every", args.eval_every),
-                       ("learning_rate", args.learning_rate)):
+                       ("learning_rate", args.learning_rate), ("object_scale", args.object_scale)):
         if value is not None:
             changes[key] = value
+    if args.object_scale is not None and not (np.isfinite(args.object_scale) and args.object_scale > 0):
+        raise SystemExit(f"--object-scale must be a positive number; got {args.object_scale}")
     base = replace(base, first_seed=args.first_seed, jit_compile=args.jit, **changes)
     sweeps = Sweeps(**(QUICK if args.quick else {}))
     overrides = {}

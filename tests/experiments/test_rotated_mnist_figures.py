@@ -137,3 +137,13 @@ def test_convergence_curve_at_the_best_eval_epoch_is_the_runs_test_mse(tmp_path)
     again = figures.main(["convergence", "--quick", "--epochs", "2", "--out", out, "--cache",
                           str(tmp_path / "cache")])  # not quiet: the summary is printed
     assert again["rows"] == rows and again["runs"][0]["cached"]
+
+
+def test_object_scale_options_reach_the_run_settings():
+    parser = figures._parser()
+    base, sweeps = figures._configure(parser.parse_args(["convergence", "--object-scale", "0.1"]))
+    assert base.object_scale == 0.1 and sweeps.init_scales == (None,)
+    base, sweeps = figures._configure(parser.parse_args(["init", "--object-scales", "paper,0.1,2"]))
+    assert base.object_scale is None and sweeps.init_scales == (None, 0.1, 2.0)
+    with pytest.raises(SystemExit):
+        figures._configure(parser.parse_args(["convergence", "--object-scale", "-1"]))
