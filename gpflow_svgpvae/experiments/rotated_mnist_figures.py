@@ -415,6 +415,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--object-dims", type=_ints, help="runtime: GPPVAE object-vector dimensions Q (rank H = 16 Q)")
     p.add_argument("--digit-sets", help="digits: sets separated by ';', e.g. '3;1,3,6'")
     p.add_argument("--models", help="digits / init: comma-separated models (svgpvae, gppvae)")
+    p.add_argument("--object-init", choices=("pca", "random"),
+                   help="initial object vectors of every run (default pca); init sweeps both")
     p.add_argument("--object-scale", type=float,
                    help="initial object-vector scale of every run (PCA scores at this RMS; default: the paper's raw "
                         "scores); init sweeps --object-scales instead")
@@ -438,7 +440,8 @@ def _configure(args) -> Tuple[rm.Config, Sweeps]:
     changes = {k: v for k, v in quick.items()}
     for key, value in (("epochs", args.epochs), ("seeds", args.seeds), ("n_per_digit", args.n_per_digit),
                        ("batch_size", args.batch_size), ("eval_every", args.eval_every),
-                       ("learning_rate", args.learning_rate), ("object_scale", args.object_scale)):
+                       ("learning_rate", args.learning_rate), ("object_init", args.object_init),
+                       ("object_scale", args.object_scale)):
         if value is not None:
             changes[key] = value
     if args.object_scale is not None and not (np.isfinite(args.object_scale) and args.object_scale > 0):

@@ -149,6 +149,7 @@ def settings_note(cfg: rm.Config, skip: Sequence[str] = ()) -> str:
     kept = ", ".join(v for k, v in parts.items() if k not in skip)
     return (kept + f", L={cfg.num_latent}, GECO kappa^2={cfg.kappa_squared}"
             + ("" if cfg.learning_rate == 1e-3 else f", Adam {cfg.learning_rate:g}")
+            + ("" if cfg.object_init == "pca" else f", {cfg.object_init} object vectors")
             + ("" if cfg.object_scale is None else f", initial object vectors at scale {cfg.object_scale:g}"))
 
 

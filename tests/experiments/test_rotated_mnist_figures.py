@@ -142,7 +142,9 @@ def test_convergence_curve_at_the_best_eval_epoch_is_the_runs_test_mse(tmp_path)
 def test_object_scale_options_reach_the_run_settings():
     parser = figures._parser()
     base, sweeps = figures._configure(parser.parse_args(["convergence", "--object-scale", "0.1"]))
-    assert base.object_scale == 0.1 and sweeps.init_scales == (None,)
+    assert base.object_scale == 0.1 and base.object_init == "pca" and sweeps.init_scales == (None,)
+    base, _ = figures._configure(parser.parse_args(["convergence", "--object-init", "random"]))
+    assert base.object_init == "random" and base.object_scale is None
     base, sweeps = figures._configure(parser.parse_args(["init", "--object-scales", "paper,0.1,2"]))
     assert base.object_scale is None and sweeps.init_scales == (None, 0.1, 2.0)
     with pytest.raises(SystemExit):
