@@ -162,6 +162,14 @@ def test_pca_scores_match_covariance_eigendecomposition(rng):
     np.testing.assert_allclose(np.cov(Tw, rowvar=False), np.eye(Q), atol=1e-10)
     with pytest.raises(ValueError):
         pca_object_vectors(Y, 61)
+    # scale: one factor for all entries, RMS = scale (the raw and whitened scores alike)
+    for whiten, base in ((False, T), (True, Tw)):
+        Ts = pca_object_vectors(Y, Q, whiten=whiten, scale=0.1)
+        np.testing.assert_allclose(np.sqrt(np.mean(Ts ** 2)), 0.1, rtol=1e-12)
+        np.testing.assert_allclose(Ts / Ts[0, 0], base / base[0, 0], rtol=1e-10)
+    for bad in (0.0, -0.1, np.nan):
+        with pytest.raises(ValueError, match="scale"):
+            pca_object_vectors(Y, Q, scale=bad)
 
 
 def test_random_object_vectors():

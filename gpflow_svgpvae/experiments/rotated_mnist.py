@@ -134,8 +134,7 @@ def _initial_object_vectors(data: Data, cfg: Config, seed: int) -> np.ndarray:
     if scale is not None and not (np.isfinite(scale) and scale > 0):
         raise ValueError(f"object_scale must be a positive number or None; got {scale!r}")
     if cfg.object_init == "pca":
-        scores = pca_object_vectors(data.ds.unrotated, cfg.object_dim)
-        return scores if scale is None else scores * (scale / np.sqrt(np.mean(np.square(scores))))
+        return pca_object_vectors(data.ds.unrotated, cfg.object_dim, scale=scale)
     if cfg.object_init == "random":
         return random_object_vectors(data.num_objects, cfg.object_dim, scale=1.5 if scale is None else scale, seed=seed)
     raise ValueError(f"object_init must be 'pca' or 'random'; got {cfg.object_init!r}")
