@@ -125,7 +125,7 @@ class ObjectVectors(InputTransform):
         id_column: int = -1,
         num_view_features: Optional[int] = None,
         initial_vectors: Optional[np.ndarray] = None,
-        init_scale: float = 1.5,
+        init_scale: float = 0.1,
         seed: Optional[int] = None,
         name: Optional[str] = None,
         check_ids_in_graph: bool = True,
@@ -140,7 +140,9 @@ class ObjectVectors(InputTransform):
         :param initial_vectors: initial table ``[num_objects, Q]``, e.g. from
             :func:`pca_object_vectors`. If None, the table is drawn from
             :func:`random_object_vectors` with ``scale=init_scale`` and ``seed``.
-        :param init_scale: standard deviation of the random initialisation.
+        :param init_scale: standard deviation of the random initialisation (default 0.1:
+            on rotated MNIST, random vectors of sd 0.1 reach a lower test MSE in 300 epochs than
+            the paper's sd 1.5 and than raw PCA scores; see ``docs/results.md``).
         :param seed: seed of the random initialisation.
         :param name: module name.
         :param check_ids_in_graph: assert in the graph (every call, every step) that the
@@ -372,11 +374,12 @@ def pca_object_vectors(
 
 
 def random_object_vectors(
-    n: int, Q: int, scale: float = 1.5, seed: Optional[int] = None
+    n: int, Q: int, scale: float = 0.1, seed: Optional[int] = None
 ) -> np.ndarray:
     """
-    Random object vectors, i.i.d. :math:`\\mathcal{N}(0, \\mathrm{scale}^2)`: the
-    paper's ablation of the PCA initialisation uses ``scale=1.5``.
+    Random object vectors, i.i.d. :math:`\\mathcal{N}(0, \\mathrm{scale}^2)`. The
+    paper's ablation of the PCA initialisation uses ``scale=1.5``; the default 0.1 trains
+    much faster (rotated MNIST, ``docs/results.md``).
 
     :param n: number of objects.
     :param Q: dimension of an object vector.

@@ -177,7 +177,11 @@ def test_random_object_vectors():
     assert V.shape == (4000, 3) and V.dtype == np.float64
     np.testing.assert_allclose(V.std(0), 1.5, rtol=0.05)
     np.testing.assert_array_equal(V, random_object_vectors(4000, 3, scale=1.5, seed=7))
-    ov = ObjectVectors(4000, 3, seed=7)
+    # the defaults of the function and of an ObjectVectors table without initial vectors: sd 0.1
+    np.testing.assert_allclose(random_object_vectors(4000, 3, seed=7), V / 15.0, rtol=1e-12)
+    table = ObjectVectors(4000, 3, seed=7)
+    np.testing.assert_allclose(table.vectors.numpy(), V / 15.0, rtol=1e-12)
+    ov = ObjectVectors(4000, 3, init_scale=1.5, seed=7)
     np.testing.assert_array_equal(ov.vectors.numpy(), V)
 
 
