@@ -3,6 +3,7 @@ the values each command sweeps over, the shared context (settings, cache, data),
 reusing every run of a sweep (:func:`run_sweep`, through
 :func:`~gpflow_svgpvae.experiments.rotated_mnist.run_cached`) and the per-run and per-setting
 summaries the commands tabulate and plot."""
+import textwrap
 from dataclasses import dataclass, replace
 from typing import Dict, List, Optional, Sequence, Tuple
 
@@ -147,10 +148,11 @@ def settings_note(cfg: rm.Config, skip: Sequence[str] = ()) -> str:
         "epochs": f"{cfg.epochs} epochs", "seeds": f"{cfg.seeds} seed(s)",
     }
     kept = ", ".join(v for k, v in parts.items() if k not in skip)
-    return (kept + f", L={cfg.num_latent}, GECO kappa^2={cfg.kappa_squared}"
+    return textwrap.fill(kept + f", L={cfg.num_latent}, GECO kappa^2={cfg.kappa_squared}"
             + ("" if cfg.learning_rate == 1e-3 else f", Adam {cfg.learning_rate:g}")
             + ("" if cfg.object_init == "pca" else f", {cfg.object_init} object vectors")
-            + ("" if cfg.object_scale is None else f", initial object vectors at scale {cfg.object_scale:g}"))
+            + ("" if cfg.object_scale is None else f", initial object vectors at scale {cfg.object_scale:g}"),
+                         width=100)
 
 
 def errorbar(ax, summary: List[dict], x_key: str, label: str, **kwargs):
