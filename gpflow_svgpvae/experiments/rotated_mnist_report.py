@@ -82,7 +82,9 @@ def settings_line(specs: List[dict]) -> str:
         f"Rotated MNIST (digit(s) {common.get('digits', '?')}, n_per_digit={common.get('n_per_digit', '?')}), "
         f"L={common.get('num_latent', '?')}, m={'?' if m is None else 16 * m}, b={common.get('batch_size', '?')}, "
         f"Adam {common.get('learning_rate', '?')}, GECO kappa^2={common.get('kappa_squared', '?')}, "
-        f"object init {common.get('object_init', '?')}, eval every {common.get('eval_every', '?')} epochs, "
+        f"object init {common.get('object_init', '?')}"
+        + (f" (scale {common['object_scale']})" if common.get("object_scale") is not None else "")
+        + f", eval every {common.get('eval_every', '?')} epochs, "
         f"jit_compile={common.get('jit_compile', '?')}."
     )
     if differ:
