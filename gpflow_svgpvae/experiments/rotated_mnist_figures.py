@@ -366,8 +366,10 @@ def cmd_init(ctx: SweepContext, out: str) -> dict:
     ax.set_xticks(range(len(sw.init_models)))
     ax.set_xticklabels([rm.LABELS[n] for n in sw.init_models])
     ax.set_ylabel("test MSE (decoded mean)")
-    fig.suptitle("Object-vector initialisation (mean ± sd over seeds; bars: eval-selected checkpoint, "
-                 "diamonds: last epoch; black: paper)\n" + settings_note(ctx.base), fontsize=8)
+    top = max(s["test_mse_mean"]["mean"] + s["test_mse_mean"]["sd"] for s in summary)
+    ax.set_ylim(0, 1.7 * top)  # room for the legend above the bars
+    fig.suptitle("Object-vector initialisation (mean ± sd over seeds): bars eval-selected checkpoint, "
+                 "diamonds last epoch, black paper\n" + settings_note(ctx.base), fontsize=8)
     ax.legend(fontsize=7, loc="upper left", ncol=2)
     fig.tight_layout()
     fig.savefig(os.path.join(out, "init.png"), dpi=130)
@@ -496,8 +498,9 @@ def main(argv: Optional[Sequence[str]] = None) -> dict:
                 print(f"epoch {s['epoch']}: test MSE {s['test_mse_mean']['mean']:.4f} +- {s['test_mse_mean']['sd']:.4f}"
                       f" (sample {s['test_mse_sample']['mean']:.4f})", flush=True)
             elif "test_mse_mean" in s:
-                label = ", ".join(f"{k}={s[k]}" for k in s if k not in ("test_mse_mean", "test_mse_sample",
-                                                                        "seconds_per_epoch", "num_data", "seeds"))
+                label = ", ".join(f"{k}={s[k]}" for k in s if k not in (
+                    "test_mse_mean", "test_mse_sample", "seconds_per_epoch", "num_data", "seeds", "test_mse_mean_final",
+                    "best_epochs"))
                 st = s["test_mse_mean"]
                 print(f"{label}: test MSE {st['mean']:.4f} +- {st['sd']:.4f} (n={st['n']}), "
                       f"{s['seconds_per_epoch']:.2f} s/epoch", flush=True)
