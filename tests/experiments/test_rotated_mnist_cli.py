@@ -9,6 +9,7 @@ import pytest
 from gpflow_svgpvae.experiments import rotated_mnist
 
 
+@pytest.mark.slow  # CLI smoke test (~31 s); `make test-all` (the default suite measured 592-659 s)
 def test_table1_quick_smoke_writes_all_outputs(tmp_path):
     out = str(tmp_path / "rm")
     result = rotated_mnist.main(

@@ -3,6 +3,7 @@ import json
 import os
 
 import numpy as np
+import pytest
 
 from gpflow_svgpvae.experiments import sprites
 
@@ -19,6 +20,7 @@ def test_quick_defaults_and_paper_defaults():
     assert sprites.config_from_args(["--num-characters", "130"]).num_train_characters == 100
 
 
+@pytest.mark.slow  # CLI smoke test (~26 s); `make test-all` (the default suite measured 592-659 s)
 def test_quick_cli_smoke_writes_config_metrics_and_grid(tmp_path):
     out = str(tmp_path / "sprites")
     metrics = sprites.main(
