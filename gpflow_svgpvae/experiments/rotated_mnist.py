@@ -122,6 +122,11 @@ class Config:
     out: str = "results/rotated_mnist"
     notes: Dict[str, str] = field(default_factory=dict)
 
+    def __post_init__(self):
+        scale = self.object_scale
+        if scale is not None and not (np.isfinite(scale) and scale > 0):
+            raise ValueError(f"object_scale must be a positive number or None; got {scale!r}")
+
 
 # ----------------------------------------------------------------------------- data
 def load_data(cfg: Config) -> Data:
@@ -130,9 +135,7 @@ def load_data(cfg: Config) -> Data:
 
 # --------------------------------------------------------------------------- models
 def _initial_object_vectors(data: Data, cfg: Config, seed: int) -> np.ndarray:
-    scale = cfg.object_scale
-    if scale is not None and not (np.isfinite(scale) and scale > 0):
-        raise ValueError(f"object_scale must be a positive number or None; got {scale!r}")
+    scale = cfg.object_scale  # checked by Config
     if cfg.object_init == "pca":
         return pca_object_vectors(data.ds.unrotated, cfg.object_dim, scale=scale)
     if cfg.object_init == "random":
@@ -352,9 +355,10 @@ def run_model(
     # The model of the last epoch, scored before the best checkpoint is restored: the eval
     # selection can only be trusted when new objects can be placed (not with random init).
     final_mean, final_sample = predict(name, model, data, "test", seed=seed, cfg=cfg)
-    if best["epoch"] is not None:
+    mean, sample = final_mean, final_sample  # the best checkpoint when it is the last epoch's model
+    if best["epoch"] is not None and best["epoch"] != cfg.epochs:
         ckpt.read(ckpt_path).expect_partial()
-    mean, sample = predict(name, model, data, "test", seed=seed, cfg=cfg)
+        mean, sample = predict(name, model, data, "test", seed=seed, cfg=cfg)
     times = record["epoch_seconds"]
     result = {
         "model": name,
@@ -570,26 +574,29 @@ def main(argv: Optional[Sequence[str]] = None) -> dict:
     if args.command == "summary":
         return summarise_folders(args.folders, args.out, progress=not args.quiet)
     quick = args.quick
-    cfg = Config(
-        epochs=args.epochs if args.epochs is not None else (3 if quick else 1000),
-        seeds=args.seeds if args.seeds is not None else (1 if quick else 5),
-        first_seed=args.first_seed,
-        models=tuple(m.strip() for m in args.models.split(",") if m.strip()),
-        digits=tuple(int(d) for d in args.digits.split(",")),
-        n_per_digit=args.n_per_digit,
-        batch_size=args.batch_size,
-        num_latent=args.latent_dim,
-        learning_rate=args.learning_rate,
-        kappa_squared=args.kappa_squared,
-        geco_nu=args.geco_nu,
-        object_init=args.object_init,
-        object_scale=args.object_scale,
-        eval_every=args.eval_every if args.eval_every is not None else (1 if quick else 5),
-        deep_svigp_eval_steps=args.deep_svigp_eval_steps,
-        jit_compile=args.jit,
-        precision=args.precision,
-        out=args.out,
-    )
+    try:
+        cfg = Config(
+            epochs=args.epochs if args.epochs is not None else (3 if quick else 1000),
+            seeds=args.seeds if args.seeds is not None else (1 if quick else 5),
+            first_seed=args.first_seed,
+            models=tuple(m.strip() for m in args.models.split(",") if m.strip()),
+            digits=tuple(int(d) for d in args.digits.split(",")),
+            n_per_digit=args.n_per_digit,
+            batch_size=args.batch_size,
+            num_latent=args.latent_dim,
+            learning_rate=args.learning_rate,
+            kappa_squared=args.kappa_squared,
+            geco_nu=args.geco_nu,
+            object_init=args.object_init,
+            object_scale=args.object_scale,
+            eval_every=args.eval_every if args.eval_every is not None else (1 if quick else 5),
+            deep_svigp_eval_steps=args.deep_svigp_eval_steps,
+            jit_compile=args.jit,
+            precision=args.precision,
+            out=args.out,
+        )
+    except ValueError as error:  # Config's checks (e.g. --object-scale)
+        raise SystemExit(f"rotated_mnist: {error}")
     return run_table1(cfg, progress=not args.quiet)
 
 

@@ -446,9 +446,10 @@ def _configure(args) -> Tuple[rm.Config, Sweeps]:
                        ("object_scale", args.object_scale)):
         if value is not None:
             changes[key] = value
-    if args.object_scale is not None and not (np.isfinite(args.object_scale) and args.object_scale > 0):
-        raise SystemExit(f"--object-scale must be a positive number; got {args.object_scale}")
-    base = replace(base, first_seed=args.first_seed, jit_compile=args.jit, **changes)
+    try:
+        base = replace(base, first_seed=args.first_seed, jit_compile=args.jit, **changes)
+    except ValueError as error:  # Config's checks (e.g. --object-scale)
+        raise SystemExit(f"rotated_mnist_figures: {error}")
     sweeps = Sweeps(**(QUICK if args.quick else {}))
     overrides = {}
     if args.m is not None:

@@ -58,12 +58,10 @@ class ELBO(gpflow.Module):
     def loss(self, terms: Dict[str, tf.Tensor], Y: tf.Tensor) -> Tuple[tf.Tensor, Dict[str, tf.Tensor]]:
         # Per replica: the replicas' losses (and gradients) sum to the global loss.
         R = terms.get("num_replicas", 1)
-        if not self.warmup_steps:
-            return -(terms["scale"] * terms["local_reconstruction"] - self.beta * terms["kl"] / R), {}
         weight = self.kl_weight()
         kl = terms["kl"]
         loss = -(terms["scale"] * terms["local_reconstruction"] - tf.cast(weight, kl.dtype) * kl / R)
-        return loss, {"kl_weight": weight}
+        return loss, ({"kl_weight": weight} if self.warmup_steps else {})
 
     def after_step(self) -> None:
         """Advances the warm-up step counter (nothing to update without a warm-up)."""
