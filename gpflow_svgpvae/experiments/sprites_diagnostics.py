@@ -198,7 +198,8 @@ def _fit_epochs(network, inputs, targets, *, epochs: int, batch_size: int, label
 
 
 def autoencoder_study(ds, *, epochs: int = 30, num_characters: int = 200, batch_size: int = 100,
-                      num_latent: int = 64, learning_rate: float = 1e-3, seed: int = 0, progress: bool = True) -> dict:
+                      num_latent: int = 64, learning_rate: float = 1e-3, seed: int = 0,
+                      palette_colours: Optional[int] = None, progress: bool = True) -> dict:
     """The SPRITES encoder and decoder as a plain deterministic autoencoder (no GP): can they learn colours?
 
     Trained on all training poses of the first ``num_characters`` training characters; scored on
@@ -209,7 +210,7 @@ def autoencoder_study(ds, *, epochs: int = 30, num_characters: int = 200, batch_
     frames = ds.frames_for(characters[:, None], poses, dtype=np.float32)  # [c, P, 64, 64, 3]
     flat = frames.reshape((-1,) + frames.shape[2:])
     test_ids, test_poses, test = _unseen_test_frames(ds)
-    encoder, decoder = sprites_encoder(num_latent), sprites_decoder(num_latent)
+    encoder, decoder = sprites_encoder(num_latent), sprites_decoder(num_latent, palette_colours=palette_colours)
     frames_in = tf_keras.Input(frames.shape[2:])
     autoencoder = tf_keras.Model(frames_in, decoder(encoder(frames_in)[0]))
     autoencoder.compile(tf_keras.optimizers.Adam(learning_rate), "mse")
@@ -223,6 +224,7 @@ def autoencoder_study(ds, *, epochs: int = 30, num_characters: int = 200, batch_
     return {
         "description": "sprites_encoder means -> sprites_decoder trained as a deterministic autoencoder (MSE, Adam, "
                        "no GP, no KL) on all training poses of the first training characters",
+        "palette_colours": palette_colours,
         "epochs": int(epochs), "num_characters": int(len(characters)), "num_frames": int(len(flat)),
         "batch_size": int(batch_size), "steps": int(epochs) * int(np.ceil(len(flat) / batch_size)),
         "seconds": time.perf_counter() - t0, "train_mse_history": history,
@@ -244,7 +246,8 @@ def true_codes(ds, characters, poses) -> np.ndarray:
 
 
 def decoder_study(ds, *, modulation: Optional[str] = None, epochs: int = 12, num_characters: int = 200,
-                  batch_size: int = 100, learning_rate: float = 1e-3, seed: int = 0, progress: bool = True) -> dict:
+                  batch_size: int = 100, learning_rate: float = 1e-3, seed: int = 0,
+                  palette_colours: Optional[int] = None, progress: bool = True) -> dict:
     """The SPRITES decoder alone, trained (MSE, Adam) from each frame's true code (:func:`true_codes`) on
     all training poses of the first ``num_characters`` training characters; scored on 40 unseen
     characters x 25 target poses (attribute combinations not seen together)."""
@@ -254,14 +257,14 @@ def decoder_study(ds, *, modulation: Optional[str] = None, epochs: int = 12, num
     codes = true_codes(ds, np.repeat(characters, poses.shape[1]), poses.ravel())
     test_ids, test_poses, test = _unseen_test_frames(ds)
     test_codes = true_codes(ds, np.repeat(test_ids, test_poses.shape[1]), test_poses.ravel())
-    decoder = sprites_decoder(codes.shape[1], latent_modulation=modulation)
+    decoder = sprites_decoder(codes.shape[1], latent_modulation=modulation, palette_colours=palette_colours)
     decoder.compile(tf_keras.optimizers.Adam(learning_rate), "mse")
     t0 = time.perf_counter()
     history = _fit_epochs(decoder, codes, frames, epochs=epochs, batch_size=batch_size,
                           label=f"decoder ({modulation or 'plain'})", progress=progress)
     generated = decoder.predict(test_codes, batch_size=500, verbose=0).reshape(test.shape)
     return {
-        "modulation": modulation, "epochs": int(epochs), "num_frames": int(len(frames)),
+        "modulation": modulation, "palette_colours": palette_colours, "epochs": int(epochs), "num_frames": int(len(frames)),
         "steps": int(epochs) * int(np.ceil(len(frames) / batch_size)), "seconds": time.perf_counter() - t0,
         "train_mse_history": history,
         "unseen_characters": {"mse": experiment._mse(generated, test),

@@ -20,6 +20,14 @@ with the new view's :math:`c`. A "decoded sample" draws
 average encoder variance of those images. ``predict_f(Xnew, data)`` returns
 :math:`(\bar m_j, \bar v_j)` of each row's object and ``predict_y`` decodes
 them; both require the context ``data = (X, Y)``.
+
+Other conditions come from an input transform (``condition=``, a
+:class:`~gpflow_svgpvae.transforms.InputTransform`, the same modules that map an
+:class:`~gpflow_svgpvae.SVGPVAE`'s raw inputs to GP inputs). SPRITES: ``X =
+[character id, pose id]`` and :func:`~gpflow_svgpvae.transforms.representation_and_table`
+gives :math:`c = [\text{style of the character's frames}, \text{pose vector}]`; at
+prediction the style is computed from the context frames
+(:meth:`~gpflow_svgpvae.transforms.InputTransform.context`).
 """
 from typing import Optional, Tuple, Union
 
@@ -30,6 +38,7 @@ from check_shapes import check_shapes
 
 from ..likelihoods import DecoderLikelihood
 from ..numerics import assert_finite, assert_positive
+from ..transforms import InputTransform
 from .base import CONTEXT_PREDICT_Y_SHAPES, LatentVariableAutoencoder
 
 __all__ = ["CVAE", "angle_condition"]
@@ -42,12 +51,22 @@ def angle_condition(angles) -> tf.Tensor:
 
 
 class CVAE(LatentVariableAutoencoder):
-    """Conditional VAE with data ``(X, Y)``, ``X = [angle, object id]``.
+    """Conditional VAE with data ``(X, Y)``, ``X = [angle, object id]`` (or any raw inputs
+    that ``condition`` maps to condition vectors).
 
-    :param encoder: ``tf_keras`` model ``[images, c [b, 2]] -> (means, variances)``
-        (e.g. ``conv_encoder(L, condition_dim=2)``).
-    :param decoder: ``tf_keras`` model ``[b, L + 2] -> likelihood parameters``.
-    :param angle_column, id_column: columns of ``X``.
+    :param encoder: ``tf_keras`` model ``[images, c [b, H]] -> (means, variances)``
+        (e.g. ``conv_encoder(L, condition_dim=2)``), or ``images -> (means, variances)``
+        with ``encoder_sees_condition=False``.
+    :param decoder: ``tf_keras`` model ``[b, L + H] -> likelihood parameters``.
+    :param angle_column: column of the angle in ``X`` (the default condition, ``H = 2``).
+    :param id_column: column of the object id in ``X`` (prediction: an object's code is the
+        average of its context encodings).
+    :param condition: an :class:`~gpflow_svgpvae.transforms.InputTransform` from raw inputs
+        (and, if it needs them, the batch's observations) to conditions ``[b, H]``; its
+        variables train with the model. ``None``: :func:`angle_condition` of ``angle_column``.
+    :param condition_dim: ``H`` when ``condition.mapped_dim`` cannot tell it.
+    :param encoder_sees_condition: whether the encoder takes ``[images, c]`` (default) or
+        the images alone.
     """
 
     def __init__(
@@ -61,49 +80,90 @@ class CVAE(LatentVariableAutoencoder):
         id_column: int = -1,
         num_samples: int = 1,
         seed: int = 0,
+        condition: Optional[InputTransform] = None,
+        condition_dim: Optional[int] = None,
+        encoder_sees_condition: bool = True,
         name: Optional[str] = None,
     ):
-        super().__init__(encoder, decoder, likelihood, num_data=num_data, num_samples=num_samples, seed=seed, name=name)
+        if condition is not None and not isinstance(condition, InputTransform):
+            raise TypeError(f"condition must be an InputTransform or None; got {type(condition).__name__}")
+        self.condition = condition
+        if condition is None:
+            self.condition_dim = 2
+        else:
+            width = condition_dim if condition_dim is not None else condition.mapped_dim(condition.input_dim)
+            if width is None:
+                raise ValueError(
+                    f"The width of the condition of {type(condition).__name__} is unknown: pass condition_dim."
+                )
+            self.condition_dim = int(width)
+        self.encoder_sees_condition = bool(encoder_sees_condition)
         self.angle_column = int(angle_column)
         self.id_column = int(id_column)
+        super().__init__(encoder, decoder, likelihood, num_data=num_data, num_samples=num_samples, seed=seed, name=name)
 
     @property
     def input_dim(self) -> Optional[int]:
-        return 2
+        return 2 if self.condition is None else self.condition.input_dim
 
     def _decoder_input_width(self, num_latent: int) -> int:
-        return num_latent + 2  # codes and the angle condition [cos, sin]
+        return num_latent + self.condition_dim  # codes and the condition
 
     def _encode_zeros(self, shape):
-        return self.encode_conditional(tf.zeros([shape[0], 2], tf.float64), tf.zeros(shape, tf.float32), training=False)
+        if not self.encoder_sees_condition:
+            return self.encode_conditional(None, tf.zeros(shape, tf.float32), training=False)
+        condition = tf.zeros([shape[0], self.condition_dim], tf.float32)
+        return self._encode_with(tf.zeros(shape, tf.float32), condition, training=False)
 
-    def _condition(self, X) -> tf.Tensor:
-        return angle_condition(tf.convert_to_tensor(X)[:, self.angle_column])
+    def _condition(self, X, Y=None, training=None) -> tf.Tensor:
+        """Conditions ``[b, H]`` (float32) of raw inputs ``X`` (and the batch's images ``Y``)."""
+        if self.condition is None:
+            return angle_condition(tf.convert_to_tensor(X)[:, self.angle_column])
+        return tf.cast(self.condition(X, Y, training=training), tf.float32)
 
-    def encode_conditional(self, X, Y, training=None) -> Tuple[tf.Tensor, tf.Tensor]:
-        """Encoder means and variances ``[b, L]`` (float64) of images ``Y`` at views ``X``."""
+    def query_condition(self, Xnew, data=None) -> tf.Tensor:
+        """Conditions ``[N, H]`` of query inputs; a condition that reads observations (a
+        style from frames) summarises the context ``data = (X, Y)`` first."""
+        if self.condition is None or not self.condition.needs_observations:
+            return self._condition(Xnew)
+        if data is None:
+            raise ValueError(f"The condition {type(self.condition).__name__} of the queries is computed from "
+                             "the context: pass data = (X, Y).")
+        summary = self.condition.context([(np.asarray(data[0]), data[1])])
+        return tf.cast(self.condition.map_queries(tf.convert_to_tensor(Xnew), summary), tf.float32)
+
+    def _encode_with(self, Y, condition, training=None):
         Y = tf.cast(Y, tf.float32)
-        means, variances = self.encoder([Y, self._condition(X)], training=training)
+        inputs = [Y, condition] if self.encoder_sees_condition else Y
+        means, variances = self.encoder(inputs, training=training)
         dtype = gpflow.default_float()
         means, variances = tf.cast(means, dtype), tf.cast(variances, dtype)
         means = assert_finite(means, "The encoder returned non-finite means.")
         variances = assert_positive(variances, "The encoder returned non-positive variances.")
         return means, variances
 
+    def encode_conditional(self, X, Y, training=None, condition=None) -> Tuple[tf.Tensor, tf.Tensor]:
+        """Encoder means and variances ``[b, L]`` (float64) of images ``Y`` at raw inputs ``X``
+        (or with the given conditions ``[b, H]``)."""
+        if self.encoder_sees_condition and condition is None:
+            condition = self._condition(X, Y, training=training)
+        return self._encode_with(Y, condition, training=training)
+
     def decode_conditional(self, Z, condition, training=None) -> tf.Tensor:
-        """Decoder output for codes ``Z [n, L]`` and conditions ``[n, 2]``."""
+        """Decoder output for codes ``Z [n, L]`` and conditions ``[n, H]``."""
         inputs = tf.concat([tf.cast(Z, tf.float32), tf.cast(condition, tf.float32)], axis=-1)
         return self.decoder(inputs, training=training)
 
     def objective_terms(self, data, training: Optional[bool] = True):
         X, Y = data
         X, Y = self._check_batch(X, Y)
-        means, variances = self.encode_conditional(X, Y, training=training)
+        condition = self._condition(X, Y, training=training)  # [b, H]
+        means, variances = self.encode_conditional(X, Y, training=training, condition=condition)
         kl_points = 0.5 * tf.reduce_sum(variances + tf.square(means) - 1.0 - tf.math.log(variances), axis=-1)
         Z = self._sample_normal(means, variances)  # [S, b, L]
         S = self.num_samples
         Z_flat = tf.reshape(Z, [-1, tf.shape(Z)[-1]])
-        condition = tf.tile(self._condition(X), [S, 1])
+        condition = tf.tile(condition, [S, 1])
         params = self.decode_conditional(Z_flat, condition, training=training)
         Y_rep = tf.tile(Y, tf.concat([[S], tf.ones([tf.rank(Y) - 1], tf.int32)], 0))
         reconstruction = tf.reduce_sum(self.likelihood.log_prob(Y_rep, params)) / S
@@ -117,10 +177,14 @@ class CVAE(LatentVariableAutoencoder):
         """Per-object average encoder means and variances ``[num_objects, L]`` (rows of
         objects without context images are NaN) and the counts ``[num_objects]``."""
         X_context = np.asarray(X_context)
+        # A condition read from observations (a style) comes from the whole context, not a chunk.
+        whole = self.encoder_sees_condition and self.condition is not None and self.condition.needs_observations
+        conditions = self.query_condition(X_context, (X_context, Y_context)) if whole else None
         sums_m = sums_v = None
         for start in range(0, len(X_context), batch_size):
             Xb = X_context[start : start + batch_size]
-            m, v = self.encode_conditional(Xb, Y_context[start : start + batch_size], training=False)
+            cb = conditions[start : start + batch_size] if whole else None
+            m, v = self.encode_conditional(Xb, Y_context[start : start + batch_size], training=False, condition=cb)
             ids = tf.cast(tf.round(Xb[:, self.id_column]), tf.int32)
             sm = tf.math.unsorted_segment_sum(m, ids, num_objects)
             sv = tf.math.unsorted_segment_sum(v, ids, num_objects)
@@ -171,7 +235,7 @@ class CVAE(LatentVariableAutoencoder):
             (:meth:`~gpflow_svgpvae.models.LatentVariableAutoencoder.decode_predictions`, stream 1).
         """
         mean, var = self.predict_f(Xnew, data)
-        condition = self._condition(Xnew)  # [N, 2]
+        condition = self.query_condition(Xnew, data)  # [N, H]
 
         def decode(Z):  # Z [k N, L]: k copies of the N rows
             copies = tf.shape(Z)[0] // tf.shape(condition)[0]

@@ -11,7 +11,7 @@ from gpflow.keras import tf_keras
 
 from .heads import GaussianSiteHead
 
-__all__ = ["sprites_encoder", "sprites_decoder", "LatentModulation", "MODULATIONS"]
+__all__ = ["sprites_encoder", "sprites_decoder", "LatentModulation", "PaletteOutput", "MODULATIONS"]
 
 MODULATIONS = (None, "shift", "scale_shift")
 
@@ -48,6 +48,50 @@ class LatentModulation(tf_keras.layers.Layer):
 
     def get_config(self):
         return {**super().get_config(), "scale": self.scale}
+
+
+class PaletteOutput(tf_keras.layers.Layer):
+    r"""Frames as a per-pixel mixture of ``K`` colours that the code chooses:
+    ``[logits [b, H, W, K], z [b, L]] -> sum_k softmax(logits)_k * c_k(z)``, with
+    :math:`c_k(z) = \mathrm{sigmoid}(z W_k + a_k) \in [0, 1]^C`.
+
+    Pixel-art frames are a label map (which pixel belongs to the hair, the top, ...)
+    painted from a small palette. The convolutions then only need to draw the map;
+    a character's colours go from the code to the frame through one dense layer
+    instead of through the spatial bottleneck. Output in ``[0, 1]`` (a convex
+    combination of colours in ``[0, 1]``).
+    """
+
+    def __init__(self, channels: int = 3, **kwargs):
+        super().__init__(**kwargs)
+        self.channels = int(channels)
+
+    def build(self, input_shape):
+        self.num_colours, latent = int(input_shape[0][-1]), int(input_shape[1][-1])
+        self.colour_kernel = self.add_weight(
+            name="colour_kernel", shape=(latent, self.num_colours * self.channels),
+            initializer=tf_keras.initializers.GlorotUniform(),
+        )
+        # Spread the initial colours over [0, 1] so that the K mixture components start apart.
+        initial = np.linspace(-2.0, 2.0, self.num_colours * self.channels)
+        initial = np.random.default_rng(0).permutation(initial)
+        self.colour_bias = self.add_weight(
+            name="colour_bias", shape=(self.num_colours * self.channels,),
+            initializer=tf_keras.initializers.Constant(initial),
+        )
+        super().build(input_shape)
+
+    def call(self, inputs):
+        logits, z = inputs
+        z = tf.cast(z, logits.dtype)
+        colours = tf.sigmoid(tf.matmul(z, tf.cast(self.colour_kernel, logits.dtype))
+                             + tf.cast(self.colour_bias, logits.dtype))  # [b, K * C]
+        colours = tf.reshape(colours, [-1, self.num_colours, self.channels])  # [b, K, C]
+        weights = tf.nn.softmax(logits, axis=-1)  # [b, H, W, K]
+        return tf.einsum("bhwk,bkc->bhwc", weights, colours)
+
+    def get_config(self):
+        return {**super().get_config(), "channels": self.channels}
 
 
 def sprites_encoder(
@@ -87,6 +131,7 @@ def sprites_decoder(
     activation: str = "elu",
     output_activation: Optional[str] = "sigmoid",
     latent_modulation: Optional[str] = None,
+    palette_colours: Optional[int] = None,
     name: str = "sprites_decoder",
 ) -> tf_keras.Model:
     """Codes ``[b, L] -> frames [b, 64, 64, 3]`` (the Gaussian mean; sigmoid: in [0, 1]).
@@ -107,6 +152,10 @@ def sprites_decoder(
         character's colours, then reach every layer without passing through the
         spatial bottleneck; with the scale, a channel that marks a region (the top,
         the hair) gets its colour from the code. (Not in the paper.)
+    :param palette_colours: ``K``: the output layer draws ``K`` logits per pixel instead of
+        ``C`` values, and the frame is their softmax mixture of ``K`` colours computed from
+        the code (:class:`PaletteOutput`); ``output_activation`` is then not used. ``None``:
+        the paper's decoder. (Not in the paper.)
     """
     H, W, C = (int(d) for d in image_shape)
     factor = 2 * int(np.prod([int(s) for s in strides]))
@@ -135,6 +184,14 @@ def sprites_decoder(
                 int(filters), kernel_size, strides=int(s), padding="same", name=layer_name
             )(h)
         h = modulated(h, activation, layer_name, scale)
+    if palette_colours is not None:
+        if int(palette_colours) < 1:
+            raise ValueError(f"palette_colours must be a positive integer or None; got {palette_colours!r}")
+        logits = tf_keras.layers.Conv2DTranspose(
+            int(palette_colours), kernel_size, strides=2, padding="same", name="output_logits"
+        )(h)
+        out = PaletteOutput(C, name="palette")([modulated(logits, None, "output_logits", False), z])
+        return tf_keras.Model(z, out, name=name)
     h = tf_keras.layers.Conv2DTranspose(C, kernel_size, strides=2, padding="same", name="output")(h)
     out = modulated(h, output_activation, "output", False)
     return tf_keras.Model(z, out, name=name)

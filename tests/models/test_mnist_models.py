@@ -394,3 +394,62 @@ def test_smoke_train_each_model(name, tiny_mnist, tmp_path):
     assert result["best_epoch"] in (1, 2)
     mean, sample = result["_images"]
     assert mean.shape[1:] == (28, 28, 1) and sample.shape == mean.shape
+
+
+def make_style_cvae(X, encoder_sees_condition):
+    """A CVAE whose condition is [style of the object's images, view vector] (SPRITES-like)."""
+    from gpflow_svgpvae.networks import GaussianSiteHead
+    from gpflow_svgpvae.networks.representation import StyleRepresentation
+    from gpflow_svgpvae.transforms import representation_and_table
+
+    tf_keras.utils.set_random_seed(0)
+    rep = StyleRepresentation(tf_keras.Sequential([tf_keras.Input((K,)), tf_keras.layers.Dense(2)]))
+    views = ObjectVectors(A, 2, id_column=0, num_view_features=0,
+                          initial_vectors=np.random.default_rng(0).standard_normal((A, 2)))
+    condition = representation_and_table(rep, views, group_column=1, id_column=0)
+    H = 4
+    inputs = [tf_keras.Input((K,)), tf_keras.Input((H,))] if encoder_sees_condition else [tf_keras.Input((K,))]
+    h = tf_keras.layers.Concatenate()(inputs) if encoder_sees_condition else inputs[0]
+    encoder = tf_keras.Model(inputs, GaussianSiteHead(L)(tf_keras.layers.Dense(8, activation="tanh")(h)))
+    _, decoder = networks(decoder_inputs=L + H)
+    return CVAE(encoder, decoder, num_data=len(X), seed=2, id_column=1, condition=condition,
+                encoder_sees_condition=encoder_sees_condition)
+
+
+@pytest.mark.parametrize("encoder_sees_condition", [False, True])
+def test_cvae_with_a_style_condition_uses_the_context_style(rng, encoder_sees_condition):
+    X, Y = toy_data(rng)
+    Xv = np.stack([np.round(X[:, 0] / (2 * np.pi / A)) % A, X[:, 1]], 1)  # [view id, object id]
+    model = make_style_cvae(Xv, encoder_sees_condition)
+    rep = model.condition.transforms[0].representation
+    features = rep.frame_features(Y).numpy().astype(np.float64)
+    views = model.condition.transforms[1].transforms[1].vectors.numpy()
+    # training: the style sums the features of the object's images in the batch
+    batch = slice(0, 9)
+    c = model._condition(Xv[batch], Y[batch]).numpy()
+    ids = Xv[batch, 1]
+    expected_style = np.stack([features[batch][ids == g].sum(0) for g in ids])
+    np.testing.assert_allclose(c[:, :2], expected_style, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(c[:, 2:], views[Xv[batch, 0].astype(int)], rtol=1e-6)
+    terms = model.objective_terms((Xv[batch], Y[batch]))
+    assert np.isfinite(terms["elbo"].numpy())
+    # prediction: style from *all* of the object's context images, the code their average encoding
+    ctx = Xv[:, 1] == 2
+    Xnew = np.array([[1.0, 2.0], [4.0, 2.0]])
+    style = features[ctx].sum(0)
+    qc = model.query_condition(Xnew, (Xv[ctx], Y[ctx])).numpy()
+    np.testing.assert_allclose(qc, np.concatenate([np.tile(style, (2, 1)), views[[1, 4]]], 1), rtol=1e-5, atol=1e-6)
+    condition = np.tile(style.astype(np.float32), (int(ctx.sum()), 1))
+    m_ctx, _ = model._encode_with(Y[ctx], np.concatenate([condition, views[Xv[ctx, 0].astype(int)]], 1))
+    code, _ = model.predict_f(Xnew, (Xv[ctx], Y[ctx]))
+    np.testing.assert_allclose(code.numpy(), np.tile(m_ctx.numpy().mean(0), (2, 1)), rtol=1e-5)
+    mean = model.predict_y(Xnew, (Xv[ctx], Y[ctx]))
+    np.testing.assert_allclose(mean.numpy(), model.decode_conditional(code, qc).numpy(), rtol=1e-5)
+    with pytest.raises(ValueError, match="pass data"):
+        model.query_condition(Xnew)
+
+
+def test_cvae_rejects_a_bad_condition():
+    encoder, decoder = networks()
+    with pytest.raises(TypeError, match="condition must be an InputTransform"):
+        CVAE(encoder, decoder, num_data=10, condition=lambda X: X)
