@@ -130,6 +130,7 @@ def sprites_kernel(
     noise_variance: float = 1e-3,
     variance: float = 1.0,
     epsilon: float = 1e-12,
+    pose_bias: Optional[float] = None,
 ) -> gpflow.kernels.Sum:
     r"""
     The SPRITES kernel of Jazbec et al. (2021): a product of two cosine-normalised
@@ -170,7 +171,15 @@ def sprites_kernel(
     :param noise_variance: initial value of :math:`\sigma_n^2` (positive).
     :param variance: initial value of :math:`\sigma^2` (positive).
     :param epsilon: norm regulariser of the :class:`CosineLinear` factors.
-    :return: ``CosineLinear(style) * CosineLinear(pose) + White``, a
+    :param pose_bias: initial value of a trainable constant :math:`\beta` added to the
+        pose factor, :math:`\sigma^2 \cos\angle(\mathbf{s}, \mathbf{s}')
+        (\cos\angle(\mathbf{p}, \mathbf{p}') + \beta)` (not in the paper). Without it the
+        latent functions are bilinear in the unit style and pose vectors, so a function
+        that is the same at every pose (a character's colours) is representable only if
+        all unit pose vectors share a component; PCA-initialised pose vectors are
+        centred and share none. ``None``: the paper's kernel.
+    :return: ``CosineLinear(style) * CosineLinear(pose) + White`` (with ``pose_bias``:
+        ``CosineLinear(style) * (CosineLinear(pose) + Constant) + White``), a
         :class:`gpflow.kernels.Sum` whose first term is the
         :class:`gpflow.kernels.Product`.
     """
@@ -179,6 +188,10 @@ def sprites_kernel(
     style = CosineLinear(variance=variance, active_dims=style_dims, epsilon=epsilon)
     pose = CosineLinear(variance=1.0, active_dims=pose_dims, epsilon=epsilon)
     gpflow.set_trainable(pose.variance, False)
+    if pose_bias is not None:
+        if not float(pose_bias) > 0.0:
+            raise ValueError(f"pose_bias must be a positive number or None; got {pose_bias!r}")
+        pose = pose + gpflow.kernels.Constant(variance=float(pose_bias), active_dims=pose_dims)
     white = gpflow.kernels.White(variance=noise_variance)
     return style * pose + white
 

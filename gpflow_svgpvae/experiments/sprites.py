@@ -113,9 +113,11 @@ class Config:
     pretrain_batch_size: int = 500
     pretrain_learning_rate: float = 1e-3
     noise_variance: float = 1e-3
+    pose_bias: Optional[float] = None  # constant added to the pose kernel (kernels.sprites_kernel); None: paper
     jitter: float = 1e-6
     jit_compile: bool = False
     decoder_modulation: Optional[str] = None  # the code also enters every decoder layer: None, "shift", "scale_shift"
+    palette_colours: Optional[int] = None  # decoder output: softmax mixture of K colours from the code; None: paper
     context_scale: Optional[float] = None  # weight of each context frame at test; None: N / batch size (training's)
     frames: str = "memory"  # "memory": uint8 array in RAM; "render": render each batch
     num_reconstruction_frames: int = 1000  # training frames sampled for the reconstruction style diagnostic
@@ -163,11 +165,13 @@ def build_model(cfg: Config, train_frames: np.ndarray, train_characters, train_p
     )
     Z = init_sprites_inducing(pose_init, styles, cfg.num_inducing, seed=cfg.seed)
     d, Q = cfg.style_dim, cfg.pose_dim
-    kernel = sprites_kernel(list(range(d)), list(range(d, d + Q)), noise_variance=cfg.noise_variance)
+    kernel = sprites_kernel(list(range(d)), list(range(d, d + Q)), noise_variance=cfg.noise_variance,
+                            pose_bias=cfg.pose_bias)
     table = ObjectVectors(72, Q, id_column=0, num_view_features=0, initial_vectors=pose_init, name="pose_vectors")
     model = SVGPVAE(
         sprites_encoder(cfg.num_latent),
-        sprites_decoder(cfg.num_latent, latent_modulation=cfg.decoder_modulation),
+        sprites_decoder(cfg.num_latent, latent_modulation=cfg.decoder_modulation,
+                        palette_colours=cfg.palette_colours),
         kernel,
         Z,
         num_data=C * P,
@@ -488,6 +492,12 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--style-reduction", choices=("sum", "mean"), default="sum")
     p.add_argument("--decoder-modulation", choices=("shift", "scale_shift"), default=None,
                    help="feed the code to every decoder layer (FiLM; networks.sprites_decoder; not in the paper)")
+    p.add_argument("--palette-colours", type=int, default=None,
+                   help="decoder output as a per-pixel mixture of K colours computed from the code "
+                        "(networks.sprites_decoder; not in the paper)")
+    p.add_argument("--pose-bias", type=float, default=None,
+                   help="initial constant added to the pose kernel so that pose-invariant attributes (colours) "
+                        "are representable (kernels.sprites_kernel; not in the paper)")
     p.add_argument("--context-scale", type=float, default=None,
                    help="weight s of each test context frame in the posterior (default: N / batch size, the "
                         "training minibatches' weight; 1 conditions on exactly the 36 frames)")
@@ -525,6 +535,8 @@ def config_from_args(argv: Optional[Sequence[str]] = None) -> Config:
         num_inducing=args.num_inducing,
         style_reduction=args.style_reduction,
         decoder_modulation=args.decoder_modulation,
+        palette_colours=args.palette_colours,
+        pose_bias=args.pose_bias,
         context_scale=args.context_scale,
         learning_rate=args.learning_rate,
         kappa_squared=args.kappa_squared,
