@@ -74,6 +74,7 @@ from ..datasets.sprites import (
     sprites,
 )
 from ..kernels import sprites_kernel
+from ..models.cvae import CVAE
 from ..models.svgpvae import SVGPVAE
 from ..transforms import representation_and_table
 from ..networks.representation import StyleRepresentation, pretrain_representation, representation_network
@@ -82,7 +83,9 @@ from ..training import GECO, train
 from .common import git_commit, pyplot, write_json
 from .sprites_style import STYLE_RULE, find_transform, format_style, reconstruction_style, style_probe, style_scores
 
-__all__ = ["Config", "PAPER", "build_model", "run", "main"]
+__all__ = ["Config", "PAPER", "MODELS", "build_model", "generate", "generate_cvae", "run", "main"]
+
+MODELS = ("svgpvae", "cvae")
 
 PAPER = {"test_mse": 0.0079, "test_mse_sd": 0.0009, "seconds_per_epoch": 51.8, "hardware": "GPU (paper)"}
 
@@ -91,6 +94,7 @@ PAPER = {"test_mse": 0.0079, "test_mse_sd": 0.0009, "seconds_per_epoch": 51.8, "
 class Config:
     """Settings of a SPRITES run (defaults: the paper's)."""
 
+    model: str = "svgpvae"  # or "cvae": the conditional-VAE baseline with the same networks and condition
     epochs: int = 50
     num_characters: int = 1296
     num_train_characters: int = 1000
@@ -160,22 +164,30 @@ def build_model(cfg: Config, train_frames: np.ndarray, train_characters, train_p
             "history": history,
         }
     C, P = train_poses.shape
+    d, Q = cfg.style_dim, cfg.pose_dim
+    table = ObjectVectors(72, Q, id_column=0, num_view_features=0, initial_vectors=pose_init, name="pose_vectors")
+    transform = representation_and_table(representation, table, group_column=0, id_column=1)
+    decoder_options = dict(latent_modulation=cfg.decoder_modulation, palette_colours=cfg.palette_colours)
+    if cfg.model == "cvae":
+        # The baseline: the decoder gets [code, style of the character's frames, pose vector].
+        model = CVAE(sprites_encoder(cfg.num_latent), sprites_decoder(cfg.num_latent + d + Q, **decoder_options),
+                     num_data=C * P, id_column=0, condition=transform, encoder_sees_condition=False, seed=cfg.seed)
+        return model, info
+    if cfg.model != "svgpvae":
+        raise ValueError(f"model must be one of {MODELS}; got {cfg.model!r}")
     _, styles = representation.styles(
         train_frames.reshape((C * P,) + train_frames.shape[2:]), np.repeat(train_characters, P)
     )
     Z = init_sprites_inducing(pose_init, styles, cfg.num_inducing, seed=cfg.seed)
-    d, Q = cfg.style_dim, cfg.pose_dim
     kernel = sprites_kernel(list(range(d)), list(range(d, d + Q)), noise_variance=cfg.noise_variance,
                             pose_bias=cfg.pose_bias)
-    table = ObjectVectors(72, Q, id_column=0, num_view_features=0, initial_vectors=pose_init, name="pose_vectors")
     model = SVGPVAE(
         sprites_encoder(cfg.num_latent),
-        sprites_decoder(cfg.num_latent, latent_modulation=cfg.decoder_modulation,
-                        palette_colours=cfg.palette_colours),
+        sprites_decoder(cfg.num_latent, **decoder_options),
         kernel,
         Z,
         num_data=C * P,
-        input_transform=representation_and_table(representation, table, group_column=0, id_column=1),
+        input_transform=transform,
         num_latent_gps=cfg.num_latent,
         jitter=cfg.jitter,
         seed=cfg.seed,
@@ -223,6 +235,35 @@ def generate(model, predictor, context_frames, characters, context_poses, target
     result = {key: np.concatenate(vals, axis=0) for key, vals in out.items() if key != "samples"}
     if num_samples:
         result["samples"] = np.concatenate(out["samples"], axis=1)
+    return result
+
+
+def generate_cvae(model: CVAE, context_frames, characters, context_poses, target_poses, *,
+                  num_samples: Optional[int] = None, seed: int = 0,
+                  characters_per_chunk: int = 16) -> Dict[str, np.ndarray]:
+    """The CVAE baseline's frames of unseen characters (arguments as :func:`generate`): the decoder
+    at ``[mean code of the character's context frames, style of the context frames, target pose
+    vector]``; ``"samples"`` decode code samples (the context encodings' mean variance).
+
+    :return: ``{"mean": [V, T, H, W, C]}`` and, with ``num_samples``, ``"samples": [S, V, T, H, W, C]``.
+    """
+    characters = np.asarray(characters, dtype=np.float64)
+    means, samples = [], []
+    for start in range(0, len(characters), int(characters_per_chunk)):
+        sl = slice(start, min(len(characters), start + int(characters_per_chunk)))
+        ids, cp, tp = characters[sl], np.asarray(context_poses[sl]), np.asarray(target_poses[sl])
+        Xc = np.stack([np.repeat(ids, cp.shape[1]), cp.ravel()], -1)
+        Xq = np.stack([np.repeat(ids, tp.shape[1]), tp.ravel()], -1)
+        Yc = np.asarray(context_frames[sl], np.float32).reshape((-1,) + context_frames.shape[2:])
+        out = model.predict_y(Xq, (Xc, Yc), num_samples=num_samples, seed=seed + start)
+        mean = (out[0] if num_samples else out).numpy()
+        means.append(mean.reshape(tp.shape + mean.shape[1:]))
+        if num_samples:
+            draws = out[1].numpy()
+            samples.append(draws.reshape((draws.shape[0],) + tp.shape + draws.shape[2:]))
+    result = {"mean": np.concatenate(means, axis=0)}
+    if num_samples:
+        result["samples"] = np.concatenate(samples, axis=1)
     return result
 
 
@@ -358,88 +399,100 @@ def run(cfg: Config, progress: bool = True) -> dict:
     t0 = time.perf_counter()
     context = ds.test_context_frames(dtype=np.float32)
     target = ds.test_target_frames(dtype=np.float32)
+    test_rows = (ds.test_characters, ds.test_context_poses, ds.test_target_poses)
+    is_cvae = isinstance(model, CVAE)
     context_scale = float(cfg.context_scale) if cfg.context_scale is not None else (C * P) / derived["batch_size"]
-    generated = generate(model, model, context, ds.test_characters, ds.test_context_poses, ds.test_target_poses,
-                         num_samples=1, seed=cfg.seed, scale=context_scale)
+    if is_cvae:
+        generated = generate_cvae(model, context, *test_rows, num_samples=1, seed=cfg.seed)
+    else:
+        generated = generate(model, model, context, *test_rows, num_samples=1, seed=cfg.seed, scale=context_scale)
     eval_seconds = time.perf_counter() - t0
-    generated_s1 = generated if context_scale == 1.0 else generate(
-        model, model, context, ds.test_characters, ds.test_context_poses, ds.test_target_poses, seed=cfg.seed)
     nearest = nearest_context_frames(context, ds.test_context_poses, ds.test_target_poses, pose_table_vectors(model))
     per_character = np.mean((generated["mean"].astype(np.float64) - target) ** 2, axis=(1, 2, 3, 4))
-    # Variant: condition each test character on the whole training set as well (s = 1).
-    t0 = time.perf_counter()
-    train_posterior = model.posterior(character_batches(
-        ds.train_characters, ds.train_poses, train_frames, characters_per_batch=cfg.characters_per_batch, shuffle=False
-    ))
-    with_train = generate(model, train_posterior, context, ds.test_characters, ds.test_context_poses,
-                          ds.test_target_poses, num_samples=1, seed=cfg.seed)
-    eval_train_seconds = time.perf_counter() - t0
-
-    # Style of the generations (issue 12) and where it is lost: reconstructions, linear probe.
-    t0 = time.perf_counter()
     test_pairs = (ds.test_characters[:, None], ds.test_target_poses)
+    t0 = time.perf_counter()
     style = {
         "rule": STYLE_RULE,
         "given_context": style_scores(ds, generated["mean"], *test_pairs),
-        "given_train_and_context": style_scores(ds, with_train["mean"], *test_pairs),
-        "given_context_scale_1": style_scores(ds, generated_s1["mean"], *test_pairs),
         "nearest_context_frame": style_scores(ds, nearest, *test_pairs),
     }
     style_seconds = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    reconstruction = reconstruction_style(model, ds, train_frames, num_frames=cfg.num_reconstruction_frames,
-                                          seed=cfg.seed)
-    reconstruction["seconds"] = time.perf_counter() - t0
+    npc, npp = min(cfg.num_plot_characters, len(target)), min(cfg.num_plot_poses, target.shape[1])
+    test_mse = _mse(generated["mean"], target)
+    shown = {"given context": generated["mean"][:npc, :npp]}
+    examples = {"generated": generated["mean"][:npc, :npp]}
+    extra = {}
+    if not is_cvae:
+        # Variants: context weighted s = 1; the whole training set as well (s = 1).
+        generated_s1 = generated if context_scale == 1.0 else generate(model, model, context, *test_rows,
+                                                                       seed=cfg.seed)
+        t0 = time.perf_counter()
+        train_posterior = model.posterior(character_batches(
+            ds.train_characters, ds.train_poses, train_frames, characters_per_batch=cfg.characters_per_batch,
+            shuffle=False,
+        ))
+        with_train = generate(model, train_posterior, context, *test_rows, num_samples=1, seed=cfg.seed)
+        eval_train_seconds = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        style["given_train_and_context"] = style_scores(ds, with_train["mean"], *test_pairs)
+        style["given_context_scale_1"] = style_scores(ds, generated_s1["mean"], *test_pairs)
+        style_seconds += time.perf_counter() - t0
+        shown["given train+ctx"] = with_train["mean"][:npc, :npp]
+        examples["generated_with_train"] = with_train["mean"][:npc, :npp]
+        examples["generated_scale_1"] = generated_s1["mean"][:npc, :npp]
+        extra["given_context_scale_1"] = {
+            "description": "each test character conditioned on its 36 context frames with scale s = 1",
+            "test_mse_mean": _mse(generated_s1["mean"], target),
+        }
+        extra["train_and_context"] = {
+            "description": "each test character conditioned on the whole training set and its 36 context frames",
+            "test_mse_mean": _mse(with_train["mean"], target),
+            "test_mse_sample": _mse(with_train["samples"][0], target),
+            "eval_seconds": eval_train_seconds,
+        }
+        # Where the style is lost: reconstructions of training frames (no GP).
+        t0 = time.perf_counter()
+        reconstruction = reconstruction_style(model, ds, train_frames, num_frames=cfg.num_reconstruction_frames,
+                                              seed=cfg.seed)
+        reconstruction["seconds"] = time.perf_counter() - t0
+        extra["reconstruction"] = reconstruction
     t0 = time.perf_counter()
     probe = style_probe(model, ds, context, seed=cfg.seed)
     probe["seconds"] = time.perf_counter() - t0
+    shown["nearest ctx frame"] = nearest[:npc, :npp]
 
-    npc, npp = min(cfg.num_plot_characters, len(target)), min(cfg.num_plot_poses, target.shape[1])
-    test_mse = _mse(generated["mean"], target)
     tf.train.Checkpoint(model=model).write(os.path.join(cfg.out, "model"))
     np.savez_compressed(
         os.path.join(cfg.out, "generation_examples.npz"),
         truth=(target[:npc, :npp] * 255).round().astype(np.uint8),
-        generated=generated["mean"][:npc, :npp],
-        generated_with_train=with_train["mean"][:npc, :npp],
-        generated_scale_1=generated_s1["mean"][:npc, :npp],
+        **examples,
         nearest_context_frame=nearest[:npc, :npp],
         characters=ds.test_characters[:npc],
         target_poses=ds.test_target_poses[:npc, :npp],
     )
     grid = os.path.join(cfg.out, "sprites_generation.png")
-    test_mse_train = _mse(with_train["mean"], target)
-    plot_generation(
-        grid, target[:npc, :npp],
-        {"given context": generated["mean"][:npc, :npp], "given train+ctx": with_train["mean"][:npc, :npp],
-         "nearest ctx frame": nearest[:npc, :npp]},
-        title=f"SVGP-VAE, procedural SPRITES, unseen test characters, {npp} of {target.shape[1]} target poses; "
-              f"test MSE given the 36 context frames (s = {context_scale:g}) {test_mse:.4f}, given training set + context "
-              f"{test_mse_train:.4f} ({cfg.epochs} epochs, N={derived['num_data']})",
-    )
+    name = "CVAE" if is_cvae else "SVGP-VAE"
+    given = "the 36 context frames" + ("" if is_cvae else f" (s = {context_scale:g})")
+    title = (f"{name}, procedural SPRITES, unseen test characters, {npp} of {target.shape[1]} target poses; "
+             f"test MSE given {given} {test_mse:.4f}")
+    if not is_cvae:
+        title += f", given training set + context {extra['train_and_context']['test_mse_mean']:.4f}"
+    plot_generation(grid, target[:npc, :npp], shown, title=title + f" ({cfg.epochs} epochs, N={derived['num_data']})")
     times = epoch_seconds
     metrics = {
+        "model": cfg.model,
         "test_mse_mean": test_mse,
         "test_mse_sample": _mse(generated["samples"][0], target),
         "test_mse_per_character_sd": float(np.std(per_character, ddof=1)) if len(per_character) > 1 else 0.0,
-        "context_scale": context_scale,
-        "given_context_scale_1": {
-            "description": "each test character conditioned on its 36 context frames with scale s = 1",
-            "test_mse_mean": _mse(generated_s1["mean"], target),
-        },
+        "context_scale": None if is_cvae else context_scale,
+        **{k: v for k, v in extra.items() if k != "reconstruction"},
         "nearest_context_frame": {
             "description": "baseline: per target pose the character's context frame with the closest learned "
                            "pose vector (cosine)",
             "test_mse": _mse(nearest, target),
         },
-        "train_and_context": {
-            "description": "each test character conditioned on the whole training set and its 36 context frames",
-            "test_mse_mean": test_mse_train,
-            "test_mse_sample": _mse(with_train["samples"][0], target),
-            "eval_seconds": eval_train_seconds,
-        },
         "style_accuracy": {**style, "seconds": style_seconds},
-        "diagnostics": {"reconstruction": reconstruction, "style_probe": probe},
+        "diagnostics": {"style_probe": probe, **({"reconstruction": extra["reconstruction"]} if not is_cvae else {})},
         "seconds_per_epoch": float(np.median(times[1:] if len(times) > 1 else times)) if times else None,
         "first_epoch_seconds": float(times[0]) if times else None,
         "epoch_seconds": [float(t) for t in times],
@@ -459,18 +512,20 @@ def run(cfg: Config, progress: bool = True) -> dict:
     }
     write_json(os.path.join(cfg.out, "metrics.json"), metrics)
     if progress:
-        print(f"test MSE per pixel ({derived['num_test_characters']} characters x {target.shape[1]} poses), given "
-              f"the context frames (s = {context_scale:g}): decoded mean {metrics['test_mse_mean']:.5f}, decoded sample "
-              f"{metrics['test_mse_sample']:.5f}; given training set + context: decoded mean {test_mse_train:.5f}; "
-              f"{metrics['seconds_per_epoch']:.1f} s/epoch; grid: {grid}", flush=True)
-        print(f"given the context frames with s = 1: {metrics['given_context_scale_1']['test_mse_mean']:.5f}; "
-              f"nearest context frame (baseline): {metrics['nearest_context_frame']['test_mse']:.5f}", flush=True)
+        print(f"{name}: test MSE per pixel ({derived['num_test_characters']} characters x {target.shape[1]} poses), "
+              f"given {given}: decoded mean {metrics['test_mse_mean']:.5f}, decoded sample "
+              f"{metrics['test_mse_sample']:.5f}; {metrics['seconds_per_epoch']:.1f} s/epoch; grid: {grid}", flush=True)
+        print(f"nearest context frame (baseline): {metrics['nearest_context_frame']['test_mse']:.5f}", flush=True)
         print(f"style accuracy (chance: colours 1/6, hair shape 1/5), given the context frames: "
-              f"{format_style(style['given_context'])}; with s = 1: {format_style(style['given_context_scale_1'])}; "
-              f"nearest context frame: {format_style(style['nearest_context_frame'])}; given training set + context: "
-              f"{format_style(style['given_train_and_context'])}; reconstructed training frames: "
-              f"{format_style(reconstruction['style_accuracy'])}; linear probe from the style vector "
-              f"({probe['num_characters']} test characters, {probe['folds']}-fold): "
+              f"{format_style(style['given_context'])}; nearest context frame: "
+              f"{format_style(style['nearest_context_frame'])}", flush=True)
+        if not is_cvae:
+            print(f"given the context frames with s = 1: MSE {extra['given_context_scale_1']['test_mse_mean']:.5f}, "
+                  f"{format_style(style['given_context_scale_1'])}; given training set + context: MSE "
+                  f"{extra['train_and_context']['test_mse_mean']:.5f}, {format_style(style['given_train_and_context'])}; "
+                  f"reconstructed training frames: {format_style(extra['reconstruction']['style_accuracy'])}",
+                  flush=True)
+        print(f"linear probe from the style vector ({probe['num_characters']} test characters, {probe['folds']}-fold): "
               f"{format_style(probe) if probe['folds'] >= 2 else '-'}", flush=True)
     return metrics
 
@@ -479,6 +534,9 @@ def run(cfg: Config, progress: bool = True) -> dict:
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m gpflow_svgpvae.experiments.sprites",
                                 description="SVGP-VAE conditional generation on (procedural) SPRITES")
+    p.add_argument("--model", choices=MODELS, default="svgpvae",
+                   help="svgpvae (default) or cvae: the conditional-VAE baseline (decoder on [code, style of the "
+                        "context frames, pose vector]; same networks, condition and GECO)")
     p.add_argument("--quick", action="store_true",
                    help="24 characters (18 train), 3 epochs, 2 pretraining epochs, 6 characters per batch (~1-2 min)")
     p.add_argument("--epochs", type=int, default=None, help="training epochs (default 50; --quick: 3)")
@@ -526,6 +584,7 @@ def config_from_args(argv: Optional[Sequence[str]] = None) -> Config:
         n_train = 1000 if n == 1296 else int(round(n * 1000 / 1296))
     n_train = int(min(max(n_train, 1), n - 1))
     return Config(
+        model=args.model,
         epochs=args.epochs if args.epochs is not None else (3 if quick else 50),
         num_characters=n,
         num_train_characters=n_train,

@@ -68,7 +68,7 @@ def reconstruction_style(model, ds, train_frames, *, num_frames: int = 1000, see
 def find_transform(model, kind):
     """The first transform of type ``kind`` in the model's input transform (searched through
     ``Chain``/``Concatenate``)."""
-    stack = [model.input_transform]
+    stack = [getattr(model, "input_transform", None) or getattr(model, "condition", None)]
     while stack:
         t = stack.pop(0)
         if isinstance(t, kind):

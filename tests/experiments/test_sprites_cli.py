@@ -105,3 +105,33 @@ def test_true_codes_are_one_hot_pose_and_attributes():
     assert codes.shape[1] == 72 + sum(int(attributes[:, j].max()) + 1 for j in range(attributes.shape[1]))
     np.testing.assert_array_equal(codes.sum(axis=1), 1 + attributes.shape[1])  # one 1 per block
     assert codes[0, 7] == 1 and codes[1, 70] == 1
+
+
+def test_cvae_baseline_generates_from_the_context_code_style_and_pose():
+    """The CVAE baseline's frame of an unseen character at a target pose is the decoder at
+    [mean encoding of its context frames, sum of their representation features, pose vector];
+    chunking the characters does not change it."""
+    from gpflow_svgpvae.datasets.sprites import sprites as make_sprites
+
+    cfg = sprites.Config(model="cvae", num_characters=5, num_train_characters=3, pretrain_epochs=0, num_latent=4,
+                         num_context_poses=6)
+    ds = make_sprites(5, seed=0, num_train_characters=3, train_poses_per_character=4, num_context_poses=6)
+    frames = ds.frames_for(ds.train_characters[:, None], ds.train_poses, dtype=np.uint8)
+    model, _ = sprites.build_model(cfg, frames, ds.train_characters, ds.train_poses)
+    context = ds.test_context_frames(dtype=np.float32)  # [2, 6, 64, 64, 3]
+    targets = ds.test_target_poses[:, :3]
+    out = sprites.generate_cvae(model, context, ds.test_characters, ds.test_context_poses, targets, num_samples=2)
+    one_by_one = sprites.generate_cvae(model, context, ds.test_characters, ds.test_context_poses, targets,
+                                       characters_per_chunk=1)
+    np.testing.assert_allclose(one_by_one["mean"], out["mean"], atol=1e-6)
+    assert out["samples"].shape == (2,) + out["mean"].shape
+    representation = model.condition.transforms[0].representation
+    poses = sprites.pose_table_vectors(model)
+    for v in range(2):
+        code = model.encoder(context[v])[0].numpy().mean(0)
+        style = representation.frame_features(context[v]).numpy().sum(0)
+        inputs = np.concatenate([np.tile(code, (3, 1)), np.tile(style, (3, 1)), poses[targets[v]]], 1)
+        np.testing.assert_allclose(out["mean"][v], model.decoder(inputs.astype(np.float32)).numpy(), atol=2e-5)
+    with pytest.raises(ValueError, match="model must be one of"):
+        sprites.build_model(sprites.Config(model="vae", pretrain_epochs=0), frames, ds.train_characters,
+                            ds.train_poses)
