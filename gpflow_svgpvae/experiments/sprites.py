@@ -81,7 +81,15 @@ from ..networks.representation import StyleRepresentation, pretrain_representati
 from ..networks.sprites import sprites_decoder, sprites_encoder
 from ..training import GECO, train
 from .common import git_commit, pyplot, write_json
-from .sprites_style import STYLE_RULE, find_transform, format_style, reconstruction_style, style_probe, style_scores
+from .sprites_style import (
+    STYLE_RULE,
+    find_transform,
+    format_style,
+    pose_constant_fit,
+    reconstruction_style,
+    style_probe,
+    style_scores,
+)
 
 __all__ = ["Config", "PAPER", "MODELS", "build_model", "generate", "generate_cvae", "run", "main"]
 
@@ -145,6 +153,7 @@ def build_model(cfg: Config, train_frames: np.ndarray, train_characters, train_p
     pose_init = pca_pose_vectors(mean_frames, counts, cfg.pose_dim, seed=cfg.seed)
     info["pose_pca_seconds"] = time.perf_counter() - t0
     info["poses_without_training_frames"] = int(np.sum(counts == 0))
+    info["pose_constant_fit_initial"] = pose_constant_fit(pose_init)
     representation = StyleRepresentation(representation_network(cfg.style_dim), reduction=cfg.style_reduction)
     if cfg.pretrain_epochs > 0:
         frames_ds = character_batches(
@@ -492,7 +501,17 @@ def run(cfg: Config, progress: bool = True) -> dict:
             "test_mse": _mse(nearest, target),
         },
         "style_accuracy": {**style, "seconds": style_seconds},
-        "diagnostics": {"style_probe": probe, **({"reconstruction": extra["reconstruction"]} if not is_cvae else {})},
+        "diagnostics": {
+            "style_probe": probe,
+            **({"reconstruction": extra["reconstruction"]} if not is_cvae else {}),
+            "pose_constant_fit": {
+                "description": "R^2 of the best least-squares fit of a constant by the unit pose vectors "
+                               "(sprites_style.pose_constant_fit): how far a pose-invariant latent function is "
+                               "representable by the paper's kernel",
+                "initial": info["pose_constant_fit_initial"],
+                "learned": pose_constant_fit(pose_table_vectors(model)),
+            },
+        },
         "seconds_per_epoch": float(np.median(times[1:] if len(times) > 1 else times)) if times else None,
         "first_epoch_seconds": float(times[0]) if times else None,
         "epoch_seconds": [float(t) for t in times],

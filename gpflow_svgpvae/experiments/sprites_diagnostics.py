@@ -50,7 +50,7 @@ from ..datasets.sprites.styles import _ATTRIBUTE_SIZES
 from ..networks.sprites import sprites_decoder, sprites_encoder
 from . import sprites as experiment
 from .common import git_commit, write_json
-from .sprites_style import _cv_accuracy, format_style, style_scores
+from .sprites_style import _cv_accuracy, format_style, pose_constant_fit, style_scores
 
 __all__ = [
     "load_run",
@@ -307,6 +307,9 @@ def main(argv: Optional[Sequence[str]] = None) -> dict:
     for s, r in metrics["conditioning_scale"]["scales"].items():
         say(f"context weighted s = {s}: MSE {r['test_mse']:.5f}, shrinkage {r['shrinkage']:.3f}, "
             f"correlation {r['correlation']:.3f}; {format_style(r['style_accuracy'])}")
+    metrics["pose_constant_fit_learned"] = pose_constant_fit(experiment.pose_table_vectors(model))
+    say(f"R^2 of a pose-constant function in the span of the learned unit pose vectors: "
+        f"{metrics['pose_constant_fit_learned']:.3f}")
     metrics["encoder_probe"] = encoder_probe(model, ds, train_frames, seed=cfg.seed)
     say(f"linear probe from encoder means of training frames: {format_style(metrics['encoder_probe'])}")
     metrics["metric_sensitivity"] = metric_sensitivity(ds, num_characters=args.sensitivity_characters)

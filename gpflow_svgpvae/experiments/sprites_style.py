@@ -14,6 +14,12 @@ r"""Style scores and style diagnostics of the SPRITES experiment (issue 12, item
   scored by k-fold cross-validation over the test characters (at most 5 folds,
   seeded). ``majority`` is the same cross-validation predicting the training
   folds' most frequent class.
+* :func:`pose_constant_fit` -- can the kernel's pose factor express a latent
+  function that is the same at every pose (a character's colours)? With the
+  paper's kernel the latent functions are bilinear in the *unit* style and pose
+  vectors, so a pose-constant function exists only if the unit pose vectors
+  share a component; the :math:`R^2` of the best least-squares fit of a constant
+  by the unit pose vectors says how much of one does.
 """
 from typing import Dict, Optional
 
@@ -23,7 +29,7 @@ from ..datasets.sprites import STYLE_ATTRIBUTES, SpriteStyle, style_accuracy_sum
 from ..datasets.sprites.styles import _ATTRIBUTE_SIZES
 from ..transforms import GroupRepresentation
 
-__all__ = ["STYLE_RULE", "style_scores", "reconstruction_style", "style_probe", "format_style"]
+__all__ = ["STYLE_RULE", "style_scores", "reconstruction_style", "style_probe", "format_style", "pose_constant_fit"]
 
 STYLE_RULE = (
     "per generated frame and colour attribute: mean generated colour over the pixels the TRUE label map assigns to "
@@ -63,6 +69,17 @@ def reconstruction_style(model, ds, train_frames, *, num_frames: int = 1000, see
         "mse": float(np.mean((decoded.astype(np.float64) - frames) ** 2)),
         "style_accuracy": style_scores(ds, decoded, ds.train_characters[ci], ds.train_poses[ci, pi]),
     }
+
+
+def pose_constant_fit(pose_vectors) -> float:
+    r""":math:`R^2 = 1 - \min_w \lVert U w - \mathbf 1\rVert^2 / P` of the ``[P, Q]`` unit pose
+    vectors ``U``: 1 when a linear function of the unit pose vectors is constant over the
+    poses, 0 when none has any constant part (the fitted values average 0)."""
+    vectors = np.asarray(pose_vectors, dtype=np.float64)
+    unit = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+    ones = np.ones(len(unit))
+    w = np.linalg.lstsq(unit, ones, rcond=None)[0]
+    return float(1.0 - np.sum((unit @ w - ones) ** 2) / len(unit))
 
 
 def find_transform(model, kind):

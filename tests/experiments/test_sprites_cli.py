@@ -18,6 +18,9 @@ def test_quick_defaults_and_paper_defaults():
     assert paper.pretrain_epochs == 400 and paper.style_reduction == "sum"
     assert paper.num_reconstruction_frames == 1000
     assert sprites.config_from_args(["--num-characters", "130"]).num_train_characters == 100
+    assert (paper.model, paper.palette_colours, paper.pose_bias) == ("svgpvae", None, None)  # the paper's networks
+    changed = sprites.config_from_args(["--model", "cvae", "--palette-colours", "8", "--pose-bias", "0.5"])
+    assert (changed.model, changed.palette_colours, changed.pose_bias) == ("cvae", 8, 0.5)
 
 
 @pytest.mark.slow  # CLI smoke test (~26 s); `make test-all` (the default suite measured 592-659 s)
@@ -72,6 +75,9 @@ def test_quick_cli_smoke_writes_config_metrics_and_grid(tmp_path):
     assert blur["0.5"]["mse"] < blur["1"]["mse"] < blur["1.5"]["mse"]
     probe = saved["diagnostics"]["style_probe"]
     assert probe["num_characters"] == 2 and probe["folds"] == 2
+    fit = saved["diagnostics"]["pose_constant_fit"]
+    assert 0.0 <= fit["initial"] <= 1.0 and 0.0 <= fit["learned"] <= 1.0
+    assert 0.0 <= diagnosed["pose_constant_fit_learned"] <= 1.0
     for name in attributes:
         assert 0.0 <= probe[name]["accuracy"] <= 1.0 and 0.0 <= probe[name]["majority"] <= 1.0
 
@@ -135,3 +141,17 @@ def test_cvae_baseline_generates_from_the_context_code_style_and_pose():
     with pytest.raises(ValueError, match="model must be one of"):
         sprites.build_model(sprites.Config(model="vae", pretrain_epochs=0), frames, ds.train_characters,
                             ds.train_poses)
+
+
+def test_pose_constant_fit():
+    from gpflow_svgpvae.experiments.sprites_style import pose_constant_fit
+
+    rng = np.random.default_rng(0)
+    shared = rng.standard_normal((30, 4))
+    shared[:, 0] = 5.0  # every pose vector has the same first coordinate
+    assert pose_constant_fit(shared) > 0.95
+    # unit vectors in antipodal pairs: every linear function sums to 0, the best constant fit is 0
+    half = rng.standard_normal((15, 4))
+    np.testing.assert_allclose(pose_constant_fit(np.concatenate([half, -half])), 0.0, atol=1e-12)
+    # exact: two unit vectors e1, e2 fit 1 exactly with w = (1, 1)
+    np.testing.assert_allclose(pose_constant_fit(np.eye(2) * [3.0, 0.5]), 1.0, atol=1e-12)
