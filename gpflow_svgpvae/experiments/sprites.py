@@ -566,7 +566,10 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--characters-per-batch", type=int, default=None, help="default 10 (x 50 poses = 500); --quick: 6")
     p.add_argument("--latent-dim", type=int, default=64)
     p.add_argument("--num-inducing", type=int, default=72)
-    p.add_argument("--style-reduction", choices=("sum", "mean"), default="sum")
+    p.add_argument("--style-reduction", choices=("sum", "mean"), default=None,
+                   help="style = sum (default, the paper's) or mean of the frames' representations; the CVAE's "
+                        "default is the mean, since its decoder sees the style's size and a test character has "
+                        "36 context frames against 50 frames in training")
     p.add_argument("--decoder-modulation", choices=("shift", "scale_shift"), default=None,
                    help="feed the code to every decoder layer (FiLM; networks.sprites_decoder; not in the paper)")
     p.add_argument("--palette-colours", type=int, default=None,
@@ -611,7 +614,7 @@ def config_from_args(argv: Optional[Sequence[str]] = None) -> Config:
         characters_per_batch=args.characters_per_batch if args.characters_per_batch is not None else (6 if quick else 10),
         num_latent=args.latent_dim,
         num_inducing=args.num_inducing,
-        style_reduction=args.style_reduction,
+        style_reduction=args.style_reduction or ("mean" if args.model == "cvae" else "sum"),
         decoder_modulation=args.decoder_modulation,
         palette_colours=args.palette_colours,
         pose_bias=args.pose_bias,

@@ -21,6 +21,8 @@ def test_quick_defaults_and_paper_defaults():
     assert (paper.model, paper.palette_colours, paper.pose_bias) == ("svgpvae", None, None)  # the paper's networks
     changed = sprites.config_from_args(["--model", "cvae", "--palette-colours", "8", "--pose-bias", "0.5"])
     assert (changed.model, changed.palette_colours, changed.pose_bias) == ("cvae", 8, 0.5)
+    assert changed.style_reduction == "mean"  # the CVAE's decoder sees the style's size
+    assert sprites.config_from_args(["--model", "cvae", "--style-reduction", "sum"]).style_reduction == "sum"
 
 
 @pytest.mark.slow  # CLI smoke test (~26 s); `make test-all` (the default suite measured 592-659 s)
