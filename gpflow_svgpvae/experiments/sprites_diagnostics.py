@@ -158,6 +158,31 @@ def encoder_probe(model, ds, train_frames, *, num_frames: int = 3000, seed: int 
     return result
 
 
+def training_posterior(model, ds, train_frames, *, num_characters: int = 10, seed: int = 0) -> dict:
+    """The training path on one batch of training characters: the GP posterior at the batch's own
+    frames (weighted s = N/b, as in training), its predictive variance against the spread of its
+    means (is the decoder fed noise?), and the MSE and style accuracy of the decoded posterior mean
+    and of one decoded sample (are the colours learned on training characters at all?)."""
+    C, P = ds.train_poses.shape
+    rows = np.arange(min(int(num_characters), C))
+    X = np.stack([np.repeat(ds.train_characters[rows], P), ds.train_poses[rows].ravel()], -1).astype(np.float64)
+    Y = train_frames[rows].reshape((-1,) + train_frames.shape[2:]).astype(np.float32) / np.float32(255.0)
+    mean, var = (t.numpy() for t in model.predict_f(X, (X, Y), scale=C / len(rows)))
+    eps = np.random.default_rng(seed).standard_normal(mean.shape)
+    decoded = {"mean": _decode(model, mean), "sample": _decode(model, mean + np.sqrt(np.maximum(var, 0.0)) * eps)}
+    site_var = model.encode(tf.constant(Y))[1].numpy()
+    shape = (len(rows), P) + Y.shape[1:]
+    pairs = (ds.train_characters[rows][:, None], ds.train_poses[rows])
+    return {
+        "num_characters": int(len(rows)), "scale": C / len(rows),
+        "mean_predictive_variance": float(var.mean()),
+        "variance_of_predictive_means": float(mean.var(axis=0).mean()),
+        "median_site_variance": float(np.median(site_var)),
+        **{f"decoded_{k}": {"mse": experiment._mse(v, Y),
+                            "style_accuracy": style_scores(ds, v.reshape(shape), *pairs)} for k, v in decoded.items()},
+    }
+
+
 def metric_sensitivity(ds, *, num_characters: int = 60, num_poses: int = 20) -> dict:
     """Style accuracy of true test target frames, blurred (Gaussian, sigma in pixels) or mixed with the
     mean frame (weight ``a`` on the mean), with the MSE of each corruption."""
@@ -307,6 +332,10 @@ def main(argv: Optional[Sequence[str]] = None) -> dict:
     for s, r in metrics["conditioning_scale"]["scales"].items():
         say(f"context weighted s = {s}: MSE {r['test_mse']:.5f}, shrinkage {r['shrinkage']:.3f}, "
             f"correlation {r['correlation']:.3f}; {format_style(r['style_accuracy'])}")
+    metrics["training_posterior"] = tp = training_posterior(model, ds, train_frames, seed=cfg.seed)
+    say(f"training batch ({tp['num_characters']} characters) through the GP posterior: predictive variance "
+        f"{tp['mean_predictive_variance']:.4g} vs variance of the means {tp['variance_of_predictive_means']:.4g}; "
+        f"decoded mean MSE {tp['decoded_mean']['mse']:.5f}, {format_style(tp['decoded_mean']['style_accuracy'])}")
     metrics["pose_constant_fit_learned"] = pose_constant_fit(experiment.pose_table_vectors(model))
     say(f"R^2 of a pose-constant function in the span of the learned unit pose vectors: "
         f"{metrics['pose_constant_fit_learned']:.3f}")

@@ -80,6 +80,9 @@ def test_quick_cli_smoke_writes_config_metrics_and_grid(tmp_path):
     fit = saved["diagnostics"]["pose_constant_fit"]
     assert 0.0 <= fit["initial"] <= 1.0 and 0.0 <= fit["learned"] <= 1.0
     assert 0.0 <= diagnosed["pose_constant_fit_learned"] <= 1.0
+    tp = diagnosed["training_posterior"]
+    assert tp["num_characters"] == 4 and tp["scale"] == 1.0 and tp["mean_predictive_variance"] > 0
+    assert tp["decoded_mean"]["style_accuracy"]["skin"]["num_scored"] + tp["decoded_mean"]["style_accuracy"]["skin"]["num_skipped"] == 200
     for name in attributes:
         assert 0.0 <= probe[name]["accuracy"] <= 1.0 and 0.0 <= probe[name]["majority"] <= 1.0
 
