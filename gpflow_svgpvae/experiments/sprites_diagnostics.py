@@ -46,6 +46,7 @@ import tensorflow as tf
 from gpflow.keras import tf_keras
 
 from ..datasets.sprites import STYLE_ATTRIBUTES, SpriteStyle, sprites
+from ..datasets.sprites.palettes import _BOT_D, _SKIN_L, _palettes
 from ..datasets.sprites.styles import _ATTRIBUTE_SIZES
 from ..networks.sprites import sprites_decoder, sprites_encoder
 from . import sprites as experiment
@@ -185,7 +186,9 @@ def training_posterior(model, ds, train_frames, *, num_characters: int = 10, see
 
 def metric_sensitivity(ds, *, num_characters: int = 60, num_poses: int = 20) -> dict:
     """Style accuracy of true test target frames, blurred (Gaussian, sigma in pixels) or mixed with the
-    mean frame (weight ``a`` on the mean), with the MSE of each corruption."""
+    mean frame (weight ``a`` on the mean), with the MSE of each corruption; and ``average_colours``:
+    the true label maps painted with every character's skin, hair, top and bottom slots set to
+    their mean over all characters (perfect shapes, generic colours)."""
     from scipy.ndimage import gaussian_filter
 
     ids = ds.test_characters[:num_characters]
@@ -202,6 +205,13 @@ def metric_sensitivity(ds, *, num_characters: int = 60, num_poses: int = 20) -> 
         mixed = (1 - a) * frames + a * mean_frame
         out["mix_with_mean"][f"{a:g}"] = {"mse": experiment._mse(mixed, frames),
                                           "style_accuracy": style_scores(ds, mixed, *pairs)}
+    labels = ds.label_maps_for(ids[:, None], poses).astype(np.intp)  # [V, T, 64, 64]
+    palettes = _palettes(np.asarray(ds.attributes)).astype(np.float64) / 255.0  # [characters, 16, 3]
+    generic = palettes[ids].copy()
+    styled = slice(_SKIN_L, _BOT_D + 1)  # light and shaded slots of skin, hair, top, bottom
+    generic[:, styled] = palettes[:, styled].mean(axis=0)
+    painted = np.take_along_axis(generic[:, None, None, None], labels[..., None, None], axis=-2)[..., 0, :]
+    out["average_colours"] = {"mse": experiment._mse(painted, frames), "style_accuracy": style_scores(ds, painted, *pairs)}
     return out
 
 
@@ -345,6 +355,8 @@ def main(argv: Optional[Sequence[str]] = None) -> dict:
     for kind in ("blur", "mix_with_mean"):
         for k, r in metrics["metric_sensitivity"][kind].items():
             say(f"true frames, {kind} {k}: MSE {r['mse']:.4f}; {format_style(r['style_accuracy'])}")
+    r = metrics["metric_sensitivity"]["average_colours"]
+    say(f"true shapes with average colours: MSE {r['mse']:.4f}; {format_style(r['style_accuracy'])}")
     if args.autoencoder_epochs > 0:
         metrics["autoencoder"] = autoencoder_study(ds, epochs=args.autoencoder_epochs,
                                                    num_characters=args.autoencoder_characters, seed=cfg.seed,

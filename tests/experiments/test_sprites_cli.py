@@ -160,3 +160,14 @@ def test_pose_constant_fit():
     np.testing.assert_allclose(pose_constant_fit(np.concatenate([half, -half])), 0.0, atol=1e-12)
     # exact: two unit vectors e1, e2 fit 1 exactly with w = (1, 1)
     np.testing.assert_allclose(pose_constant_fit(np.eye(2) * [3.0, 0.5]), 1.0, atol=1e-12)
+
+
+def test_average_colours_keep_the_shapes_and_lose_the_colours():
+    from gpflow_svgpvae.datasets.sprites import sprites as make_sprites
+    from gpflow_svgpvae.experiments.sprites_diagnostics import metric_sensitivity
+
+    ds = make_sprites(40, seed=1, num_train_characters=20, train_poses_per_character=10, num_context_poses=36)
+    r = metric_sensitivity(ds, num_characters=20, num_poses=6)["average_colours"]
+    assert r["style_accuracy"]["hair_shape"]["accuracy"] == 1.0  # the label maps are the true ones
+    assert r["mse"] > 1e-3
+    assert r["style_accuracy"]["mean_colour_accuracy"] < 0.5  # generic colours: near chance (1/6)
