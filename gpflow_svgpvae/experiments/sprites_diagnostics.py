@@ -321,6 +321,8 @@ def _parser() -> argparse.ArgumentParser:
                    help="unseen characters (x 20 poses) for the metric-sensitivity check")
     p.add_argument("--decoder-study-epochs", type=int, default=12,
                    help="0 skips training the plain and the modulated decoder from true codes")
+    p.add_argument("--palette-colours", type=int, default=None,
+                   help="also run the autoencoder and decoder studies with a palette decoder of K colours")
     p.add_argument("--quiet", action="store_true")
     return p
 
@@ -361,17 +363,26 @@ def main(argv: Optional[Sequence[str]] = None) -> dict:
         metrics["autoencoder"] = autoencoder_study(ds, epochs=args.autoencoder_epochs,
                                                    num_characters=args.autoencoder_characters, seed=cfg.seed,
                                                    progress=not args.quiet)
-        a = metrics["autoencoder"]
-        say(f"plain autoencoder ({a['steps']} steps): training characters MSE {a['training_characters']['mse']:.5f}, "
-            f"{format_style(a['training_characters']['style_accuracy'])}; unseen MSE {a['unseen_characters']['mse']:.5f}, "
-            f"{format_style(a['unseen_characters']['style_accuracy'])}")
+        runs = [("autoencoder", metrics["autoencoder"])]
+        if args.palette_colours:
+            metrics["autoencoder_palette"] = autoencoder_study(
+                ds, epochs=args.autoencoder_epochs, num_characters=args.autoencoder_characters, seed=cfg.seed,
+                palette_colours=args.palette_colours, progress=not args.quiet)
+            runs.append((f"palette ({args.palette_colours} colours) autoencoder", metrics["autoencoder_palette"]))
+        for label, a in runs:
+            say(f"{label} ({a['steps']} steps): training characters MSE {a['training_characters']['mse']:.5f}, "
+                f"{format_style(a['training_characters']['style_accuracy'])}; unseen MSE "
+                f"{a['unseen_characters']['mse']:.5f}, {format_style(a['unseen_characters']['style_accuracy'])}")
     if args.decoder_study_epochs > 0:
         metrics["decoder_from_true_codes"] = {}
-        for modulation in (None, "scale_shift"):
+        variants = [(None, None), ("scale_shift", None)] + ([(None, args.palette_colours)] if args.palette_colours else [])
+        for modulation, palette in variants:
             r = decoder_study(ds, modulation=modulation, epochs=args.decoder_study_epochs,
-                              num_characters=args.autoencoder_characters, seed=cfg.seed, progress=not args.quiet)
-            metrics["decoder_from_true_codes"][modulation or "plain"] = r
-            say(f"decoder from true codes ({modulation or 'plain'}, {r['steps']} steps): unseen MSE "
+                              num_characters=args.autoencoder_characters, seed=cfg.seed, palette_colours=palette,
+                              progress=not args.quiet)
+            label = f"palette{palette}" if palette else (modulation or "plain")
+            metrics["decoder_from_true_codes"][label] = r
+            say(f"decoder from true codes ({label}, {r['steps']} steps): unseen MSE "
                 f"{r['unseen_characters']['mse']:.5f}, {format_style(r['unseen_characters']['style_accuracy'])}")
     metrics["seconds"] = time.perf_counter() - t0
     write_json(os.path.join(out, "metrics.json"), metrics)
