@@ -25,6 +25,17 @@ styles); L = 64; encoder and decoder of six conv layers of 16 filters each;
 Gaussian decoder; GECO with kappa^2 = 0.0075; Adam 1e-3; batches of 10
 characters x 50 frames = 500; 50 epochs.
 
+Baseline (``--model cvae``): :class:`~gpflow_svgpvae.models.CVAE` with the same
+encoder, the same decoder on ``[code, style, pose vector]``, the same
+representation network, pose table, GECO and batches; the condition is the same
+input transform (style mean-reduced by default). An unseen character is
+generated from the mean encoding of its context frames and their style.
+
+Options that are not in the paper (default off): ``--decoder-modulation``
+(FiLM by the code), ``--palette-colours K`` (frames as a mixture of K colours
+computed from the code), ``--pose-bias`` (a constant in the pose kernel, so
+pose-invariant functions are representable).
+
 Evaluation. After training (no model selection: the test set is scored once,
 with the final parameters), every test character is generated on its own:
 style from its 36 context frames, GP posterior conditioned on exactly those
