@@ -606,7 +606,12 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def config_from_args(argv: Optional[Sequence[str]] = None) -> Config:
-    args = _parser().parse_args(argv)
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if args.palette_colours is not None and args.palette_colours < 1:
+        parser.error(f"--palette-colours must be a positive integer; got {args.palette_colours}")
+    if args.pose_bias is not None and not args.pose_bias > 0:
+        parser.error(f"--pose-bias must be a positive number; got {args.pose_bias}")
     quick = args.quick
     n = args.num_characters if args.num_characters is not None else (24 if quick else 1296)
     if args.num_train_characters is not None:

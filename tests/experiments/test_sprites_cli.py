@@ -23,6 +23,9 @@ def test_quick_defaults_and_paper_defaults():
     assert (changed.model, changed.palette_colours, changed.pose_bias) == ("cvae", 8, 0.5)
     assert changed.style_reduction == "mean"  # the CVAE's decoder sees the style's size
     assert sprites.config_from_args(["--model", "cvae", "--style-reduction", "sum"]).style_reduction == "sum"
+    for bad in (["--palette-colours", "0"], ["--pose-bias", "-1"]):
+        with pytest.raises(SystemExit):  # argparse's one-line error, no traceback
+            sprites.config_from_args(bad)
 
 
 @pytest.mark.slow  # CLI smoke test (~26 s); `make test-all` (the default suite measured 592-659 s)
