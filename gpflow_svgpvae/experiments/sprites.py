@@ -96,6 +96,7 @@ from .sprites_style import (
     STYLE_RULE,
     find_transform,
     format_style,
+    inducing_span,
     pose_constant_fit,
     reconstruction_style,
     style_probe,
@@ -515,6 +516,10 @@ def run(cfg: Config, progress: bool = True) -> dict:
         "diagnostics": {
             "style_probe": probe,
             **({"reconstruction": extra["reconstruction"]} if not is_cvae else {}),
+            **({} if is_cvae else {"inducing_span": {
+                "description": "dimension of the bilinear functions u(s)^T W u(p) that the inducing points span "
+                               "(sprites_style.inducing_span), against all d x Q of them",
+                **inducing_span(model.inducing_variable.Z.numpy(), cfg.style_dim)}}),
             "pose_constant_fit": {
                 "description": "R^2 of the best least-squares fit of a constant by the unit pose vectors "
                                "(sprites_style.pose_constant_fit): how far a pose-invariant latent function is "

@@ -29,7 +29,15 @@ from ..datasets.sprites import STYLE_ATTRIBUTES, SpriteStyle, style_accuracy_sum
 from ..datasets.sprites.styles import _ATTRIBUTE_SIZES
 from ..transforms import GroupRepresentation
 
-__all__ = ["STYLE_RULE", "style_scores", "reconstruction_style", "style_probe", "format_style", "pose_constant_fit"]
+__all__ = [
+    "STYLE_RULE",
+    "style_scores",
+    "reconstruction_style",
+    "style_probe",
+    "format_style",
+    "pose_constant_fit",
+    "inducing_span",
+]
 
 STYLE_RULE = (
     "per generated frame and colour attribute: mean generated colour over the pixels the TRUE label map assigns to "
@@ -80,6 +88,24 @@ def pose_constant_fit(pose_vectors) -> float:
     ones = np.ones(len(unit))
     w = np.linalg.lstsq(unit, ones, rcond=None)[0]
     return float(1.0 - np.sum((unit @ w - ones) ** 2) / len(unit))
+
+
+def inducing_span(inducing_inputs, style_dim: int) -> dict:
+    r"""How much of the paper kernel's function space the inducing points span.
+
+    With :math:`k = \sigma^2 \cos(s, s') \cos(p, p')` every posterior mean is
+    :math:`f(s, p) = u(s)^\top W u(p)` with :math:`W = \sum_j \alpha_j u(s_j) u(p_j)^\top`
+    (``u`` the unit vector): ``W`` ranges over the span of the ``m`` rank-one matrices of the
+    inducing inputs :math:`(s_j, p_j)`, at most :math:`d Q` dimensions (all bilinear functions).
+
+    :param inducing_inputs: ``[m, d + Q]`` rows ``[style, pose]``.
+    :return: ``{"rank": dim of that span, "full": d * Q, "num_inducing": m}``.
+    """
+    Z = np.asarray(inducing_inputs, dtype=np.float64)
+    unit = lambda v: v / np.linalg.norm(v, axis=1, keepdims=True)
+    S, P = unit(Z[:, :style_dim]), unit(Z[:, style_dim:])
+    products = np.einsum("md,mq->mdq", S, P).reshape(len(Z), -1)  # [m, d Q]
+    return {"rank": int(np.linalg.matrix_rank(products)), "full": int(products.shape[1]), "num_inducing": int(len(Z))}
 
 
 def find_transform(model, kind):

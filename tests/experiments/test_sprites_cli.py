@@ -80,6 +80,8 @@ def test_quick_cli_smoke_writes_config_metrics_and_grid(tmp_path):
     assert blur["0.5"]["mse"] < blur["1"]["mse"] < blur["1.5"]["mse"]
     probe = saved["diagnostics"]["style_probe"]
     assert probe["num_characters"] == 2 and probe["folds"] == 2
+    assert saved["diagnostics"]["inducing_span"]["full"] == 16 * 8
+    assert saved["diagnostics"]["inducing_span"]["rank"] <= 72
     fit = saved["diagnostics"]["pose_constant_fit"]
     assert 0.0 <= fit["initial"] <= 1.0 and 0.0 <= fit["learned"] <= 1.0
     assert 0.0 <= diagnosed["pose_constant_fit_learned"] <= 1.0
@@ -174,3 +176,16 @@ def test_average_colours_keep_the_shapes_and_lose_the_colours():
     assert r["style_accuracy"]["hair_shape"]["accuracy"] == 1.0  # the label maps are the true ones
     assert r["mse"] > 1e-3
     assert r["style_accuracy"]["mean_colour_accuracy"] < 0.5  # generic colours: near chance (1/6)
+
+
+def test_inducing_span_counts_the_bilinear_functions():
+    from gpflow_svgpvae.datasets.sprites import init_sprites_inducing
+    from gpflow_svgpvae.experiments.sprites_style import inducing_span
+
+    rng = np.random.default_rng(0)
+    poses, styles = rng.standard_normal((72, 8)), rng.standard_normal((300, 16))
+    assert inducing_span(init_sprites_inducing(poses, styles, 72), 16) == {"rank": 72, "full": 128, "num_inducing": 72}
+    assert inducing_span(init_sprites_inducing(poses, styles, 144), 16)["rank"] == 128
+    # a product grid of 2 styles x 3 poses spans exactly 2 x 3 bilinear functions
+    grid = np.array([np.concatenate([s, p]) for s in np.eye(4)[:2] for p in np.eye(3)])
+    assert inducing_span(grid, 4) == {"rank": 6, "full": 12, "num_inducing": 6}
