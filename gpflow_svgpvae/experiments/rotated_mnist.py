@@ -78,6 +78,7 @@ from ..networks.conv import conv_decoder, conv_encoder
 from ..networks.precision import PRECISIONS, network_precision
 from ..training import GECO, train
 from .common import git_commit, read_json, run_key, write_json
+from .rotated_mnist_objects import object_table, place_new_objects
 from .rotated_mnist_report import COMPLEXITY, LABELS, PAPER_TABLE1, plot_generated, settings_line, summary_rows, write_tables
 
 __all__ = [
@@ -179,37 +180,6 @@ def _build_model(name: str, data: Data, cfg: Config, seed: int):
             conv_encoder(L), conv_decoder(L), view_kernel, data.angles, table(), num_data=N, num_latent_gps=L, seed=seed
         )
     raise ValueError(f"unknown model {name!r}; choose from {MODELS}")
-
-
-def object_table(model) -> ObjectVectors:
-    """The learned object vectors of a GP model of this experiment.
-
-    The SVGP-VAE and Deep SVIGP map their raw inputs through the table (their
-    ``input_transform``); GPPVAE looks up the rows of its low-rank kernel
-    features in it (``object_vectors``; it never maps inputs through it).
-    """
-    if isinstance(model, GPPVAE):
-        return model.object_vectors
-    if isinstance(model, (SVGPVAE, DeepSVIGP)) and isinstance(model.input_transform, ObjectVectors):
-        return model.input_transform
-    raise TypeError(f"{type(model).__name__} has no table of object vectors")
-
-
-def place_new_objects(table: ObjectVectors, data: Data, initial: np.ndarray) -> np.ndarray:
-    """Set the eval instances' object vectors to ``[x0, 1] W``, where ``W`` is the least-squares
-    affine map from the initial vectors ``x0`` to the current ones over the training instances.
-
-    :param table: the model's :func:`object_table`.
-    Returns ``W`` (``[Q + 1, Q]``). Only eval rows change; they never enter a training loss.
-    """
-    vectors = table.vectors
-    current = vectors.numpy()
-    fit, new = data.fit_ids, data.eval_ids
-    design = np.concatenate([initial, np.ones((len(initial), 1))], axis=1)
-    W, *_ = np.linalg.lstsq(design[fit], current[fit], rcond=None)
-    current[new] = design[new] @ W
-    vectors.assign(current)
-    return W
 
 
 # ----------------------------------------------------------------- per-model steps

@@ -67,7 +67,6 @@ plotted arrays (``generation_examples.npz``) and the trained model
 import argparse
 import os
 import sys
-import textwrap
 import time
 from dataclasses import asdict, dataclass, field
 from typing import Dict, Optional, Sequence
@@ -91,10 +90,17 @@ from ..transforms import representation_and_table
 from ..networks.representation import StyleRepresentation, pretrain_representation, representation_network
 from ..networks.sprites import sprites_decoder, sprites_encoder
 from ..training import GECO, train
-from .common import git_commit, pyplot, write_json
+from .common import git_commit, write_json
+from .sprites_generation import (  # re-exported: generation is part of the experiment's API
+    _mse,
+    generate,
+    generate_cvae,
+    nearest_context_frames,
+    plot_generation,
+    pose_table_vectors,
+)
 from .sprites_style import (
     STYLE_RULE,
-    find_transform,
     format_style,
     inducing_span,
     pose_constant_fit,
@@ -216,144 +222,6 @@ def build_model(cfg: Config, train_frames: np.ndarray, train_characters, train_p
     return model, info
 
 
-# ----------------------------------------------------------------------- generation
-def generate(model, predictor, context_frames, characters, context_poses, target_poses, *,
-             num_samples: Optional[int] = None, seed: int = 0, characters_per_chunk: int = 16,
-             scale: float = 1.0) -> Dict[str, np.ndarray]:
-    """Frames of unseen characters at target poses, each conditioned on its own context frames.
-
-    :param predictor: the model (condition on the context only) or a posterior of it
-        (condition on that posterior's data and the context), anything with
-        ``predict_f(Xnew, data, scale=...)``.
-    :param scale: the weight of each context frame (:func:`~gpflow_svgpvae.posterior.check_scale`).
-    :param context_frames: ``[V, Qc, H, W, C]`` float frames; ``characters [V]`` their ids;
-        ``context_poses [V, Qc]``, ``target_poses [V, T]`` pose ids.
-    :return: ``{"mean": [V, T, H, W, C]}`` (decoded latent mean), ``"z_mean"``, ``"z_var"``,
-        and ``"samples": [S, V, T, H, W, C]`` (decoded latent samples, numpy draws seeded by ``seed``).
-    """
-    characters = np.asarray(characters, dtype=np.float64)
-    out = {"mean": [], "z_mean": [], "z_var": [], "samples": []}
-    gen = np.random.default_rng(seed)
-
-    def rows(ids, poses):  # [v, n, 2] raw inputs [character id, pose id]
-        return np.stack([np.broadcast_to(ids[:, None], poses.shape), poses], -1).astype(np.float64)
-
-    def decode(Z):
-        return model.decode_predictions(tf.constant(Z), tf.zeros_like(Z)).numpy()
-
-    for start in range(0, len(characters), int(characters_per_chunk)):
-        sl = slice(start, min(len(characters), start + int(characters_per_chunk)))
-        ids = characters[sl]
-        context = (rows(ids, np.asarray(context_poses[sl])), np.asarray(context_frames[sl], np.float32))
-        z_mean, z_var = (t.numpy() for t in predictor.predict_f(rows(ids, np.asarray(target_poses[sl])), context,
-                                                                  scale=scale))
-        out["mean"].append(decode(z_mean))
-        out["z_mean"].append(z_mean)
-        out["z_var"].append(z_var)
-        if num_samples:
-            eps = gen.standard_normal((int(num_samples),) + z_mean.shape)
-            out["samples"].append(decode(z_mean[None] + np.sqrt(np.maximum(z_var, 0.0))[None] * eps))
-    result = {key: np.concatenate(vals, axis=0) for key, vals in out.items() if key != "samples"}
-    if num_samples:
-        result["samples"] = np.concatenate(out["samples"], axis=1)
-    return result
-
-
-def generate_cvae(model: CVAE, context_frames, characters, context_poses, target_poses, *,
-                  num_samples: Optional[int] = None, seed: int = 0,
-                  characters_per_chunk: int = 16) -> Dict[str, np.ndarray]:
-    """The CVAE baseline's frames of unseen characters (arguments as :func:`generate`): the decoder
-    at ``[mean code of the character's context frames, style of the context frames, target pose
-    vector]``; ``"samples"`` decode code samples (the context encodings' mean variance).
-
-    :return: ``{"mean": [V, T, H, W, C]}`` and, with ``num_samples``, ``"samples": [S, V, T, H, W, C]``.
-    """
-    characters = np.asarray(characters, dtype=np.float64)
-    means, samples = [], []
-    for start in range(0, len(characters), int(characters_per_chunk)):
-        sl = slice(start, min(len(characters), start + int(characters_per_chunk)))
-        ids, cp, tp = characters[sl], np.asarray(context_poses[sl]), np.asarray(target_poses[sl])
-        Xc = np.stack([np.repeat(ids, cp.shape[1]), cp.ravel()], -1)
-        Xq = np.stack([np.repeat(ids, tp.shape[1]), tp.ravel()], -1)
-        Yc = np.asarray(context_frames[sl], np.float32).reshape((-1,) + context_frames.shape[2:])
-        out = model.predict_y(Xq, (Xc, Yc), num_samples=num_samples, seed=seed + start)
-        mean = (out[0] if num_samples else out).numpy()
-        means.append(mean.reshape(tp.shape + mean.shape[1:]))
-        if num_samples:
-            draws = out[1].numpy()
-            samples.append(draws.reshape((draws.shape[0],) + tp.shape + draws.shape[2:]))
-    result = {"mean": np.concatenate(means, axis=0)}
-    if num_samples:
-        result["samples"] = np.concatenate(samples, axis=1)
-    return result
-
-
-# -------------------------------------------------------------------------- outputs
-def plot_generation(path: str, truth: np.ndarray, generated, context: Optional[np.ndarray] = None,
-                    title: str = ""):
-    """Grid: per character a row of ground-truth target frames and a row per generation
-    (and, if given, a row of context frames above them).
-
-    :param generated: ``[V, T, H, W, C]``, or a dict ``{label: [V, T, H, W, C]}``.
-    """
-    if not isinstance(generated, dict):
-        generated = {"generated": generated}
-    plt = pyplot()
-    V, T = truth.shape[:2]
-    rows, labels = [], []
-    for v in range(V):
-        if context is not None:
-            rows.append(context[v, :T])
-            labels.append(f"#{v} context")
-        rows.append(truth[v])
-        labels.append(f"#{v} truth")
-        for name, images in generated.items():
-            rows.append(images[v])
-            labels.append(f"#{v} {name}")
-    fig, axes = plt.subplots(len(rows), T, figsize=(T * 0.8 + 1.4, len(rows) * 0.8 + 0.4), squeeze=False)
-    for r, (row, label) in enumerate(zip(rows, labels)):
-        for c in range(T):
-            ax = axes[r, c]
-            if c < row.shape[0]:
-                ax.imshow(np.clip(row[c], 0.0, 1.0), interpolation="nearest")
-            ax.set_xticks([])
-            ax.set_yticks([])
-            for spine in ax.spines.values():
-                spine.set_visible(False)
-        axes[r, 0].set_ylabel(label, rotation=0, ha="right", va="center", fontsize=7)
-    width, height = fig.get_size_inches()
-    lines = textwrap.wrap(title, width=int(width * 14)) if title else []
-    if lines:
-        fig.suptitle("\n".join(lines), fontsize=8, y=1 - 0.05 / height, va="top")
-    fig.subplots_adjust(left=1.4 / width, right=0.995, bottom=0.05 / height,
-                        top=1 - (0.1 + 0.16 * len(lines)) / height, wspace=0.04, hspace=0.04)
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
-
-
-def pose_table_vectors(model) -> np.ndarray:
-    """The learned pose vectors ``[72, Q]`` of a model built by :func:`build_model`."""
-    table = find_transform(model, ObjectVectors)
-    return np.asarray(table(tf.constant(np.arange(72, dtype=np.float64)[:, None])))
-
-
-def nearest_context_frames(context_frames, context_poses, target_poses, pose_vectors) -> np.ndarray:
-    """Baseline: for each target pose, the character's context frame whose pose vector is the
-    closest in cosine similarity (the SPRITES kernel's pose similarity).
-
-    :param context_frames: ``[V, Qc, H, W, C]``; ``context_poses [V, Qc]``, ``target_poses [V, T]`` pose ids.
-    :return: ``[V, T, H, W, C]``.
-    """
-    unit = pose_vectors / np.linalg.norm(pose_vectors, axis=1, keepdims=True)
-    similarity = np.einsum("vtq,vcq->vtc", unit[np.asarray(target_poses)], unit[np.asarray(context_poses)])
-    nearest = np.argmax(similarity, axis=-1)  # [V, T]
-    return np.take_along_axis(context_frames, nearest[:, :, None, None, None], axis=1)
-
-
-def _mse(a, b) -> float:
-    return float(np.mean((np.asarray(a, np.float64) - np.asarray(b, np.float64)) ** 2))
-
-
 # ----------------------------------------------------------------------------- run
 def run(cfg: Config, progress: bool = True) -> dict:
     """Data, pretraining, training, test generation; writes config, metrics and the grid."""
@@ -428,7 +296,8 @@ def run(cfg: Config, progress: bool = True) -> dict:
     else:
         generated = generate(model, model, context, *test_rows, num_samples=1, seed=cfg.seed, scale=context_scale)
     eval_seconds = time.perf_counter() - t0
-    nearest = nearest_context_frames(context, ds.test_context_poses, ds.test_target_poses, pose_table_vectors(model))
+    pose_vectors = pose_table_vectors(model)  # [72, Q] learned
+    nearest = nearest_context_frames(context, ds.test_context_poses, ds.test_target_poses, pose_vectors)
     per_character = np.mean((generated["mean"].astype(np.float64) - target) ** 2, axis=(1, 2, 3, 4))
     test_pairs = (ds.test_characters[:, None], ds.test_target_poses)
     t0 = time.perf_counter()
@@ -525,7 +394,7 @@ def run(cfg: Config, progress: bool = True) -> dict:
                                "(sprites_style.pose_constant_fit): how far a pose-invariant latent function is "
                                "representable by the paper's kernel",
                 "initial": info["pose_constant_fit_initial"],
-                "learned": pose_constant_fit(pose_table_vectors(model)),
+                "learned": pose_constant_fit(pose_vectors),
             },
         },
         "seconds_per_epoch": float(np.median(times[1:] if len(times) > 1 else times)) if times else None,

@@ -79,12 +79,17 @@ def reconstruction_style(model, ds, train_frames, *, num_frames: int = 1000, see
     }
 
 
+def unit_rows(vectors) -> np.ndarray:
+    """Rows scaled to unit length (the cosine kernels' view of their inputs), float64."""
+    vectors = np.asarray(vectors, dtype=np.float64)
+    return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+
+
 def pose_constant_fit(pose_vectors) -> float:
     r""":math:`R^2 = 1 - \min_w \lVert U w - \mathbf 1\rVert^2 / P` of the ``[P, Q]`` unit pose
     vectors ``U``: 1 when a linear function of the unit pose vectors is constant over the
     poses, 0 when none has any constant part (the fitted values average 0)."""
-    vectors = np.asarray(pose_vectors, dtype=np.float64)
-    unit = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+    unit = unit_rows(pose_vectors)
     ones = np.ones(len(unit))
     w = np.linalg.lstsq(unit, ones, rcond=None)[0]
     return float(1.0 - np.sum((unit @ w - ones) ** 2) / len(unit))
@@ -102,8 +107,7 @@ def inducing_span(inducing_inputs, style_dim: int) -> dict:
     :return: ``{"rank": dim of that span, "full": d * Q, "num_inducing": m}``.
     """
     Z = np.asarray(inducing_inputs, dtype=np.float64)
-    unit = lambda v: v / np.linalg.norm(v, axis=1, keepdims=True)
-    S, P = unit(Z[:, :style_dim]), unit(Z[:, style_dim:])
+    S, P = unit_rows(Z[:, :style_dim]), unit_rows(Z[:, style_dim:])
     products = np.einsum("md,mq->mdq", S, P).reshape(len(Z), -1)  # [m, d Q]
     return {"rank": int(np.linalg.matrix_rank(products)), "full": int(products.shape[1]), "num_inducing": int(len(Z))}
 

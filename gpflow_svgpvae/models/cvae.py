@@ -85,6 +85,7 @@ class CVAE(LatentVariableAutoencoder):
         encoder_sees_condition: bool = True,
         name: Optional[str] = None,
     ):
+        # Set before the base constructor, which builds the decoder from the condition's width.
         if condition is not None and not isinstance(condition, InputTransform):
             raise TypeError(f"condition must be an InputTransform or None; got {type(condition).__name__}")
         self.condition = condition
