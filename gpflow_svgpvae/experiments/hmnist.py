@@ -83,6 +83,10 @@ class Config:
     batch_sequences: int = 64
     learning_rate: float = 1e-3
     encoder_sees_mask: bool = True
+    # GP-prior models' encoder head: "variance" (site mean and variance) or "natural" (site
+    # precision-weighted mean and precision; see networks.GaussianSiteHead). The VAE's head is the
+    # posterior itself and keeps the variance form.
+    site_parametrization: str = "variance"
     nll_samples: int = 20
     seeds: Sequence[int] = (0, 1, 2, 3, 4)
     show_sequences: int = 3
@@ -117,6 +121,8 @@ class Config:
                 settings["kl_warmup_epochs"] = float(self.kl_warmup_epochs)
         if method in ("gpvae", "svgpvae"):
             settings["lengthscale"] = self.lengthscale
+            if self.site_parametrization != "variance":  # absent by default: cached runs keep their keys
+                settings["site_parametrization"] = self.site_parametrization
             if self.channel_lengthscales is not None:
                 settings["channel_lengthscales"] = [float(v) for v in self.channel_lengthscales]
             if self.shared_channels:  # absent when 0, so the runs cached before keep their keys
@@ -178,7 +184,8 @@ def build_model(method: str, config: Config, seed: int):
     tf.random.set_seed(seed)
     pixels = 28 * 28
     encoder = mlp_encoder(pixels * (2 if config.encoder_sees_mask else 1), config.num_latent,
-                          hidden_units=tuple(config.hidden), activation="relu")
+                          hidden_units=tuple(config.hidden), activation="relu",
+                          site_parametrization="variance" if method == "vae" else config.site_parametrization)
     decoder = mlp_decoder(config.num_latent, pixels, hidden_units=tuple(config.hidden), activation="relu")
     common = dict(num_data=config.num_frames, seed=seed, encoder_sees_mask=config.encoder_sees_mask)
     if method == "vae":
@@ -444,6 +451,8 @@ def _parser() -> argparse.ArgumentParser:
                         "frames: the digit); the rest keep the Cauchy kernel of --lengthscale (default 0)")
     p.add_argument("--kl-warmup-epochs", type=float, default=None,
                    help="learned models: the KL weight grows linearly from 0 to 1 over this many epochs (default 0)")
+    p.add_argument("--site-parametrization", choices=("variance", "natural"), default=None,
+                   help="GP-prior models' encoder head: site mean and variance (default) or natural parameters")
     p.add_argument("--out", default=None, help="results folder (default results/hmnist[_long][_quick])")
     p.add_argument("--quiet", action="store_true")
     return p
@@ -459,7 +468,7 @@ def config_from_args(argv: Optional[Sequence[str]] = None) -> Config:
         if args.long:
             settings.update(num_frames=30, num_inducing=6, frames_per_sequence=10, timing_sequences=20)
     for name in ("methods", "seeds", "epochs", "num_inducing", "frames_per_sequence", "channel_lengthscales",
-                 "lengthscale", "step_std_degrees", "shared_channels", "kl_warmup_epochs"):
+                 "lengthscale", "step_std_degrees", "shared_channels", "kl_warmup_epochs", "site_parametrization"):
         value = getattr(args, name)
         if value is not None:
             settings[name] = value

@@ -51,12 +51,17 @@ class Config:
     kernel_hold_steps: int = 1000  # kernel hyperparameters held for this many steps (DelayedStart)
     decoder_bias: str = "data"  # output bias at the data's mean logit (set_output_bias); "zeros": Keras' default
     data_lengthscale: float = 2.0  # the true lengthscale of the ball's paths (frames), training and test data
+    # GP models' encoder head: "variance" (site mean, variance) or "natural" (networks.GaussianSiteHead);
+    # the VAE's head is its posterior and keeps the variance form.
+    site_parametrization: str = "variance"
 
     def __post_init__(self):
         if self.network_init not in NETWORK_INITS:
             raise ValueError(f"network_init must be one of {sorted(NETWORK_INITS)}, got {self.network_init!r}")
         if self.decoder_bias not in ("zeros", "data"):
             raise ValueError(f"decoder_bias must be 'zeros' or 'data', got {self.decoder_bias!r}")
+        if self.site_parametrization not in ("variance", "natural"):
+            raise ValueError(f"site_parametrization must be 'variance' or 'natural', got {self.site_parametrization!r}")
         if int(self.kernel_hold_steps) < 0:
             raise ValueError(f"kernel_hold_steps must be >= 0, got {self.kernel_hold_steps}")
         if self.warm_start_m is not None:
@@ -88,6 +93,8 @@ class Config:
             settings["network_init"] = self.network_init
         if self.data_lengthscale != 2.0:
             settings["data_lengthscale"] = float(self.data_lengthscale)
+        if kind != "vae" and self.site_parametrization != "variance":
+            settings["site_parametrization"] = self.site_parametrization
         return settings
 
     def test_set(self):
@@ -135,7 +142,8 @@ def build_model(kind: str, cfg: Config, seed: int, num_inducing: Optional[int] =
     tf_keras.utils.set_random_seed(int(seed))
     K, L = IMAGE_SIZE * IMAGE_SIZE, cfg.num_latent
     init = fan_in_truncated_normal() if cfg.network_init == "truncated_normal" else "glorot_uniform"
-    encoder = mlp_encoder(K, L, hidden_units=tuple(cfg.hidden), activation="tanh", kernel_initializer=init)
+    encoder = mlp_encoder(K, L, hidden_units=tuple(cfg.hidden), activation="tanh", kernel_initializer=init,
+                          site_parametrization="variance" if kind == "vae" else cfg.site_parametrization)
     decoder = mlp_decoder(L, K, hidden_units=tuple(cfg.hidden), activation="tanh", kernel_initializer=init)
     if cfg.decoder_bias == "data":
         from ..datasets.moving_ball import moving_ball_test_set

@@ -12,32 +12,68 @@ __all__ = ["GaussianSiteHead"]
 class GaussianSiteHead(tf_keras.layers.Layer):
     r"""Dense layer giving site means and positive variances.
 
+    ``parametrization="variance"`` (default, the paper's encoder up to the floor):
+
     .. math::
 
-        [\tilde y, a] = W h + c,\qquad \tilde v = \mathrm{softplus}(a) + v_{\min}
+        [\tilde y, a] = W h + c,\qquad \tilde v = \mathrm{softplus}(a) + v_{\min}.
+
+    ``parametrization="natural"``: the layer outputs the site's natural parameters, the
+    precision-weighted mean :math:`\eta` and the precision :math:`\lambda`,
+
+    .. math::
+
+        [\eta, a] = W h + c,\qquad \lambda = \mathrm{softplus}(a) + \lambda_{\min},\qquad
+        \tilde v = 1/\lambda,\quad \tilde y = \eta/\lambda,
+
+    so an uninformative site is the finite point :math:`\eta = 0, \lambda \to \lambda_{\min}`
+    (with ``v_{\min}`` as :math:`1/\lambda_{\max}`, precisions are also capped at
+    :math:`1/v_{\min}`). Why: under a unit prior the posterior mean is
+    :math:`\tilde y / (1 + \tilde v) = \eta / (1 + \lambda)`; in the variance form its gradient
+    with respect to the network output :math:`\tilde y` is :math:`1/(1 + \tilde v)`, which
+    vanishes as a channel becomes uninformative (:math:`\tilde v \to \infty`), so a channel the
+    KL has switched off early stays off. In the natural form the gradient with respect to
+    :math:`\eta` stays near 1 there, as in a VAE whose encoder outputs the posterior.
 
     :param num_latent: :math:`L`, the number of latent channels.
     :param min_variance: :math:`v_{\min} > 0`, keeps the sites' precisions bounded.
     :param kernel_initializer: initialiser of :math:`W` (Keras name or object; default Glorot uniform).
+    :param parametrization: ``"variance"`` or ``"natural"``.
+    :param min_precision: :math:`\lambda_{\min} > 0` of the natural form (largest site
+        variance :math:`1/\lambda_{\min}`).
     :return: ``(means [b, L], variances [b, L])``.
     """
 
-    def __init__(self, num_latent: int, min_variance: float = 1e-4, kernel_initializer="glorot_uniform", **kwargs):
+    PARAMETRIZATIONS = ("variance", "natural")
+
+    def __init__(self, num_latent: int, min_variance: float = 1e-4, kernel_initializer="glorot_uniform",
+                 parametrization: str = "variance", min_precision: float = 1e-3, **kwargs):
         super().__init__(**kwargs)
         if int(num_latent) < 1:
             raise ValueError(f"num_latent must be a positive integer, got {num_latent}")
         if not min_variance > 0:
             raise ValueError(f"min_variance must be positive, got {min_variance}")
+        if parametrization not in self.PARAMETRIZATIONS:
+            raise ValueError(f"parametrization must be one of {self.PARAMETRIZATIONS}; got {parametrization!r}")
+        if not 0 < min_precision < 1.0 / min_variance:
+            raise ValueError(f"min_precision must be in (0, 1/min_variance); got {min_precision}")
         self.num_latent = int(num_latent)
         self.min_variance = float(min_variance)
+        self.parametrization = parametrization
+        self.min_precision = float(min_precision)
         self.kernel_initializer = tf_keras.initializers.get(kernel_initializer)
         self.dense = tf_keras.layers.Dense(2 * self.num_latent, kernel_initializer=self.kernel_initializer)
 
     def call(self, features):
         out = self.dense(features)
-        means, raw = out[..., : self.num_latent], out[..., self.num_latent :]
-        return means, tf.nn.softplus(raw) + self.min_variance
+        first, raw = out[..., : self.num_latent], out[..., self.num_latent :]
+        if self.parametrization == "variance":
+            return first, tf.nn.softplus(raw) + self.min_variance
+        # Capped from above at 1/min_variance: the same largest precision as the variance form.
+        precision = tf.minimum(tf.nn.softplus(raw) + self.min_precision, 1.0 / self.min_variance)
+        return first / precision, 1.0 / precision
 
     def get_config(self):
         return {**super().get_config(), "num_latent": self.num_latent, "min_variance": self.min_variance,
-                "kernel_initializer": tf_keras.initializers.serialize(self.kernel_initializer)}
+                "kernel_initializer": tf_keras.initializers.serialize(self.kernel_initializer),
+                "parametrization": self.parametrization, "min_precision": self.min_precision}

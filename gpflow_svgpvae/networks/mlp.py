@@ -44,18 +44,21 @@ def mlp_encoder(
     min_variance: float = 1e-4,
     name: str = "encoder",
     kernel_initializer="glorot_uniform",
+    site_parametrization: str = "variance",
 ) -> tf_keras.Model:
     """``Y [b, input_dim] -> (means [b, L], variances [b, L])``.
 
     :param kernel_initializer: initialiser of every weight matrix (Keras name or object), e.g.
         :func:`fan_in_truncated_normal` for the paper's moving-ball networks.
+    :param site_parametrization: ``"variance"`` or ``"natural"`` (see :class:`GaussianSiteHead`).
     """
     inits = _layer_initializers(kernel_initializer, len(hidden_units) + 1)
     inputs = tf_keras.Input(shape=(input_dim,))
     h = inputs
     for units, init in zip(hidden_units, inits):
         h = tf_keras.layers.Dense(units, activation=activation, kernel_initializer=init)(h)
-    outputs = GaussianSiteHead(num_latent, min_variance=min_variance, kernel_initializer=inits[-1])(h)
+    outputs = GaussianSiteHead(num_latent, min_variance=min_variance, kernel_initializer=inits[-1],
+                               parametrization=site_parametrization)(h)
     return tf_keras.Model(inputs, outputs, name=name)
 
 
