@@ -148,6 +148,7 @@ class Config:
     jit_compile: bool = False
     decoder_modulation: Optional[str] = None  # the code also enters every decoder layer: None, "shift", "scale_shift"
     palette_colours: Optional[int] = None  # decoder output: softmax mixture of K colours from the code; None: paper
+    site_parametrization: str = "variance"  # SVGP-VAE encoder head (networks.GaussianSiteHead): or "natural"
     context_scale: Optional[float] = None  # weight of each context frame at test; None: N / batch size (training's)
     frames: str = "memory"  # "memory": uint8 array in RAM; "render": render each batch
     num_reconstruction_frames: int = 1000  # training frames sampled for the reconstruction style diagnostic
@@ -209,7 +210,7 @@ def build_model(cfg: Config, train_frames: np.ndarray, train_characters, train_p
     kernel = sprites_kernel(list(range(d)), list(range(d, d + Q)), noise_variance=cfg.noise_variance,
                             pose_bias=cfg.pose_bias)
     model = SVGPVAE(
-        sprites_encoder(cfg.num_latent),
+        sprites_encoder(cfg.num_latent, site_parametrization=cfg.site_parametrization),
         sprites_decoder(cfg.num_latent, **decoder_options),
         kernel,
         Z,
@@ -466,6 +467,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--context-scale", type=float, default=None,
                    help="weight s of each test context frame in the posterior (default: N / batch size, the "
                         "training minibatches' weight; 1 conditions on exactly the 36 frames)")
+    p.add_argument("--site-parametrization", choices=("variance", "natural"), default="variance",
+                   help="SVGP-VAE encoder head: site mean and variance (the paper's) or natural parameters")
     p.add_argument("--learning-rate", type=float, default=1e-3)
     p.add_argument("--kappa-squared", type=float, default=0.0075)
     p.add_argument("--geco-nu", type=float, default=1.0)
@@ -509,6 +512,7 @@ def config_from_args(argv: Optional[Sequence[str]] = None) -> Config:
         palette_colours=args.palette_colours,
         pose_bias=args.pose_bias,
         context_scale=args.context_scale,
+        site_parametrization=args.site_parametrization,
         learning_rate=args.learning_rate,
         kappa_squared=args.kappa_squared,
         geco_nu=args.geco_nu,

@@ -103,13 +103,14 @@ def sprites_encoder(
     activation: str = "elu",
     min_variance: float = 1e-4,
     name: str = "sprites_encoder",
+    site_parametrization: str = "variance",
 ) -> tf_keras.Model:
     """Frames ``[b, 64, 64, 3] -> (means [b, L], variances [b, L])``.
 
     One ``Conv2D`` of ``filters`` filters per entry of ``strides`` (default six
     layers of 16: 64 -> 32 -> 16 -> 16 -> 8 -> 8 -> 8), flatten, then a
-    :class:`~gpflow_svgpvae.networks.GaussianSiteHead`. About 2.1 M
-    multiply-adds per frame.
+    :class:`~gpflow_svgpvae.networks.GaussianSiteHead` (``site_parametrization``:
+    ``"variance"`` or ``"natural"``). About 2.1 M multiply-adds per frame.
     """
     frames = tf_keras.Input(shape=tuple(int(d) for d in image_shape), name="frames")
     h = frames
@@ -118,7 +119,8 @@ def sprites_encoder(
             int(filters), int(kernel_size), strides=int(s), padding="same", activation=activation, name=f"conv{i}"
         )(h)
     h = tf_keras.layers.Flatten(name="flatten")(h)
-    outputs = GaussianSiteHead(int(num_latent), min_variance=min_variance, name="site_head")(h)
+    outputs = GaussianSiteHead(int(num_latent), min_variance=min_variance, name="site_head",
+                               parametrization=site_parametrization)(h)
     return tf_keras.Model(frames, outputs, name=name)
 
 
