@@ -19,7 +19,12 @@ missing pixels only (:mod:`gpflow_svgpvae.metrics`):
   ``frames_per_sequence`` it trains on random subsets of frames of each sequence.
 
 The learned models share the networks (MLP encoder on ``[frame, mask]``, MLP
-decoder with Bernoulli logits), the optimiser, batch size and epochs. Imputation is
+decoder with Bernoulli logits), the optimiser, batch size and epochs. Options of
+the GP-prior models: ``--site-parametrization natural`` (the encoder outputs the
+sites' natural parameters, :class:`~gpflow_svgpvae.networks.GaussianSiteHead`),
+``--shared-channels K`` (the first K channels constant over each sequence: the
+digit) with ``--lengthscale`` for the others (0.05: practically independent from
+frame to frame, like the angle of this data), ``--kl-warmup-epochs``. Imputation is
 the decoder mean at the latent posterior mean given the observed pixels of the
 sequence, observed pixels kept; NLL uses the Bernoulli probabilities decoded from
 latent samples (1 and 20); MSE is reported for the imputed probabilities and for
