@@ -94,3 +94,22 @@ def test_shared_channels_kernel_and_warmup_settings():
                 ["--kl-warmup-epochs", "-1"]):
         with pytest.raises(ValueError):
             experiment.config_from_args(["--quick"] + bad)
+
+
+def test_site_parametrization_reaches_the_gp_models_only():
+    """``--site-parametrization natural``: the GP models' encoder head reads natural parameters,
+    the VAE's head (its posterior) keeps the variance form; the default keeps the old run keys."""
+    from gpflow_svgpvae.networks import GaussianSiteHead
+
+    def head(model):
+        return [layer for layer in model.encoder.layers if isinstance(layer, GaussianSiteHead)][0]
+
+    assert "site_parametrization" not in experiment.config_from_args([]).run_settings("gpvae")
+    config = experiment.config_from_args(["--quick", "--site-parametrization", "natural"])
+    assert config.run_settings("svgpvae")["site_parametrization"] == "natural"
+    assert "site_parametrization" not in config.run_settings("vae")
+    assert head(experiment.build_model("gpvae", config, seed=0)).parametrization == "natural"
+    assert head(experiment.build_model("svgpvae", config, seed=0)).parametrization == "natural"
+    assert head(experiment.build_model("vae", config, seed=0)).parametrization == "variance"
+    with pytest.raises(SystemExit):
+        experiment.config_from_args(["--site-parametrization", "precision"])

@@ -186,7 +186,7 @@ def test_defaults_are_the_paper_networks_with_the_from_random_networks_recipe(te
 
 @pytest.mark.parametrize("option, value, message", [
     ("network_init", "he", "network_init"), ("decoder_bias", "mean", "decoder_bias"),
-    ("kernel_hold_steps", -1, "kernel_hold_steps")])
+    ("kernel_hold_steps", -1, "kernel_hold_steps"), ("site_parametrization", "log", "site_parametrization")])
 def test_config_rejects_bad_recipe_options(option, value, message):
     with pytest.raises(ValueError, match=message):
         tiny(**{option: value})
@@ -195,3 +195,12 @@ def test_config_rejects_bad_recipe_options(option, value, message):
 def test_cli_reports_a_bad_setting_without_a_traceback(tmp_path):
     with pytest.raises(SystemExit, match="kernel_hold_steps must be >= 0"):
         mb.main(["runs", "--kernel-hold-steps", "-3", "--out", str(tmp_path)])
+
+
+def test_site_parametrization_enters_the_gp_run_keys_only():
+    natural = tiny(site_parametrization="natural")
+    assert natural.run_settings("gpvae")["site_parametrization"] == "natural"
+    assert "site_parametrization" not in natural.run_settings("vae")
+    assert "site_parametrization" not in tiny().run_settings("svgpvae")
+    encoder = mb.build_model("svgpvae", natural, seed=0, num_inducing=3).encoder
+    assert encoder.layers[-1].parametrization == "natural"
