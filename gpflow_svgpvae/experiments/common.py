@@ -15,7 +15,12 @@ from typing import Iterable, List, Optional
 
 import numpy as np
 
-__all__ = ["git_commit", "run_key", "write_json", "read_json", "write_csv", "mean_sd", "pyplot"]
+__all__ = ["SITE_PARAMETRIZATIONS", "git_commit", "run_key", "write_json", "read_json", "write_csv", "mean_sd", "pyplot"]
+
+#: The encoder heads the experiment commands offer (``--site-parametrization``): those of
+#: :class:`~gpflow_svgpvae.networks.GaussianSiteHead`, named here so that parsing a command line
+#: does not import TensorFlow (a test keeps the two equal).
+SITE_PARAMETRIZATIONS = ("variance", "natural")
 
 
 def git_commit() -> Optional[str]:

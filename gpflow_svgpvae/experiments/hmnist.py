@@ -45,7 +45,7 @@ from typing import Dict, List, Optional, Sequence
 
 import numpy as np
 
-from .common import git_commit, mean_sd, pyplot, read_json, run_key, write_csv, write_json
+from .common import SITE_PARAMETRIZATIONS, git_commit, mean_sd, pyplot, read_json, run_key, write_csv, write_json
 
 __all__ = ["Config", "QUICK", "LONG", "build_model", "run_method", "run", "main"]
 
@@ -456,7 +456,7 @@ def _parser() -> argparse.ArgumentParser:
                         "frames: the digit); the rest keep the Cauchy kernel of --lengthscale (default 0)")
     p.add_argument("--kl-warmup-epochs", type=float, default=None,
                    help="learned models: the KL weight grows linearly from 0 to 1 over this many epochs (default 0)")
-    p.add_argument("--site-parametrization", choices=("variance", "natural"), default=None,
+    p.add_argument("--site-parametrization", choices=SITE_PARAMETRIZATIONS, default=None,
                    help="GP-prior models' encoder head: site mean and variance (default) or natural parameters")
     p.add_argument("--out", default=None, help="results folder (default results/hmnist[_long][_quick])")
     p.add_argument("--quiet", action="store_true")

@@ -67,7 +67,7 @@ import sys
 import time
 from typing import List
 
-from .common import git_commit, write_csv, write_json
+from .common import SITE_PARAMETRIZATIONS, git_commit, write_csv, write_json
 from .moving_ball_figures import (  # noqa: F401  (re-exported)
     COMMANDS, _caption, _groups, _parse_model, _settings_note, _summaries, cmd_inducing, cmd_lengthscale,
     cmd_rmse_vs_m, cmd_runs, cmd_trajectories,
@@ -118,7 +118,7 @@ def parse_args(argv=None):
                    help="true lengthscale of the ball's paths in frames (default 2, the paper's)")
     p.add_argument("--decoder-bias", choices=("zeros", "data"),
                    help="decoder output bias: the data's mean logit (default) or zeros")
-    p.add_argument("--site-parametrization", choices=("variance", "natural"),
+    p.add_argument("--site-parametrization", choices=SITE_PARAMETRIZATIONS,
                    help="GP models' encoder head: site mean and variance (default) or natural parameters")
     p.add_argument("--test-videos", type=int)
     p.add_argument("--test-seed", type=int)

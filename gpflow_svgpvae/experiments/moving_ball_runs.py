@@ -9,7 +9,7 @@ from typing import Dict, List, Optional, Sequence
 
 import numpy as np
 
-from .common import read_json, write_json
+from .common import SITE_PARAMETRIZATIONS, read_json, write_json
 from .common import run_key as run_key_from_spec
 
 __all__ = ["Config", "QUICK", "NUM_FRAMES", "IMAGE_SIZE", "PAPER_M", "build_model", "evaluate", "run_key", "train_run"]
@@ -60,8 +60,8 @@ class Config:
             raise ValueError(f"network_init must be one of {sorted(NETWORK_INITS)}, got {self.network_init!r}")
         if self.decoder_bias not in ("zeros", "data"):
             raise ValueError(f"decoder_bias must be 'zeros' or 'data', got {self.decoder_bias!r}")
-        if self.site_parametrization not in ("variance", "natural"):
-            raise ValueError(f"site_parametrization must be 'variance' or 'natural', got {self.site_parametrization!r}")
+        if self.site_parametrization not in SITE_PARAMETRIZATIONS:
+            raise ValueError(f"site_parametrization must be one of {SITE_PARAMETRIZATIONS}, got {self.site_parametrization!r}")
         if int(self.kernel_hold_steps) < 0:
             raise ValueError(f"kernel_hold_steps must be >= 0, got {self.kernel_hold_steps}")
         if self.warm_start_m is not None:

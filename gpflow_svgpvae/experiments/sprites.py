@@ -90,7 +90,7 @@ from ..transforms import representation_and_table
 from ..networks.representation import StyleRepresentation, pretrain_representation, representation_network
 from ..networks.sprites import sprites_decoder, sprites_encoder
 from ..training import GECO, train
-from .common import git_commit, write_json
+from .common import SITE_PARAMETRIZATIONS, git_commit, write_json
 from .sprites_generation import (  # re-exported: generation is part of the experiment's API
     _mse,
     generate,
@@ -467,7 +467,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--context-scale", type=float, default=None,
                    help="weight s of each test context frame in the posterior (default: N / batch size, the "
                         "training minibatches' weight; 1 conditions on exactly the 36 frames)")
-    p.add_argument("--site-parametrization", choices=("variance", "natural"), default="variance",
+    p.add_argument("--site-parametrization", choices=SITE_PARAMETRIZATIONS, default="variance",
                    help="SVGP-VAE encoder head: site mean and variance (the paper's) or natural parameters")
     p.add_argument("--learning-rate", type=float, default=1e-3)
     p.add_argument("--kappa-squared", type=float, default=0.0075)
