@@ -113,3 +113,16 @@ def test_site_parametrization_reaches_the_gp_models_only():
     assert head(experiment.build_model("vae", config, seed=0)).parametrization == "variance"
     with pytest.raises(SystemExit):
         experiment.config_from_args(["--site-parametrization", "precision"])
+
+
+def test_num_latent_option_sets_every_learned_models_width():
+    """``--num-latent L`` reaches the encoder's sites and the decoder's input of all three learned
+    models, and enters their run keys; more shared channels than L is rejected."""
+    config = experiment.config_from_args(["--quick", "--num-latent", "6", "--shared-channels", "4"])
+    assert all(config.run_settings(m)["num_latent"] == 6 for m in experiment.LEARNED)
+    for method in experiment.LEARNED:
+        model = experiment.build_model(method, config, seed=0)
+        assert model.decoder.inputs[0].shape[-1] == 6, method
+    assert len(experiment.build_model("gpvae", config, seed=0).kernel.kernels) == 6
+    with pytest.raises(ValueError):
+        experiment.config_from_args(["--quick", "--num-latent", "3", "--shared-channels", "4"])
