@@ -445,6 +445,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--epochs", type=int, default=None)
     p.add_argument("--num-inducing", type=int, default=None)
     p.add_argument("--num-latent", type=int, default=None, help="latent channels L of every learned model (default 16)")
+    p.add_argument("--hidden", type=int, nargs="+", default=None,
+                   help="hidden widths of the MLP encoder and decoder of every learned model (default 256 256)")
     p.add_argument("--frames-per-sequence", type=int, default=None)
     p.add_argument("--step-std-degrees", type=float, default=None,
                    help="std of the rotation step between frames (default 180, the GP-VAE paper's)")
@@ -473,7 +475,7 @@ def config_from_args(argv: Optional[Sequence[str]] = None) -> Config:
         settings.update(QUICK)
         if args.long:
             settings.update(num_frames=30, num_inducing=6, frames_per_sequence=10, timing_sequences=20)
-    for name in ("methods", "seeds", "epochs", "num_inducing", "num_latent", "frames_per_sequence", "channel_lengthscales",
+    for name in ("methods", "seeds", "epochs", "num_inducing", "num_latent", "hidden", "frames_per_sequence", "channel_lengthscales",
                  "lengthscale", "step_std_degrees", "shared_channels", "kl_warmup_epochs", "site_parametrization"):
         value = getattr(args, name)
         if value is not None:

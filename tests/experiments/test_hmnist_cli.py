@@ -115,14 +115,18 @@ def test_site_parametrization_reaches_the_gp_models_only():
         experiment.config_from_args(["--site-parametrization", "precision"])
 
 
-def test_num_latent_option_sets_every_learned_models_width():
-    """``--num-latent L`` reaches the encoder's sites and the decoder's input of all three learned
+def test_num_latent_and_hidden_options_set_every_learned_models_widths():
+    """``--num-latent L`` and ``--hidden`` reach the encoder's sites and the decoder's input of all three learned
     models, and enters their run keys; more shared channels than L is rejected."""
-    config = experiment.config_from_args(["--quick", "--num-latent", "6", "--shared-channels", "4"])
+    config = experiment.config_from_args(["--quick", "--num-latent", "6", "--shared-channels", "4",
+                                          "--hidden", "24", "12"])
     assert all(config.run_settings(m)["num_latent"] == 6 for m in experiment.LEARNED)
+    assert all(config.run_settings(m)["hidden"] == [24, 12] for m in experiment.LEARNED)
     for method in experiment.LEARNED:
         model = experiment.build_model(method, config, seed=0)
         assert model.decoder.inputs[0].shape[-1] == 6, method
+        dense = [layer.units for layer in model.decoder.layers if hasattr(layer, "units")]
+        assert dense[:2] == [24, 12], (method, dense)
     assert len(experiment.build_model("gpvae", config, seed=0).kernel.kernels) == 6
     with pytest.raises(ValueError):
         experiment.config_from_args(["--quick", "--num-latent", "3", "--shared-channels", "4"])
