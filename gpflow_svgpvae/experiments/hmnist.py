@@ -19,7 +19,8 @@ missing pixels only (:mod:`gpflow_svgpvae.metrics`):
   ``frames_per_sequence`` it trains on random subsets of frames of each sequence.
 
 The learned models share the networks (MLP encoder on ``[frame, mask]``, MLP
-decoder with Bernoulli logits), the optimiser, batch size and epochs. Options of
+decoder with Bernoulli logits; widths ``--hidden``, latent channels ``--num-latent``),
+the optimiser, batch size and epochs. Options of
 the GP-prior models: ``--site-parametrization natural`` (the encoder outputs the
 sites' natural parameters, :class:`~gpflow_svgpvae.networks.GaussianSiteHead`),
 ``--shared-channels K`` (the first K channels constant over each sequence: the
