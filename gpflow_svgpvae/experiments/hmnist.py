@@ -476,8 +476,9 @@ def config_from_args(argv: Optional[Sequence[str]] = None) -> Config:
         settings.update(QUICK)
         if args.long:
             settings.update(num_frames=30, num_inducing=6, frames_per_sequence=10, timing_sequences=20)
-    for name in ("methods", "seeds", "epochs", "num_inducing", "num_latent", "hidden", "frames_per_sequence", "channel_lengthscales",
-                 "lengthscale", "step_std_degrees", "shared_channels", "kl_warmup_epochs", "site_parametrization"):
+    for name in ("methods", "seeds", "epochs", "num_inducing", "num_latent", "hidden", "frames_per_sequence",
+                 "channel_lengthscales", "lengthscale", "step_std_degrees", "shared_channels", "kl_warmup_epochs",
+                 "site_parametrization"):
         value = getattr(args, name)
         if value is not None:
             settings[name] = value

@@ -117,16 +117,16 @@ def test_site_parametrization_reaches_the_gp_models_only():
 
 def test_num_latent_and_hidden_options_set_every_learned_models_widths():
     """``--num-latent L`` and ``--hidden`` reach the encoder's sites and the decoder's input of all three learned
-    models, and enters their run keys; more shared channels than L is rejected."""
+    models and enter their run keys; more shared channels than L are rejected."""
     config = experiment.config_from_args(["--quick", "--num-latent", "6", "--shared-channels", "4",
                                           "--hidden", "24", "12"])
     assert all(config.run_settings(m)["num_latent"] == 6 for m in experiment.LEARNED)
     assert all(config.run_settings(m)["hidden"] == [24, 12] for m in experiment.LEARNED)
-    for method in experiment.LEARNED:
-        model = experiment.build_model(method, config, seed=0)
+    models = {method: experiment.build_model(method, config, seed=0) for method in experiment.LEARNED}
+    for method, model in models.items():
         assert model.decoder.inputs[0].shape[-1] == 6, method
         dense = [layer.units for layer in model.decoder.layers if hasattr(layer, "units")]
         assert dense[:2] == [24, 12], (method, dense)
-    assert len(experiment.build_model("gpvae", config, seed=0).kernel.kernels) == 6
+    assert len(models["gpvae"].kernel.kernels) == 6
     with pytest.raises(ValueError):
         experiment.config_from_args(["--quick", "--num-latent", "3", "--shared-channels", "4"])
