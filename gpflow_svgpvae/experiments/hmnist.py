@@ -368,10 +368,14 @@ def example_sequences(labels: np.ndarray, count: int) -> List[int]:
     return [int(np.flatnonzero(labels == c)[0]) for c in chosen]
 
 
-def plot_sequences(records_by_method: Dict[str, dict], data, path: str, show: int) -> None:
+def plot_sequences(records_by_method: Dict[str, dict], data, path: str, show: int) -> bool:
+    """The figure of example test sequences; ``False`` (nothing drawn) when no record holds its
+    imputed examples (e.g. run records copied without them, as under ``docs/results``)."""
+    methods = [m for m in METHODS if "examples" in records_by_method.get(m, {})]
+    if not methods:
+        return False
     plt = pyplot()
     T = data.test.Y.shape[1]
-    methods = [m for m in METHODS if m in records_by_method]
     # Records written before examples carried their indices hold the first sequences.
     index = records_by_method[methods[0]]["examples"].get("index", list(range(show)))
     rows = []
@@ -394,6 +398,7 @@ def plot_sequences(records_by_method: Dict[str, dict], data, path: str, show: in
     fig.tight_layout(pad=0.2, rect=(0, 0, 1, 1 - 0.4 / fig.get_figheight()))
     fig.savefig(path, dpi=110)
     plt.close(fig)
+    return True
 
 
 def run(config: Config, progress: bool = True) -> dict:
@@ -426,7 +431,8 @@ def run(config: Config, progress: bool = True) -> dict:
     write_json(os.path.join(config.out, "metrics.json"), metrics)
     rows = [{"method": m, **{k: f"{v['mean']:.4f} +- {v['sd']:.4f}" for k, v in s.items()}} for m, s in summary.items()]
     write_csv(os.path.join(config.out, "table.csv"), rows)
-    plot_sequences(first_seed_records, data0, os.path.join(config.out, "sequences.png"), config.show_sequences)
+    if not plot_sequences(first_seed_records, data0, os.path.join(config.out, "sequences.png"), config.show_sequences):
+        print(f"No figure: the records of seed {config.seeds[0]} hold no imputed examples.", flush=True)
     if progress:
         for row in rows:
             print(row)

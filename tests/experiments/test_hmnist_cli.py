@@ -50,6 +50,16 @@ def test_quick_cli_fills_match_numpy_and_runs_are_cached(tmp_path):
     again = experiment.main(args)
     assert again["summary"] == json.loads(json.dumps(metrics["summary"]))
     assert stamps == [os.path.getmtime(os.path.join(out, "runs", f)) for f in run_files]
+    # Records without their imputed examples (as committed under docs/results): metrics, no figure.
+    for f in run_files:
+        path = os.path.join(out, "runs", f)
+        record = json.load(open(path))
+        assert "examples" in record
+        record.pop("examples")
+        json.dump(record, open(path, "w"))
+    os.remove(os.path.join(out, "sequences.png"))
+    stripped = experiment.main(args)
+    assert stripped["summary"] == again["summary"] and not os.path.exists(os.path.join(out, "sequences.png"))
 
 
 @pytest.mark.slow  # long; run with make test-all (keeps the default suite under 10 minutes)
