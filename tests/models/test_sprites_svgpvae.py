@@ -152,8 +152,10 @@ def test_map_inputs_is_style_and_pose_vector_and_order_invariant(data, model):
                                    rtol=1e-5, atol=1e-5)
     np.testing.assert_array_equal(mapped[:, 16:], pose_table(model).vectors.numpy()[X.numpy()[:, 1].astype(int)])
     perm = np.random.default_rng(0).permutation(15)
-    np.testing.assert_allclose(model.map_inputs(tf.gather(X, perm), tf.gather(Y, perm)).numpy(), mapped[perm],
-                               rtol=1e-12, atol=1e-12)
+    permuted = model.map_inputs(tf.gather(X, perm), tf.gather(Y, perm)).numpy()
+    np.testing.assert_array_equal(permuted[:, 16:], mapped[perm, 16:])  # pose vectors: a lookup
+    # style: sums of float32 features, whose last bits may depend on the batch layout (seen on a loaded machine)
+    np.testing.assert_allclose(permuted[:, :16], mapped[perm, :16], rtol=1e-6, atol=1e-6)
     # the batch posterior q(u) (and so the KL) does not depend on the order of the frames
     kl1 = model.prior_kl(X, Y).numpy()
     kl2 = model.prior_kl(tf.gather(X, perm), tf.gather(Y, perm)).numpy()

@@ -91,7 +91,8 @@ with strategy.scope():
 dist_hist = train(dist, dataset, epochs=2, optimizer=opt, objective=geco, progress=False, strategy=strategy)
 out["loop_loss_rel_dev"] = max(abs(a - b) / abs(a) for a, b in zip(ref_hist["loss"], dist_hist["loss"]))
 out["loop_weights_max_abs_dev"] = float(np.max(np.abs(flat(ref) - flat(dist))))
-out["loop_geco_lambda_dev"] = abs(ref_hist["geco_lambda"][-1] - dist_hist["geco_lambda"][-1])
+out["loop_geco_lambda_rel_dev"] = abs(ref_hist["geco_lambda"][-1] - dist_hist["geco_lambda"][-1]) / abs(
+    ref_hist["geco_lambda"][-1])
 
 with strategy.scope():
     kmodel = make_tiny_model(seed=0)

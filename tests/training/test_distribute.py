@@ -25,4 +25,6 @@ def test_two_replicas_equal_one_device():
     # whole training runs (GECO) with the compiled loop and with Keras fit
     assert dev["loop_loss_rel_dev"] < 1e-6 and dev["keras_loss_rel_dev"] < 1e-6
     assert dev["loop_weights_max_abs_dev"] < 1e-5 and dev["keras_weights_max_abs_dev"] < 1e-5
-    assert dev["loop_geco_lambda_dev"] < 1e-8
+    # lambda follows the float32 networks' reconstruction error: equal to float32 precision
+    # (1.2e-8 absolute was seen on a loaded machine, where thread scheduling changes float32 sums)
+    assert dev["loop_geco_lambda_rel_dev"] < 1e-6
