@@ -312,6 +312,7 @@ def test_shapes_checks_and_prediction_at_new_times(rng):
     assert float(half["scale"]) == 2.0
 
 
+@pytest.mark.slow  # smoke only; make test-all (keeps the default suite under 10 minutes)
 def test_smoke_training_all_models_on_moving_ball():
     """Tiny training run through the package's compiled loop: finite and improving ELBO."""
     from gpflow_svgpvae.datasets.moving_ball import moving_ball

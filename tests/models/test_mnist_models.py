@@ -382,6 +382,7 @@ def tiny_mnist():
     return cfg, load_data(cfg)
 
 
+@pytest.mark.slow  # smoke only; make test-all (keeps the default suite under 10 minutes)
 @pytest.mark.parametrize("name", ["cvae", "gppvae", "svgpvae", "deep_svigp"])
 def test_smoke_train_each_model(name, tiny_mnist, tmp_path):
     from gpflow_svgpvae.experiments.rotated_mnist import run_model
