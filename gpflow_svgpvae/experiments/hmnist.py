@@ -420,7 +420,7 @@ def run(config: Config, progress: bool = True) -> dict:
                 print(f"seed {seed} {method:8s} mse {record['mse']:.4f} rounded {record['mse_rounded']:.4f} "
                       f"nll_1 {record.get('nll_1', float('nan')):.4f} auroc {record['auroc']:.3f}", flush=True)
         if seed == config.seeds[0]:
-            data0 = data if data is not None else load_data(config, seed)
+            data0 = data
     summary = summarise(records)
     metrics = {"summary": summary, "relative": relative_gains(summary),
                "missing_rate_test": float(np.mean([r["missing_rate_test"] for r in records])),
@@ -431,8 +431,13 @@ def run(config: Config, progress: bool = True) -> dict:
     write_json(os.path.join(config.out, "metrics.json"), metrics)
     rows = [{"method": m, **{k: f"{v['mean']:.4f} +- {v['sd']:.4f}" for k, v in s.items()}} for m, s in summary.items()]
     write_csv(os.path.join(config.out, "table.csv"), rows)
-    if not plot_sequences(first_seed_records, data0, os.path.join(config.out, "sequences.png"), config.show_sequences):
-        print(f"No figure: the records of seed {config.seeds[0]} hold no imputed examples.", flush=True)
+    figure = os.path.join(config.out, "sequences.png")
+    if any("examples" in record for record in first_seed_records.values()):
+        data0 = data0 if data0 is not None else load_data(config, config.seeds[0])
+        plot_sequences(first_seed_records, data0, figure, config.show_sequences)
+    else:  # e.g. run records copied from docs/results, which drop the examples
+        kept = " (the existing sequences.png is left as it was)" if os.path.exists(figure) else ""
+        print(f"No figure: the records of seed {config.seeds[0]} hold no imputed examples{kept}.", flush=True)
     if progress:
         for row in rows:
             print(row)

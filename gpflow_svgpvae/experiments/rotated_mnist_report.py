@@ -8,7 +8,7 @@ import numpy as np
 
 from .common import mean_sd, pyplot, write_csv
 
-__all__ = ["LABELS", "COMPLEXITY", "PAPER_TABLE1", "plot_generated", "summary_rows", "settings_line", "write_tables"]
+__all__ = ["LABELS", "COMPLEXITY", "PAPER_TABLE1", "plot_generated", "summary_rows", "object_init_text", "settings_line", "write_tables"]
 
 LABELS = {"cvae": "CVAE", "gppvae": "GPPVAE (Casale)", "svgpvae": "SVGP-VAE", "deep_svigp": "Deep SVIGP (Hensman)"}
 COMPLEXITY = {"cvae": "-", "gppvae": "O(N H^2)", "svgpvae": "O(b m^2 + m^3)", "deep_svigp": "O(b m^2 + m^3)"}
@@ -72,6 +72,11 @@ def summary_rows(results: List[dict], models: Sequence[str]):
     return rows
 
 
+def object_init_text(object_init: str, object_scale=None) -> str:
+    """How the object vectors were initialised, e.g. ``"pca"`` or ``"random (scale 0.1)"``."""
+    return object_init + ("" if object_scale is None else f" (scale {object_scale:g})")
+
+
 def settings_line(specs: List[dict]) -> str:
     """One sentence with the settings shared by all runs, and the ones that differ."""
     keys = [k for k in specs[0] if k not in ("model", "seed")]
@@ -82,9 +87,8 @@ def settings_line(specs: List[dict]) -> str:
         f"Rotated MNIST (digit(s) {common.get('digits', '?')}, n_per_digit={common.get('n_per_digit', '?')}), "
         f"L={common.get('num_latent', '?')}, m={'?' if m is None else 16 * m}, b={common.get('batch_size', '?')}, "
         f"Adam {common.get('learning_rate', '?')}, GECO kappa^2={common.get('kappa_squared', '?')}, "
-        f"object init {common.get('object_init', '?')}"
-        + (f" (scale {common['object_scale']})" if common.get("object_scale") is not None else "")
-        + f", eval every {common.get('eval_every', '?')} epochs, "
+        f"object init {object_init_text(common.get('object_init', '?'), common.get('object_scale'))}"
+        f", eval every {common.get('eval_every', '?')} epochs, "
         f"jit_compile={common.get('jit_compile', '?')}."
     )
     if differ:

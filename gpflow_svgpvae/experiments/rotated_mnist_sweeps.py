@@ -11,6 +11,7 @@ import numpy as np
 
 from . import rotated_mnist as rm
 from .common import mean_sd, run_key
+from .rotated_mnist_report import object_init_text
 
 __all__ = ["Sweeps", "QUICK", "QUICK_CONFIG", "NUM_ANGLES", "SweepContext", "per_angle", "run_row", "run_sweep",
            "summarise_rows", "settings_note", "errorbar"]
@@ -150,8 +151,8 @@ def settings_note(cfg: rm.Config, skip: Sequence[str] = ()) -> str:
     kept = ", ".join(v for k, v in parts.items() if k not in skip)
     return textwrap.fill(kept + f", L={cfg.num_latent}, GECO kappa^2={cfg.kappa_squared}"
             + ("" if cfg.learning_rate == 1e-3 else f", Adam {cfg.learning_rate:g}")
-            + ("" if cfg.object_init == "pca" else f", {cfg.object_init} object vectors")
-            + ("" if cfg.object_scale is None else f", initial object vectors at scale {cfg.object_scale:g}"),
+            + ("" if (cfg.object_init, cfg.object_scale) == ("pca", None)
+               else f", object init {object_init_text(cfg.object_init, cfg.object_scale)}"),
                          width=100)
 
 

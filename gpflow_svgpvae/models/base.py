@@ -83,7 +83,12 @@ class LatentVariableAutoencoder(InputChecks, BayesianModel, ExternalDataTraining
         first = tf.VariableAggregation.ONLY_FIRST_REPLICA
         self.sample_seed = tf.Variable(int(seed), dtype=tf.int64, trainable=False, name="sample_seed", aggregation=first)
         self.sample_counter = tf.Variable(0, dtype=tf.int64, trainable=False, name="sample_counter", aggregation=first)
-        self.build_networks()
+        if not self._builds_networks_after_init:
+            self.build_networks()
+
+    #: Subclasses that learn :math:`L` from their own constructor arguments (a kernel) set this
+    #: and call :meth:`build_networks` at the end of their ``__init__``.
+    _builds_networks_after_init = False
 
     # ------------------------------------------------------------ missing data
     #: Whether :meth:`objective_terms` accepts ``data = (X, Y, mask)`` (missing entries).

@@ -81,6 +81,8 @@ class DeepSVIGP(LatentVariableAutoencoder):
     :param q_sqrt_init: initial diagonal of the whitened ``q_sqrt``.
     """
 
+    _builds_networks_after_init = True
+
     def __init__(
         self,
         decoder,

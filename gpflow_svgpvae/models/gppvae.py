@@ -97,6 +97,8 @@ class GPPVAE(LatentVariableAutoencoder):
     :param view_period: period of the view values (``None``: not periodic).
     """
 
+    _builds_networks_after_init = True
+
     def __init__(
         self,
         encoder,

@@ -118,6 +118,8 @@ class SVGPVAE(LatentVariableAutoencoder):
         (last axis twice as wide) instead of the zero-filled ``Y`` alone.
     """
 
+    _builds_networks_after_init = True
+
     supports_missing = True
 
     def __init__(

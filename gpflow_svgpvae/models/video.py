@@ -333,6 +333,8 @@ class VideoGPAutoencoder(VideoAutoencoder):
     :param jitter: added to the diagonal of the prior covariance before Cholesky.
     """
 
+    _builds_networks_after_init = True
+
     def __init__(
         self,
         encoder,

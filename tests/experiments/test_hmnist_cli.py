@@ -24,7 +24,7 @@ def test_defaults_quick_and_long():
     assert "lengthscale" not in paper.run_settings("vae") and "num_inducing" in paper.run_settings("svgpvae")
 
 
-def test_quick_cli_fills_match_numpy_and_runs_are_cached(tmp_path):
+def test_quick_cli_fills_match_numpy_and_runs_are_cached(tmp_path, monkeypatch, capsys):
     out = str(tmp_path / "hmnist")
     args = TINY + ["--methods", "zero", "mean", "--out", out]
     metrics = experiment.main(args)
@@ -58,8 +58,11 @@ def test_quick_cli_fills_match_numpy_and_runs_are_cached(tmp_path):
         record.pop("examples")
         json.dump(record, open(path, "w"))
     os.remove(os.path.join(out, "sequences.png"))
+    monkeypatch.setattr(experiment, "load_data", lambda *a, **k: pytest.fail("cached runs need no data"))
+    capsys.readouterr()
     stripped = experiment.main(args)
     assert stripped["summary"] == again["summary"] and not os.path.exists(os.path.join(out, "sequences.png"))
+    assert "No figure" in capsys.readouterr().out
 
 
 @pytest.mark.slow  # long; run with make test-all (keeps the default suite under 10 minutes)

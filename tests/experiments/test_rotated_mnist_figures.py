@@ -149,3 +149,16 @@ def test_object_scale_options_reach_the_run_settings():
     assert base.object_scale is None and sweeps.init_scales == (None, 0.1, 2.0)
     with pytest.raises(SystemExit):
         figures._configure(parser.parse_args(["convergence", "--object-scale", "-1"]))
+
+
+def test_table_header_and_figure_titles_state_the_object_initialisation_alike():
+    from gpflow_svgpvae.experiments import rotated_mnist as rm
+    from gpflow_svgpvae.experiments.rotated_mnist_report import settings_line
+    from gpflow_svgpvae.experiments.rotated_mnist_sweeps import settings_note
+
+    scaled = rm.Config(object_init="random", object_scale=0.1)
+    spec = rm.run_spec("svgpvae", 0, scaled)
+    assert "object init random (scale 0.1)" in settings_line([spec, dict(spec, seed=1)])
+    assert "object init random (scale 0.1)" in settings_note(scaled).replace("\n", " ")
+    assert "object init" not in settings_note(rm.Config())  # the paper's PCA init goes unstated
+    assert "object init pca," in settings_line([rm.run_spec("svgpvae", 0, rm.Config())])

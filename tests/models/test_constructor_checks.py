@@ -56,3 +56,15 @@ def test_num_data_must_be_a_positive_whole_number(num_data):
 def test_integral_num_data_of_any_type_is_accepted(num_data):
     model = _model(gpflow.kernels.RBF(), np.zeros((5, 1)), num_data=num_data)
     assert model.num_data == 50 and isinstance(model.num_data, int)
+
+
+def test_each_model_builds_its_networks_once_at_construction(monkeypatch):
+    from gpflow_svgpvae.models.base import LatentVariableAutoencoder
+    calls = []
+    original = LatentVariableAutoencoder.build_networks
+    monkeypatch.setattr(LatentVariableAutoencoder, "build_networks",
+                        lambda self, *a, **k: calls.append(type(self).__name__) or original(self, *a, **k))
+    model = _model(gpflow.kernels.Matern52(), np.zeros((5, 1)))
+    vae = gv.VAE(mlp_encoder(4, 2, hidden_units=(4,)), tf_keras.Sequential([tf_keras.layers.Dense(4)]), num_data=50)
+    assert calls == ["SVGPVAE", "VAE"]
+    assert model.decoder.built and vae.decoder.built  # L = 2 known from the encoder / the kernel
