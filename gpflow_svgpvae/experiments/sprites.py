@@ -223,6 +223,39 @@ def build_model(cfg: Config, train_frames: np.ndarray, train_characters, train_p
     return model, info
 
 
+def _svgpvae_variants(model, cfg: Config, ds, train_frames, context, test_rows, target, generated,
+                      context_scale: float):
+    """What only the SVGP-VAE has beside generation from the context (the CVAE has no posterior):
+    the context weighted s = 1, the whole training set plus the context, and reconstructions of
+    training frames (no GP: where the style is lost). Returns the generated means by variant, their
+    metrics, and the reconstruction diagnostic."""
+    generated_s1 = generated if context_scale == 1.0 else generate(model, model, context, *test_rows, seed=cfg.seed)
+    t0 = time.perf_counter()
+    train_posterior = model.posterior(character_batches(
+        ds.train_characters, ds.train_poses, train_frames, characters_per_batch=cfg.characters_per_batch,
+        shuffle=False,
+    ))
+    with_train = generate(model, train_posterior, context, *test_rows, num_samples=1, seed=cfg.seed)
+    extra = {
+        "given_context_scale_1": {
+            "description": "each test character conditioned on its 36 context frames with scale s = 1",
+            "test_mse_mean": _mse(generated_s1["mean"], target),
+        },
+        "train_and_context": {
+            "description": "each test character conditioned on the whole training set and its 36 context frames",
+            "test_mse_mean": _mse(with_train["mean"], target),
+            "test_mse_sample": _mse(with_train["samples"][0], target),
+            "eval_seconds": time.perf_counter() - t0,
+        },
+    }
+    t0 = time.perf_counter()
+    reconstruction = reconstruction_style(model, ds, train_frames, num_frames=cfg.num_reconstruction_frames,
+                                          seed=cfg.seed)
+    reconstruction["seconds"] = time.perf_counter() - t0
+    variants = {"given_train_and_context": with_train["mean"], "given_context_scale_1": generated_s1["mean"]}
+    return variants, extra, reconstruction
+
+
 # ----------------------------------------------------------------------------- run
 def run(cfg: Config, progress: bool = True) -> dict:
     """Data, pretraining, training, test generation; writes config, metrics and the grid."""
@@ -312,41 +345,17 @@ def run(cfg: Config, progress: bool = True) -> dict:
     test_mse = _mse(generated["mean"], target)
     shown = {"given context": generated["mean"][:npc, :npp]}
     examples = {"generated": generated["mean"][:npc, :npp]}
-    extra = {}
+    extra, reconstruction = {}, None
     if not is_cvae:
-        # Variants: context weighted s = 1; the whole training set as well (s = 1).
-        generated_s1 = generated if context_scale == 1.0 else generate(model, model, context, *test_rows,
-                                                                       seed=cfg.seed)
+        variants, extra, reconstruction = _svgpvae_variants(model, cfg, ds, train_frames, context, test_rows, target,
+                                                            generated, context_scale)
         t0 = time.perf_counter()
-        train_posterior = model.posterior(character_batches(
-            ds.train_characters, ds.train_poses, train_frames, characters_per_batch=cfg.characters_per_batch,
-            shuffle=False,
-        ))
-        with_train = generate(model, train_posterior, context, *test_rows, num_samples=1, seed=cfg.seed)
-        eval_train_seconds = time.perf_counter() - t0
-        t0 = time.perf_counter()
-        style["given_train_and_context"] = style_scores(ds, with_train["mean"], *test_pairs)
-        style["given_context_scale_1"] = style_scores(ds, generated_s1["mean"], *test_pairs)
+        for name, mean in variants.items():
+            style[name] = style_scores(ds, mean, *test_pairs)
         style_seconds += time.perf_counter() - t0
-        shown["given train+ctx"] = with_train["mean"][:npc, :npp]
-        examples["generated_with_train"] = with_train["mean"][:npc, :npp]
-        examples["generated_scale_1"] = generated_s1["mean"][:npc, :npp]
-        extra["given_context_scale_1"] = {
-            "description": "each test character conditioned on its 36 context frames with scale s = 1",
-            "test_mse_mean": _mse(generated_s1["mean"], target),
-        }
-        extra["train_and_context"] = {
-            "description": "each test character conditioned on the whole training set and its 36 context frames",
-            "test_mse_mean": _mse(with_train["mean"], target),
-            "test_mse_sample": _mse(with_train["samples"][0], target),
-            "eval_seconds": eval_train_seconds,
-        }
-        # Where the style is lost: reconstructions of training frames (no GP).
-        t0 = time.perf_counter()
-        reconstruction = reconstruction_style(model, ds, train_frames, num_frames=cfg.num_reconstruction_frames,
-                                              seed=cfg.seed)
-        reconstruction["seconds"] = time.perf_counter() - t0
-        extra["reconstruction"] = reconstruction
+        shown["given train+ctx"] = variants["given_train_and_context"][:npc, :npp]
+        examples["generated_with_train"] = variants["given_train_and_context"][:npc, :npp]
+        examples["generated_scale_1"] = variants["given_context_scale_1"][:npc, :npp]
     t0 = time.perf_counter()
     probe = style_probe(model, ds, context, seed=cfg.seed)
     probe["seconds"] = time.perf_counter() - t0
@@ -376,7 +385,7 @@ def run(cfg: Config, progress: bool = True) -> dict:
         "test_mse_sample": _mse(generated["samples"][0], target),
         "test_mse_per_character_sd": float(np.std(per_character, ddof=1)) if len(per_character) > 1 else 0.0,
         "context_scale": None if is_cvae else context_scale,
-        **{k: v for k, v in extra.items() if k != "reconstruction"},
+        **extra,
         "nearest_context_frame": {
             "description": "baseline: per target pose the character's context frame with the closest learned "
                            "pose vector (cosine)",
@@ -385,7 +394,7 @@ def run(cfg: Config, progress: bool = True) -> dict:
         "style_accuracy": {**style, "seconds": style_seconds},
         "diagnostics": {
             "style_probe": probe,
-            **({"reconstruction": extra["reconstruction"]} if not is_cvae else {}),
+            **({} if reconstruction is None else {"reconstruction": reconstruction}),
             **({} if is_cvae else {"inducing_span": {
                 "description": "dimension of the bilinear functions u(s)^T W u(p) that the inducing points span "
                                "(sprites_style.inducing_span), against all d x Q of them",
@@ -428,7 +437,7 @@ def run(cfg: Config, progress: bool = True) -> dict:
             print(f"given the context frames with s = 1: MSE {extra['given_context_scale_1']['test_mse_mean']:.5f}, "
                   f"{format_style(style['given_context_scale_1'])}; given training set + context: MSE "
                   f"{extra['train_and_context']['test_mse_mean']:.5f}, {format_style(style['given_train_and_context'])}; "
-                  f"reconstructed training frames: {format_style(extra['reconstruction']['style_accuracy'])}",
+                  f"reconstructed training frames: {format_style(reconstruction['style_accuracy'])}",
                   flush=True)
         print(f"linear probe from the style vector ({probe['num_characters']} test characters, {probe['folds']}-fold): "
               f"{format_style(probe) if probe['folds'] >= 2 else '-'}", flush=True)
