@@ -12,7 +12,7 @@ from gpflow.keras import tf_keras
 
 from .errors import errors_first
 from .objectives import as_objective
-from .optimizers import OptimizerGroups, as_optimizer
+from .optimizers import OptimizerGroups, as_optimizer, build_optimizer_for
 from .step import LOG_KEYS, evaluation_terms, training_step
 
 __all__ = ["KerasTrainingModel"]
@@ -94,6 +94,9 @@ class KerasTrainingModel(tf_keras.Model):
             self.model.check_arrays(tuple(validation_data))
         position = _Position()
         callbacks = list(kwargs.pop("callbacks", None) or []) + [position]
+        if self.optimizer is not None:  # (compiled) one trace of the step instead of two
+            with self.distribute_strategy.scope():
+                build_optimizer_for(self.optimizer, self.model)
         with errors_first(position.describe):
             return super().fit(
                 x, y, batch_size, epochs, *args, sample_weight=sample_weight, validation_data=validation_data,

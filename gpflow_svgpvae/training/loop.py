@@ -16,7 +16,7 @@ from tqdm.auto import tqdm
 from .. import numerics
 from .errors import errors_first
 from .objectives import as_objective
-from .optimizers import OptimizerGroups, as_optimizer
+from .optimizers import OptimizerGroups, as_optimizer, build_optimizer_for
 from .step import evaluation_terms, training_step
 
 __all__ = ["train", "make_dataset", "masked_arrays"]
@@ -201,6 +201,7 @@ def train(
     with strategy.scope():
         optimizer = as_optimizer(optimizer) or tf_keras.optimizers.Adam(1e-3)
         objective = as_objective(objective)
+        build_optimizer_for(optimizer, model)
     distributed = strategy.num_replicas_in_sync > 1
 
     if steps_per_epoch is None:

@@ -350,3 +350,44 @@ def test_keras_fit_with_optimizer_groups_matches_loop():
     fit = view.fit(_dataset(X, Y), epochs=2, verbose=0)
     np.testing.assert_allclose(history["loss"], fit.history["loss"], rtol=1e-5)
     np.testing.assert_allclose(_flat(loop_model), _flat(keras_model), rtol=1e-4, atol=1e-6)
+
+
+# ------------------------------------------------------------------ tracing once
+@pytest.mark.parametrize("groups", [False, True], ids=["adam", "optimizer_groups"])
+def test_step_is_traced_once_and_trains_as_with_a_lazily_built_optimizer(groups, monkeypatch):
+    """The optimiser's state is created before the first compiled step (a ``tf.function`` that
+    creates variables is traced twice); the updates are those of an optimiser built on first use."""
+    import gpflow_svgpvae.training.keras as keras_view
+    import gpflow_svgpvae.training.loop as loop
+    from gpflow_svgpvae.training import optimizers
+
+    X, Y = tiny_data()
+    traces = []
+
+    def counting(module):
+        original = module.training_step
+        monkeypatch.setattr(module, "training_step", lambda *a: traces.append(module.__name__) or original(*a))
+
+    counting(loop)
+    counting(keras_view)
+
+    def optimizer(model):
+        return _gp_and_rest(model) if groups else tf_keras.optimizers.Adam(1e-2)
+
+    def trained(path):
+        model = make_tiny_model(seed=0)
+        if path == "loop":
+            train(model, _dataset(X, Y), epochs=2, optimizer=optimizer(model), progress=False)
+        else:
+            view = model.as_training_model()
+            view.compile(optimizer(model))
+            view.fit(_dataset(X, Y), epochs=2, verbose=0)
+        return [v.numpy() for v in model.trainable_variables]
+
+    built = {path: trained(path) for path in ("loop", "keras")}
+    assert traces == ["gpflow_svgpvae.training.loop", "gpflow_svgpvae.training.keras"]
+    monkeypatch.setattr(optimizers, "build_optimizer", lambda *a: None)  # the optimiser builds in the step
+    for path in ("loop", "keras"):
+        for mine, lazy in zip(built[path], trained(path)):
+            np.testing.assert_allclose(mine, lazy, rtol=1e-6, atol=1e-7)  # float32 networks
+    assert traces.count("gpflow_svgpvae.training.loop") == 3  # traced twice without the prebuilt state
