@@ -29,6 +29,7 @@ import tensorflow as tf
 
 from . import amortized
 from .numerics import assert_finite
+from .tracing import not_autographed
 
 __all__ = ["SVGPVAEPosterior", "check_scale"]
 
@@ -92,6 +93,7 @@ def _statistics_function(model, rank: int):
     if function is None:
 
         @tf.function(reduce_retracing=True)
+        @not_autographed
         def function(X, Y, mask, context):
             X, Y, mask = model.observed((X, Y) if mask is None else (X, Y, mask))
             X, Y = model._check_data(X, Y, num_data=np.inf)
@@ -287,11 +289,13 @@ class SVGPVAEPosterior(tf.Module):
         spec = tf.TensorSpec([None, self.input_dim], gpflow.default_float(), name="Xnew")
 
         @tf.function(input_signature=[spec])
+        @not_autographed
         def predict_f(Xnew):
             mean, var = self.predict_f(Xnew)
             return {"mean": mean, "variance": var}
 
         @tf.function(input_signature=[spec])
+        @not_autographed
         def predict_y(Xnew):
             return {"mean": self.predict_y(Xnew)}
 

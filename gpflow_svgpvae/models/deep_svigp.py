@@ -40,6 +40,7 @@ from gpflow.utilities import triangular
 from ..auxiliary import ObjectVectors
 from ..likelihoods import DecoderLikelihood
 from ..transforms import Identity, InputTransform, as_input_transform
+from ..tracing import not_autographed
 from .base import LatentVariableAutoencoder
 
 __all__ = ["DeepSVIGP"]
@@ -242,6 +243,7 @@ class DeepSVIGP(LatentVariableAutoencoder):
             optimizer.build([rows])
 
             @tf.function
+            @not_autographed
             def step(views, lookup, Y):
                 with tf.GradientTape() as tape:
                     tape.watch(rows)

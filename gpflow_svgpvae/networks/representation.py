@@ -43,6 +43,7 @@ from gpflow.keras import tf_keras
 from tqdm.auto import tqdm
 
 from .validation import check_network
+from ..tracing import not_autographed
 
 __all__ = [
     "REDUCTIONS",
@@ -238,6 +239,7 @@ def pretrain_representation(
         return tf.gather(position_to_class, tf.minimum(pos, num_classes - 1))
 
     @tf.function(jit_compile=jit_compile)
+    @not_autographed
     def step(X, Y):
         labels = labels_of(X)
         with tf.GradientTape() as tape:

@@ -4,6 +4,7 @@ from typing import Dict
 import tensorflow as tf
 
 from .. import distribute
+from ..tracing import not_autographed
 
 __all__ = ["training_step", "evaluation_terms", "LOG_KEYS"]
 
@@ -37,6 +38,7 @@ def _split_batch(model, batch):
     return tuple(batch), batch[1]
 
 
+@not_autographed
 def training_step(model, objective, optimizer, batch) -> Dict[str, tf.Tensor]:
     """Loss, gradients for ``model.trainable_variables``, one optimiser update,
     then the objective's state update (GECO's lambda). Returns the logs.
@@ -77,6 +79,7 @@ def training_step(model, objective, optimizer, batch) -> Dict[str, tf.Tensor]:
     return _logs(loss, terms, extra)
 
 
+@not_autographed
 def evaluation_terms(model, objective, batch) -> Dict[str, tf.Tensor]:
     """The same logs without an update (for validation data; ``(X, Y)`` or ``(X, Y, mask)``)."""
     data, _ = _split_batch(model, batch)
