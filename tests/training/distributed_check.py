@@ -19,6 +19,7 @@ from gpflow.keras import tf_keras  # noqa: E402
 sys.path.insert(0, sys.argv[1])
 from tests.conftest import make_tiny_model, tiny_data  # noqa: E402
 
+from gpflow_svgpvae.tracing import not_autographed  # noqa: E402
 from gpflow_svgpvae.training import GECO, train  # noqa: E402
 
 X, Y = tiny_data()
@@ -42,6 +43,7 @@ with strategy.scope():
 
 
 @tf.function
+@not_autographed  # as the package's own steps: the model code needs no AutoGraph
 def distributed_loss_and_grads(global_batch):
     # experimental_distribute_values_from_function: replica r gets rows of the global batch
     def split(ctx):
