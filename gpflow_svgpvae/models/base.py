@@ -23,6 +23,7 @@ from gpflow.models import BayesianModel, ExternalDataTrainingLossMixin
 from ..numerics import assert_finite, assert_positive, numerical_checks
 from .. import distribute
 from ..likelihoods import DecoderLikelihood, as_likelihood
+from ..tracing import not_autographed
 from .checks import InputChecks, positive_count
 from ..networks.validation import check_network
 from ..transforms import flatten_leading as _flatten_leading
@@ -482,6 +483,7 @@ class LatentVariableAutoencoder(InputChecks, BayesianModel, ExternalDataTraining
         """``reconstruction``, ``kl``, ``batch_size``, ``scale`` (N/b), ``elbo`` and
         ``decoded`` (decoder mean of the sampled codes) for one batch."""
 
+    @not_autographed  # in a user's tf.function too (see gpflow_svgpvae.tracing)
     def elbo(self, data, seed: Optional[int] = None) -> tf.Tensor:
         """The minibatch ELBO estimate in GPflow's units (whole-dataset scale), for evaluation.
 
@@ -495,6 +497,7 @@ class LatentVariableAutoencoder(InputChecks, BayesianModel, ExternalDataTraining
         with self._fixed_draw(seed):
             return self.objective_terms(data, training=False)["elbo"]
 
+    @not_autographed  # GPflow's compiled training_loss_closure traces this
     def maximum_log_likelihood_objective(self, data) -> tf.Tensor:
         """The ELBO with a fresh Monte Carlo draw (advances the draw counter): GPflow's
         ``training_loss(data)`` is its negative."""
