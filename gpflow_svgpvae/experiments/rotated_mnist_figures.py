@@ -314,13 +314,13 @@ def cmd_init(ctx: SweepContext, out: str) -> dict:
     specs = [(name, {"object_init": init, "object_scale": scale}, {})
              for name in sw.init_models for init in ("pca", "random") for scale in sw.init_scales]
     rows = run_sweep(ctx, specs, "init runs")
-    summary = summarise_rows(rows, ("model", "object_init", "object_scale"))
-    for s in summary:
-        group = [r for r in rows if (r["model"], r["object_init"], r["object_scale"])
-                 == (s["model"], s["object_init"], s["object_scale"])]
+
+    def final_and_best(group):
         finals = [r["test_mse_mean_final"] for r in group if r["test_mse_mean_final"] is not None]
-        s["test_mse_mean_final"] = mean_sd(finals) if finals else None
-        s["best_epochs"] = [r["best_epoch"] for r in group]
+        return {"test_mse_mean_final": mean_sd(finals) if finals else None,
+                "best_epochs": [r["best_epoch"] for r in group]}
+
+    summary = summarise_rows(rows, ("model", "object_init", "object_scale"), extra=final_and_best)
     header = ["model", "object init", "initial scale", "runs", "test MSE (eval-selected)",
               "test MSE (last epoch)", "test MSE (sample, eval-selected)", "best eval epochs",
               "s/epoch (this machine)", "paper MSE"]

@@ -5,7 +5,7 @@ reusing every run of a sweep (:func:`run_sweep`, through
 summaries the commands tabulate and plot."""
 import textwrap
 from dataclasses import dataclass, replace
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -124,8 +124,10 @@ def run_sweep(ctx: SweepContext, specs: List[Tuple[str, dict, dict]], desc: str)
     return rows
 
 
-def summarise_rows(rows: List[dict], keys: Sequence[str]) -> List[dict]:
-    """Mean +- sd of the test MSE and median s/epoch per group of ``keys`` (first-seen order)."""
+def summarise_rows(rows: List[dict], keys: Sequence[str],
+                   extra: Optional[Callable[[List[dict]], dict]] = None) -> List[dict]:
+    """Mean +- sd of the test MSE and median s/epoch per group of ``keys`` (first-seen order);
+    ``extra(group_rows)`` adds entries of its own to each group's summary."""
     groups: Dict[tuple, List[dict]] = {}
     for r in rows:
         groups.setdefault(tuple(r[k] for k in keys), []).append(r)
@@ -138,6 +140,7 @@ def summarise_rows(rows: List[dict], keys: Sequence[str]) -> List[dict]:
             "seconds_per_epoch": float(np.median([r["seconds_per_epoch"] for r in rs])),
             "num_data": rs[0]["num_data"],
             "seeds": [r["seed"] for r in rs],
+            **(extra(rs) if extra is not None else {}),
         })
     return out
 
