@@ -370,10 +370,12 @@ def example_sequences(labels: np.ndarray, count: int) -> List[int]:
 
 def plot_sequences(records_by_method: Dict[str, dict], data, path: str, show: int) -> bool:
     """The figure of example test sequences; ``False`` (nothing drawn) when no record holds its
-    imputed examples (e.g. run records copied without them, as under ``docs/results``)."""
+    imputed examples (e.g. run records copied without them, as under ``docs/results``).
+    ``data`` may be a callable that returns the data, called only when there is a figure."""
     methods = [m for m in METHODS if "examples" in records_by_method.get(m, {})]
     if not methods:
         return False
+    data = data() if callable(data) else data
     plt = pyplot()
     T = data.test.Y.shape[1]
     # Records written before examples carried their indices hold the first sequences.
@@ -432,10 +434,9 @@ def run(config: Config, progress: bool = True) -> dict:
     rows = [{"method": m, **{k: f"{v['mean']:.4f} +- {v['sd']:.4f}" for k, v in s.items()}} for m, s in summary.items()]
     write_csv(os.path.join(config.out, "table.csv"), rows)
     figure = os.path.join(config.out, "sequences.png")
-    if any("examples" in record for record in first_seed_records.values()):
-        data0 = data0 if data0 is not None else load_data(config, config.seeds[0])
-        plot_sequences(first_seed_records, data0, figure, config.show_sequences)
-    else:  # e.g. run records copied from docs/results, which drop the examples
+    first_data = lambda: data0 if data0 is not None else load_data(config, config.seeds[0])  # noqa: E731
+    if not plot_sequences(first_seed_records, first_data, figure, config.show_sequences):
+        # e.g. run records copied from docs/results, which drop the examples
         kept = " (the existing sequences.png is left as it was)" if os.path.exists(figure) else ""
         print(f"No figure: the records of seed {config.seeds[0]} hold no imputed examples{kept}.", flush=True)
     if progress:
