@@ -74,6 +74,10 @@ class Config:
     hidden: Sequence[int] = (256, 256)
     num_inducing: int = 5
     frames_per_sequence: Optional[int] = None  # SVGP-VAE only; None: whole sequences
+    # SVGP-VAE only: keep the inducing times where they start (evenly spaced over the frames; with
+    # num_inducing = num_frames exactly at the frames). Trained, Adam moves every time by about the
+    # learning rate per step, which matters for kernels shorter than a frame.
+    fixed_inducing: bool = False
     lengthscale: float = 2.0
     # None: one Cauchy kernel with the fixed ``lengthscale`` (the GP-VAE paper); (a, b): one
     # Cauchy kernel per latent channel, lengthscales initialised log-spaced in [a, b] and learned.
@@ -135,6 +139,8 @@ class Config:
                 settings["shared_channels"] = int(self.shared_channels)
         if method == "svgpvae":
             settings.update(num_inducing=self.num_inducing, frames_per_sequence=self.frames_per_sequence)
+            if self.fixed_inducing:  # absent by default: cached runs keep their keys
+                settings["fixed_inducing"] = True
         return settings
 
 
@@ -214,7 +220,10 @@ def build_model(method: str, config: Config, seed: int):
         return GPVAE(encoder, decoder, kernel, "bernoulli", **common)
     if method == "svgpvae":
         Z = np.linspace(0.0, config.num_frames - 1.0, config.num_inducing)[:, None]
-        return SVGPVAE(encoder, decoder, kernel, Z, "bernoulli", **common)
+        model = SVGPVAE(encoder, decoder, kernel, Z, "bernoulli", **common)
+        if config.fixed_inducing:
+            gpflow.set_trainable(model.inducing_variable, False)
+        return model
     raise ValueError(f"unknown learned method {method!r}; choose from {LEARNED}")
 
 
@@ -461,6 +470,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--hidden", type=int, nargs="+", default=None,
                    help="hidden widths of the MLP encoder and decoder of every learned model (default 256 256)")
     p.add_argument("--frames-per-sequence", type=int, default=None)
+    p.add_argument("--fixed-inducing", action="store_true", default=None,
+                   help="SVGP-VAE: keep the inducing times at their evenly spaced start (not trained)")
     p.add_argument("--step-std-degrees", type=float, default=None,
                    help="std of the rotation step between frames (default 180, the GP-VAE paper's)")
     p.add_argument("--lengthscale", type=float, default=None, help="the fixed Cauchy lengthscale in frames (default 2)")
@@ -490,7 +501,7 @@ def config_from_args(argv: Optional[Sequence[str]] = None) -> Config:
             settings.update(num_frames=30, num_inducing=6, frames_per_sequence=10, timing_sequences=20)
     for name in ("methods", "seeds", "epochs", "num_inducing", "num_latent", "hidden", "frames_per_sequence",
                  "channel_lengthscales", "lengthscale", "step_std_degrees", "shared_channels", "kl_warmup_epochs",
-                 "site_parametrization"):
+                 "site_parametrization", "fixed_inducing"):
         value = getattr(args, name)
         if value is not None:
             settings[name] = value
