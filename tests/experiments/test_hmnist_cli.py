@@ -143,3 +143,24 @@ def test_num_latent_and_hidden_options_set_every_learned_models_widths():
     assert len(models["gpvae"].kernel.kernels) == 6
     with pytest.raises(ValueError):
         experiment.config_from_args(["--quick", "--num-latent", "3", "--shared-channels", "4"])
+
+
+def test_fixed_inducing_keeps_the_inducing_times_on_the_frames():
+    """``--fixed-inducing``: the SVGP-VAE's inducing times stay at their evenly spaced start
+    through training (trained, Adam moves them), and only the SVGP-VAE's key changes."""
+    assert "fixed_inducing" not in experiment.config_from_args([]).run_settings("svgpvae")
+    config = experiment.config_from_args(["--quick", "--fixed-inducing", "--num-inducing", "4"])
+    assert config.run_settings("svgpvae")["fixed_inducing"] is True
+    assert "fixed_inducing" not in config.run_settings("gpvae")
+    data = experiment.load_data(config, seed=0)
+    arrays = experiment.flat_arrays(data.train)
+    grid = np.linspace(0.0, config.num_frames - 1.0, 4)
+    moved = {}
+    for fixed in (True, False):
+        cfg = experiment.config_from_args(["--quick", "--num-inducing", "4"] + (["--fixed-inducing"] if fixed else []))
+        model = experiment.build_model("svgpvae", cfg, seed=0)
+        experiment.train_model(model, "svgpvae", cfg, arrays, seed=0, progress=False)
+        inducing = model.inducing_variable
+        Z = getattr(inducing, "inducing_variable", inducing).Z.numpy().ravel()
+        moved[fixed] = np.abs(Z - grid).max()
+    assert moved[True] == 0.0 and moved[False] > 1e-4
