@@ -369,6 +369,44 @@ def gp_step_timer(model, data: Dict, batch_size: int, jit: bool = False, gradien
     return _block_timer(tf.function(block, jit_compile=bool(jit)))
 
 
+def graph_flops(fn) -> float:
+    """Floating-point operations of one call of the ``tf.function`` ``fn`` (no arguments), as
+    TensorFlow's profiler counts them from the graph's shapes (matrix products, triangular
+    solves, elementwise arithmetic)."""
+    import tensorflow as tf
+
+    options = tf.compat.v1.profiler.ProfileOptionBuilder.float_operation()
+    options["output"] = "none"
+    return float(tf.compat.v1.profiler.profile(fn.get_concrete_function().graph, options=options).total_float_ops)
+
+
+def gemm_gflops(shape_a, shape_b, dtype: str = "float64", calls: int = 100, repeats: int = 5) -> float:
+    """GFLOP per CPU second of ``tf.matmul`` of fixed ``[m, k] x [k, n]`` operands in ``dtype`` on this
+    CPU (process time, all threads; best of ``repeats`` blocks of ``calls`` products in one compiled
+    loop)."""
+    import tensorflow as tf
+
+    rng = np.random.default_rng(0)
+    A = tf.constant(rng.standard_normal(shape_a), dtype)
+    Bm = tf.constant(rng.standard_normal(shape_b), dtype)
+
+    @tf.function
+    def loop():
+        total = tf.zeros((), dtype)
+        for _ in tf.range(calls):
+            total += tf.linalg.matmul(A, Bm)[0, 0]  # every product is computed in full
+        return total
+
+    loop()
+    best = float("inf")
+    for _ in range(repeats):
+        start = time.process_time()
+        loop().numpy()
+        best = min(best, (time.process_time() - start) / calls)
+    flops = 2.0 * float(np.prod(shape_a)) * shape_b[-1]
+    return flops / best / 1e9
+
+
 def _block_timer(fn, repeats: int = 5):
     num_ops = len(fn.get_concrete_function().graph.get_operations())
 
@@ -389,6 +427,7 @@ def _block_timer(fn, repeats: int = 5):
             best_cpu = min(best_cpu, cpu)
         return best, best_cpu
 
+    timer.function = fn
     return timer, num_ops
 
 

@@ -217,6 +217,17 @@ def run_gpblock(quick: bool, cache: str):
              "at the data boundary); stages: the stage-by-stage block of `ratio` (`predict_marginals` re-solves "
              "W). Each timing is the best of 5 blocks of 20 calls, the paths alternated; runtime checks "
              "(`numerics`) on, as in the loop.")
+    step = res.get("step", {})
+    if "flops_fwd_bwd" in step:
+        gemm = res["gemm_gflops_float64"]
+        peak = max(gemm.values())
+        own = max(v for k, v in gemm.items() if not k.startswith("[1024"))
+        text += (f"\n\nArithmetic of the step's block (TensorFlow profiler): {step['flops_fwd'] / 1e6:.1f} MFLOP forward, "
+                 f"{step['flops_fwd_bwd'] / 1e6:.1f} MFLOP forward + backward. float64 matrix products on this CPU "
+                 f"(GFLOP per CPU second, TensorFlow's default threads): " + ", ".join(f"{k} {v:.1f} GFLOP/s" for k, v in gemm.items())
+                 + f". The block's arithmetic alone takes {step['flops_fwd_bwd'] / own / 1e6:.2f} ms of CPU per "
+                 f"step at the rate of its own product shapes and {step['flops_fwd_bwd'] / peak / 1e6:.2f} ms at "
+                 f"the large product's, against {_med(step['cpu_ms']):.2f} ms measured.")
     return res, text
 
 
@@ -580,6 +591,15 @@ def _task_gp_block(B, spec):
         timers[name], ops = make()
         _, fwd_ops = make(gradients=False)
         out[name] = dict(ops=ops, fwd_ops=fwd_ops, cpu_ms=[], wall_ms=[])
+    # The arithmetic of the step's block, and what this CPU's float64 matrix products deliver: the
+    # block's matrix products at their own shapes ([L, b] x [b, M(M+1)/2] pairs products) and a large one.
+    out["step"]["flops_fwd_bwd"] = B.graph_flops(timers["step"].function)
+    out["step"]["flops_fwd"] = B.graph_flops(makers["step"](gradients=False)[0].function)
+    out["gemm_gflops_float64"] = {
+        "[16,256]x[256,528]": B.gemm_gflops((16, 256), (256, 528)),
+        "[528,16]x[16,256]": B.gemm_gflops((528, 16), (16, 256)),
+        "[1024,1024]x[1024,1024]": B.gemm_gflops((1024, 1024), (1024, 1024), calls=3),
+    }
     if spec.get("xla"):
         timers["step_xla"], ops = B.gp_step_timer(model, data, 256, jit=True)
         out["step_xla"] = dict(ops=ops, fwd_ops=None, cpu_ms=[], wall_ms=[])
