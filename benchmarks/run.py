@@ -202,6 +202,16 @@ def run_ratio(quick: bool, cache: str):
     return dict(summary=summary, runs=results), text
 
 
+#: The GP block's own matrix products at the Table-1 setting ([L, b] x [b, M (M + 1) / 2] pair
+#: statistics and its gradient) and a large product, for ``gpblock``'s float64 rates.
+GEMM_BLOCK_SHAPES = (((16, 256), (256, 528)), ((528, 16), (16, 256)))
+GEMM_LARGE = ((1024, 1024), (1024, 1024))
+
+
+def _shapes_key(a, b) -> str:
+    return f"[{a[0]},{a[1]}]x[{b[0]},{b[1]}]"
+
+
 def run_gpblock(quick: bool, cache: str):
     res = child("gp_block", dict(cache=cache, rounds=3 if quick else 7, calls=20))
     rows = []
@@ -221,7 +231,7 @@ def run_gpblock(quick: bool, cache: str):
     if "flops_fwd_bwd" in step:
         gemm = res["gemm_gflops_float64"]
         peak = max(gemm.values())
-        own = max(v for k, v in gemm.items() if not k.startswith("[1024"))
+        own = max(gemm[_shapes_key(a, b)] for a, b in GEMM_BLOCK_SHAPES)
         text += (f"\n\nArithmetic of the step's block (TensorFlow profiler): {step['flops_fwd'] / 1e6:.1f} MFLOP forward, "
                  f"{step['flops_fwd_bwd'] / 1e6:.1f} MFLOP forward + backward. float64 matrix products on this CPU "
                  f"(GFLOP per CPU second, TensorFlow's default threads): " + ", ".join(f"{k} {v:.1f} GFLOP/s" for k, v in gemm.items())
@@ -586,20 +596,17 @@ def _task_gp_block(B, spec):
     makers = dict(step=lambda **k: B.gp_step_timer(model, data, 256, **k),
                   step_ids_checked_once=lambda **k: B.gp_step_timer(unchecked, data, 256, **k),
                   stages=lambda **k: B.gp_block_timer(model, data, 256, **k))
-    timers = {}
+    timers, forward = {}, {}
     for name, make in makers.items():
         timers[name], ops = make()
-        _, fwd_ops = make(gradients=False)
+        forward[name], fwd_ops = make(gradients=False)
         out[name] = dict(ops=ops, fwd_ops=fwd_ops, cpu_ms=[], wall_ms=[])
-    # The arithmetic of the step's block, and what this CPU's float64 matrix products deliver: the
-    # block's matrix products at their own shapes ([L, b] x [b, M(M+1)/2] pairs products) and a large one.
+    # The arithmetic of the step's block, and what this CPU's float64 matrix products deliver at
+    # the block's own product shapes and at a large one.
     out["step"]["flops_fwd_bwd"] = B.graph_flops(timers["step"].function)
-    out["step"]["flops_fwd"] = B.graph_flops(makers["step"](gradients=False)[0].function)
-    out["gemm_gflops_float64"] = {
-        "[16,256]x[256,528]": B.gemm_gflops((16, 256), (256, 528)),
-        "[528,16]x[16,256]": B.gemm_gflops((528, 16), (16, 256)),
-        "[1024,1024]x[1024,1024]": B.gemm_gflops((1024, 1024), (1024, 1024), calls=3),
-    }
+    out["step"]["flops_fwd"] = B.graph_flops(forward["step"].function)
+    out["gemm_gflops_float64"] = {_shapes_key(a, b): B.gemm_gflops(a, b) for a, b in GEMM_BLOCK_SHAPES}
+    out["gemm_gflops_float64"][_shapes_key(*GEMM_LARGE)] = B.gemm_gflops(*GEMM_LARGE, calls=3)
     if spec.get("xla"):
         timers["step_xla"], ops = B.gp_step_timer(model, data, 256, jit=True)
         out["step_xla"] = dict(ops=ops, fwd_ops=None, cpu_ms=[], wall_ms=[])
