@@ -394,6 +394,14 @@ def run_sprites(quick: bool, cache: str):
              f"alone add up to {parts:.0f} ms of the step's {step:.0f} ms. Each timing is the best of {res['rounds']} "
              f"blocks of {res['calls']} calls, parts alternated; batch 500 drawn from {res['characters']} "
              f"characters' frames.")
+    epochs = child("sprites_epochs", dict(characters=100 if quick else 1000, epochs=3 if quick else 4))
+    res["epochs"] = epochs
+    later = epochs["epoch_wall_s"][1:]  # the first epoch traces the step
+    text += (f"\n\nWhole epochs as `svgpvae sprites` trains them (`training.train` on `character_batches` of uint8 "
+             f"frames in memory, {epochs['num_data']:,} frames, {epochs['steps_per_epoch']} steps of batch 500): "
+             f"wall s/epoch after the first {', '.join(f'{v:.1f}' for v in later)} (median {_med(later):.1f}), "
+             f"CPU s/epoch {', '.join(f'{v:.1f}' for v in epochs['epoch_cpu_s'][1:])}; first epoch "
+             f"{epochs['epoch_wall_s'][0]:.1f} s. Rendering the frames took {epochs['render_s']:.0f} s (not counted).")
     return res, text
 
 
@@ -845,6 +853,39 @@ def _task_sprites_parts(B, spec):
                 best = min(best, (time.perf_counter() - t) / int(spec["calls"]))
             times[name].append(1000 * best)
     return dict(wall_ms=times, rounds=int(spec["rounds"]), calls=int(spec["calls"]), characters=n)
+
+
+def _task_sprites_epochs(B, spec):
+    """Wall and CPU seconds of whole SPRITES training epochs through the experiment's own data path."""
+    import numpy as np
+    from gpflow.keras import tf_keras
+
+    from gpflow_svgpvae.datasets.sprites import character_batches, sprites
+    from gpflow_svgpvae.experiments.sprites import Config, build_model
+    from gpflow_svgpvae.training import GECO, train
+
+    n = int(spec["characters"])
+    t = time.perf_counter()
+    ds = sprites(n + 10, seed=0, num_train_characters=n, train_poses_per_character=50, num_context_poses=36)
+    frames = ds.frames_for(ds.train_characters[:, None], ds.train_poses, dtype=np.uint8)
+    render_s = time.perf_counter() - t
+    cfg = Config(num_characters=n + 10, num_train_characters=n, pretrain_epochs=0)
+    model, _ = build_model(cfg, frames, ds.train_characters, ds.train_poses)
+    data = character_batches(ds.train_characters, ds.train_poses, frames, characters_per_batch=cfg.characters_per_batch,
+                             seed=0)
+    wall, cpu = [], []
+    clock = {"wall": time.perf_counter(), "cpu": time.process_time()}
+
+    def callback(epoch, logs):
+        wall.append(time.perf_counter() - clock["wall"])
+        cpu.append(time.process_time() - clock["cpu"])
+        clock.update(wall=time.perf_counter(), cpu=time.process_time())
+
+    clock.update(wall=time.perf_counter(), cpu=time.process_time())
+    train(model, data, epochs=int(spec["epochs"]), optimizer=tf_keras.optimizers.Adam(cfg.learning_rate),
+          objective=GECO(cfg.kappa_squared), seed=0, progress=False, callback=callback)
+    return dict(epoch_wall_s=wall, epoch_cpu_s=cpu, num_data=int(frames.shape[0] * frames.shape[1]),
+                steps_per_epoch=int(np.ceil(n / cfg.characters_per_batch)), render_s=render_s)
 
 
 if __name__ == "__main__":
