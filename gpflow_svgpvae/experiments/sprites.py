@@ -129,6 +129,7 @@ class Config:
     data_seed: int = 0
     seed: int = 0
     num_latent: int = 64
+    filters: int = 16  # conv filters per layer of encoder and decoder (the paper's 16)
     num_inducing: int = 72
     style_dim: int = 16
     pose_dim: int = 8
@@ -195,10 +196,12 @@ def build_model(cfg: Config, train_frames: np.ndarray, train_characters, train_p
     d, Q = cfg.style_dim, cfg.pose_dim
     table = ObjectVectors(72, Q, id_column=0, num_view_features=0, initial_vectors=pose_init, name="pose_vectors")
     transform = representation_and_table(representation, table, group_column=0, id_column=1)
-    decoder_options = dict(latent_modulation=cfg.decoder_modulation, palette_colours=cfg.palette_colours)
+    decoder_options = dict(latent_modulation=cfg.decoder_modulation, palette_colours=cfg.palette_colours,
+                           filters=cfg.filters)
     if cfg.model == "cvae":
         # The baseline: the decoder gets [code, style of the character's frames, pose vector].
-        model = CVAE(sprites_encoder(cfg.num_latent), sprites_decoder(cfg.num_latent + d + Q, **decoder_options),
+        model = CVAE(sprites_encoder(cfg.num_latent, filters=cfg.filters),
+                     sprites_decoder(cfg.num_latent + d + Q, **decoder_options),
                      num_data=C * P, id_column=0, condition=transform, encoder_sees_condition=False, seed=cfg.seed)
         return model, info
     if cfg.model != "svgpvae":
@@ -210,7 +213,7 @@ def build_model(cfg: Config, train_frames: np.ndarray, train_characters, train_p
     kernel = sprites_kernel(list(range(d)), list(range(d, d + Q)), noise_variance=cfg.noise_variance,
                             pose_bias=cfg.pose_bias)
     model = SVGPVAE(
-        sprites_encoder(cfg.num_latent, site_parametrization=cfg.site_parametrization),
+        sprites_encoder(cfg.num_latent, filters=cfg.filters, site_parametrization=cfg.site_parametrization),
         sprites_decoder(cfg.num_latent, **decoder_options),
         kernel,
         Z,
@@ -461,6 +464,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--characters-per-batch", type=int, default=None, help="default 10 (x 50 poses = 500); --quick: 6")
     p.add_argument("--latent-dim", type=int, default=64)
     p.add_argument("--num-inducing", type=int, default=72)
+    p.add_argument("--filters", type=int, default=16,
+                   help="conv filters per layer of the encoder and decoder (default 16, the paper's)")
     p.add_argument("--style-reduction", choices=("sum", "mean"), default=None,
                    help="style = sum (default, the paper's) or mean of the frames' representations; the CVAE's "
                         "default is the mean, since its decoder sees the style's size and a test character has "
@@ -496,6 +501,8 @@ def config_from_args(argv: Optional[Sequence[str]] = None) -> Config:
     args = parser.parse_args(argv)
     if args.palette_colours is not None and args.palette_colours < 1:
         parser.error(f"--palette-colours must be a positive integer; got {args.palette_colours}")
+    if args.filters < 1:
+        parser.error(f"--filters must be a positive integer; got {args.filters}")
     if args.pose_bias is not None and not args.pose_bias > 0:
         parser.error(f"--pose-bias must be a positive number; got {args.pose_bias}")
     quick = args.quick
@@ -515,6 +522,7 @@ def config_from_args(argv: Optional[Sequence[str]] = None) -> Config:
         pretrain_epochs=args.pretrain_epochs if args.pretrain_epochs is not None else (2 if quick else 400),
         characters_per_batch=args.characters_per_batch if args.characters_per_batch is not None else (6 if quick else 10),
         num_latent=args.latent_dim,
+        filters=args.filters,
         num_inducing=args.num_inducing,
         style_reduction=args.style_reduction or ("mean" if args.model == "cvae" else "sum"),
         decoder_modulation=args.decoder_modulation,

@@ -4,6 +4,7 @@ import os
 
 import numpy as np
 import pytest
+from gpflow.keras import tf_keras
 
 from gpflow_svgpvae.experiments import sprites
 
@@ -23,7 +24,8 @@ def test_quick_defaults_and_paper_defaults():
     assert (changed.model, changed.palette_colours, changed.pose_bias) == ("cvae", 8, 0.5)
     assert changed.style_reduction == "mean"  # the CVAE's decoder sees the style's size
     assert sprites.config_from_args(["--model", "cvae", "--style-reduction", "sum"]).style_reduction == "sum"
-    for bad in (["--palette-colours", "0"], ["--pose-bias", "-1"]):
+    assert paper.filters == 16 and sprites.config_from_args(["--filters", "32"]).filters == 32
+    for bad in (["--palette-colours", "0"], ["--pose-bias", "-1"], ["--filters", "0"]):
         with pytest.raises(SystemExit):  # argparse's one-line error, no traceback
             sprites.config_from_args(bad)
 
@@ -151,6 +153,21 @@ def test_cvae_baseline_generates_from_the_context_code_style_and_pose():
     with pytest.raises(ValueError, match="model must be one of"):
         sprites.build_model(sprites.Config(model="vae", pretrain_epochs=0), frames, ds.train_characters,
                             ds.train_poses)
+
+
+def test_filters_set_the_width_of_every_conv_layer_of_encoder_and_decoder():
+    from gpflow_svgpvae.datasets.sprites import sprites as make_sprites
+
+    ds = make_sprites(5, seed=0, num_train_characters=3, train_poses_per_character=4, num_context_poses=6)
+    frames = ds.frames_for(ds.train_characters[:, None], ds.train_poses, dtype=np.uint8)
+    for model_name in sprites.MODELS:
+        cfg = sprites.Config(model=model_name, num_characters=5, num_train_characters=3, pretrain_epochs=0,
+                             num_latent=4, num_inducing=4, num_context_poses=6, filters=8)
+        model, _ = sprites.build_model(cfg, frames, ds.train_characters, ds.train_poses)
+        convs = [layer for net in (model.encoder, model.decoder) for layer in net.layers
+                 if isinstance(layer, (tf_keras.layers.Conv2D, tf_keras.layers.Conv2DTranspose))]
+        assert len(convs) == 13  # six per network and the decoder's output layer
+        assert [c.filters for c in convs[:-1]] == [8] * 12 and convs[-1].filters == 3
 
 
 def test_pose_constant_fit():
