@@ -22,6 +22,7 @@ Run from the repository root::
 ``--quick``: 10 videos, one noise level, m in {15, 30}, a coarse grid (a few seconds).
 """
 import argparse
+import json
 import os
 import sys
 import time
@@ -59,6 +60,25 @@ def sparse_mean(times, Y, lengthscale, noise_variance, num_inducing):
     return post.mean.numpy(), float(sgpr.elbo())
 
 
+def trained_models(path):
+    """``{"gpvae": (rmse, lengthscale), "svgpvae": {m: (rmse, lengthscale)}}``, seed means, from the
+    metrics.json of `svgpvae moving_ball rmse_vs_m` (keys ``svgpvae_m15``) or `runs` (``svgpvae:15``)."""
+    with open(path) as f:
+        saved = json.load(f)
+    out = {"gpvae": None, "svgpvae": {}}
+    for key, rmse in saved["rmse"].items():
+        if key not in saved["final_lengthscale"]:  # the VAE has no kernel
+            continue
+        pair = (rmse["mean"], saved["final_lengthscale"][key]["mean"])
+        if key == "gpvae":
+            out["gpvae"] = pair
+        elif key.startswith("svgpvae"):
+            out["svgpvae"][int(key.replace("svgpvae_m", "").replace("svgpvae:", ""))] = pair
+    if out["gpvae"] is None:
+        raise ValueError(f"{path} has no exact GP-VAE ('gpvae') to compare with")
+    return out
+
+
 def to_paths(columns, num_videos):
     """``[T, V * 2] -> [V, T, 2]``."""
     return columns.reshape(columns.shape[0], num_videos, 2).transpose(1, 0, 2)
@@ -75,6 +95,11 @@ def main(argv=None):
     p.add_argument("--grid", type=float, nargs=3, default=[1.5, 4.0, 0.05], metavar=("LO", "HI", "STEP"),
                    help="lengthscales searched for the maximum of each bound")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--overlay", nargs=2, action="append", default=[], metavar=("LABEL", "METRICS_JSON"),
+                   help="also plot trained models: a `svgpvae moving_ball rmse_vs_m` or `runs` metrics.json with "
+                        "the exact GP-VAE and SVGP-VAEs (their RMSE gap and lengthscale, seed means)")
+    p.add_argument("--rows-from", default=None, metavar="METRICS_JSON",
+                   help="reuse the rows of an earlier run's metrics.json (only re-plot, e.g. with --overlay)")
     p.add_argument("--out", default="results/moving_ball_sparse_floor")
     args = p.parse_args(argv)
     if args.quick:
@@ -83,6 +108,58 @@ def main(argv=None):
         p.error("--true-lengthscale and --noise-sds must be positive, --m-values at least 1")
     gpflow.config.set_default_float(np.float64)
     t0 = time.perf_counter()
+    if args.rows_from:
+        with open(args.rows_from) as f:
+            rows = json.load(f)["rows"]
+    else:
+        rows = floor_rows(args)
+    plt = pyplot()
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4))
+    exact = np.array([r["exact_rmse"] for r in rows])
+    for m in args.m_values:
+        axes[0].plot(exact, [r[f"m{m}_rmse"] - r["exact_rmse"] for r in rows], marker="o", label=f"m = {m}")
+        axes[1].plot(exact, [r[f"m{m}_best_lengthscale"] for r in rows], marker="o", label=f"m = {m}")
+    axes[1].plot(exact, [r["exact_best_lengthscale"] for r in rows], "k--", marker="s", label="exact GP")
+    overlays = {}
+    for (label, path), marker in zip(args.overlay, "*PXD"):
+        trained = trained_models(path)
+        overlays[label] = {"path": path, **trained}
+        for m, (rmse, lengthscale) in sorted(trained["svgpvae"].items()):
+            if m not in args.m_values:
+                continue
+            colour = f"C{args.m_values.index(m)}"
+            axes[0].plot(trained["gpvae"][0], rmse - trained["gpvae"][0], marker, color=colour, ms=11, mec="k")
+            axes[1].plot(trained["gpvae"][0], lengthscale, marker, color=colour, ms=11, mec="k")
+        axes[1].plot(trained["gpvae"][0], trained["gpvae"][1], marker, color="k", ms=11, label=f"trained: {label}")
+    axes[0].axhline(0.02, color="grey", ls=":", label="issue 13: 0.02")
+    axes[1].axhspan(args.true_lengthscale * 0.85, args.true_lengthscale * 1.15, color="grey", alpha=0.15,
+                    label="true ± 15%")
+    axes[0].set_ylabel("sparse RMSE − exact RMSE (true lengthscale)")
+    axes[1].set_ylabel("lengthscale maximising the bound")
+    for ax in axes:
+        ax.set_xlabel("exact GP posterior RMSE (set by the noise sd)")
+        ax.set_xscale("log")
+        ax.legend(fontsize=8)
+    axes[0].set_yscale("symlog", linthresh=1e-3)
+    axes[0].set_ylim(bottom=0)
+    fig.suptitle(f"{args.videos} true paths, lengthscale {args.true_lengthscale:g}, {args.frames} frames; "
+                 f"m evenly spaced inducing times", fontsize=10)
+    fig.tight_layout()
+    os.makedirs(args.out, exist_ok=True)
+    fig.savefig(os.path.join(args.out, "floor.png"), dpi=120)
+    write_csv(os.path.join(args.out, "floor.csv"), rows)
+    write_json(os.path.join(args.out, "metrics.json"), {
+        "argv": sys.argv if argv is None else list(argv), "config": vars(args), "git_commit": git_commit(),
+        "description": "true moving-ball paths observed with Gaussian noise; exact GP (GPR) vs the library's "
+                       "sparse amortised posterior with m evenly spaced inducing times (optimal q(u)); RMSE "
+                       "affine-aligned per video; best lengthscales maximise the GPR log marginal likelihood "
+                       "and the SGPR bound on the grid",
+        "rows": rows, "trained": overlays, "wall_seconds": time.perf_counter() - t0})
+    return rows
+
+
+def floor_rows(args):
+    """One row per noise sd: exact and sparse RMSE at the true lengthscale, bound-maximising lengthscales."""
     times = np.arange(args.frames, dtype=np.float64)
     rng = np.random.default_rng(args.seed)
     paths = sample_rbf_paths(args.videos, times, args.true_lengthscale, rng)  # [V, T, 2]
@@ -106,38 +183,6 @@ def main(argv=None):
                                                                               args.videos), paths)
         rows.append(row)
         print(" ".join(f"{k}={v:.4g}" for k, v in row.items()), flush=True)
-
-    os.makedirs(args.out, exist_ok=True)
-    write_csv(os.path.join(args.out, "floor.csv"), rows)
-    write_json(os.path.join(args.out, "metrics.json"), {
-        "argv": sys.argv if argv is None else list(argv), "config": vars(args), "git_commit": git_commit(),
-        "description": "true moving-ball paths observed with Gaussian noise; exact GP (GPR) vs the library's "
-                       "sparse amortised posterior with m evenly spaced inducing times (optimal q(u)); RMSE "
-                       "affine-aligned per video; best lengthscales maximise the GPR log marginal likelihood "
-                       "and the SGPR bound on the grid",
-        "rows": rows, "wall_seconds": time.perf_counter() - t0})
-
-    plt = pyplot()
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4))
-    exact = np.array([r["exact_rmse"] for r in rows])
-    for m in args.m_values:
-        axes[0].plot(exact, [r[f"m{m}_rmse"] - r["exact_rmse"] for r in rows], marker="o", label=f"m = {m}")
-        axes[1].plot(exact, [r[f"m{m}_best_lengthscale"] for r in rows], marker="o", label=f"m = {m}")
-    axes[1].plot(exact, [r["exact_best_lengthscale"] for r in rows], "k--", marker="s", label="exact GP")
-    axes[0].axhline(0.02, color="grey", ls=":", label="issue 13: 0.02")
-    axes[1].axhspan(args.true_lengthscale * 0.85, args.true_lengthscale * 1.15, color="grey", alpha=0.15,
-                    label="true ± 15%")
-    axes[0].set_ylabel("sparse RMSE − exact RMSE (true lengthscale)")
-    axes[1].set_ylabel("lengthscale maximising the bound")
-    for ax in axes:
-        ax.set_xlabel("exact GP posterior RMSE (set by the noise sd)")
-        ax.set_xscale("log")
-        ax.legend(fontsize=8)
-    axes[0].set_yscale("symlog", linthresh=1e-3)
-    fig.suptitle(f"{args.videos} true paths, lengthscale {args.true_lengthscale:g}, {args.frames} frames; "
-                 f"m evenly spaced inducing times", fontsize=10)
-    fig.tight_layout()
-    fig.savefig(os.path.join(args.out, "floor.png"), dpi=120)
     return rows
 
 
