@@ -234,8 +234,10 @@ def _fit_epochs(network, inputs, targets, *, epochs: int, batch_size: int, label
 
 def autoencoder_study(ds, *, epochs: int = 30, num_characters: int = 200, batch_size: int = 100,
                       num_latent: int = 64, learning_rate: float = 1e-3, seed: int = 0,
-                      palette_colours: Optional[int] = None, progress: bool = True) -> dict:
+                      palette_colours: Optional[int] = None, filters: int = 16, progress: bool = True) -> dict:
     """The SPRITES encoder and decoder as a plain deterministic autoencoder (no GP): can they learn colours?
+
+    ``filters``: conv width of both networks (16: the paper's).
 
     Trained on all training poses of the first ``num_characters`` training characters; scored on
     1,000 of those frames and on 40 unseen characters x 25 target poses.
@@ -245,7 +247,8 @@ def autoencoder_study(ds, *, epochs: int = 30, num_characters: int = 200, batch_
     frames = ds.frames_for(characters[:, None], poses, dtype=np.float32)  # [c, P, 64, 64, 3]
     flat = frames.reshape((-1,) + frames.shape[2:])
     test_ids, test_poses, test = _unseen_test_frames(ds)
-    encoder, decoder = sprites_encoder(num_latent), sprites_decoder(num_latent, palette_colours=palette_colours)
+    encoder = sprites_encoder(num_latent, filters=filters)
+    decoder = sprites_decoder(num_latent, palette_colours=palette_colours, filters=filters)
     frames_in = tf_keras.Input(frames.shape[2:])
     autoencoder = tf_keras.Model(frames_in, decoder(encoder(frames_in)[0]))
     autoencoder.compile(tf_keras.optimizers.Adam(learning_rate), "mse")
@@ -259,7 +262,7 @@ def autoencoder_study(ds, *, epochs: int = 30, num_characters: int = 200, batch_
     return {
         "description": "sprites_encoder means -> sprites_decoder trained as a deterministic autoencoder (MSE, Adam, "
                        "no GP, no KL) on all training poses of the first training characters",
-        "palette_colours": palette_colours,
+        "palette_colours": palette_colours, "filters": int(filters),
         "epochs": int(epochs), "num_characters": int(len(characters)), "num_frames": int(len(flat)),
         "batch_size": int(batch_size), "steps": int(epochs) * int(np.ceil(len(flat) / batch_size)),
         "seconds": time.perf_counter() - t0, "train_mse_history": history,
@@ -317,6 +320,8 @@ def _parser() -> argparse.ArgumentParser:
                    help="conditioning scales (default 1, 4, 16, N/b, 10 N/b)")
     p.add_argument("--autoencoder-epochs", type=int, default=30, help="0 skips the plain-autoencoder study")
     p.add_argument("--autoencoder-characters", type=int, default=200)
+    p.add_argument("--autoencoder-filters", type=int, default=16,
+                   help="conv width of the plain autoencoder's encoder and decoder (16: the paper's)")
     p.add_argument("--sensitivity-characters", type=int, default=60,
                    help="unseen characters (x 20 poses) for the metric-sensitivity check")
     p.add_argument("--decoder-study-epochs", type=int, default=12,
@@ -361,6 +366,7 @@ def main(argv: Optional[Sequence[str]] = None) -> dict:
     say(f"true shapes with average colours: MSE {r['mse']:.4f}; {format_style(r['style_accuracy'])}")
     if args.autoencoder_epochs > 0:
         metrics["autoencoder"] = autoencoder_study(ds, epochs=args.autoencoder_epochs,
+                                                   filters=args.autoencoder_filters,
                                                    num_characters=args.autoencoder_characters, seed=cfg.seed,
                                                    progress=not args.quiet)
         runs = [("autoencoder", metrics["autoencoder"])]
