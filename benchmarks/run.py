@@ -790,22 +790,16 @@ def _task_paths(B, spec):
 
 def _task_sprites_parts(B, spec):
     """Per-step wall time of the SPRITES training step and of its parts (each compiled with its gradient)."""
-    import numpy as np
     import tensorflow as tf
     from gpflow.keras import tf_keras
 
     from gpflow_svgpvae import amortized
-    from gpflow_svgpvae.datasets.sprites import character_batches, sprites
-    from gpflow_svgpvae.experiments.sprites import Config, build_model
     from gpflow_svgpvae.training import GECO
     from gpflow_svgpvae.training.step import training_step
 
     n = int(spec["characters"])
-    ds = sprites(n + 10, seed=0, num_train_characters=n, train_poses_per_character=50, num_context_poses=36)
-    frames = ds.frames_for(ds.train_characters[:, None], ds.train_poses, dtype=np.uint8)
-    cfg = Config(num_characters=n + 10, num_train_characters=n, pretrain_epochs=0)
-    model, _ = build_model(cfg, frames, ds.train_characters, ds.train_poses)
-    X, Y = next(iter(character_batches(ds.train_characters, ds.train_poses, frames, characters_per_batch=10, seed=0)))[:2]
+    cfg, model, data, _ = _sprites_setup(n)
+    X, Y = next(iter(data))[:2]
     objective = GECO(cfg.kappa_squared)
     optimizer = tf_keras.optimizers.Adam(1e-3)
     step = tf.function(lambda batch: training_step(model, objective, optimizer, batch))
@@ -855,16 +849,16 @@ def _task_sprites_parts(B, spec):
     return dict(wall_ms=times, rounds=int(spec["rounds"]), calls=int(spec["calls"]), characters=n)
 
 
-def _task_sprites_epochs(B, spec):
-    """Wall and CPU seconds of whole SPRITES training epochs through the experiment's own data path."""
+def _sprites_setup(num_characters: int):
+    """``(cfg, model, data, render_s)``: the paper-setting SPRITES SVGP-VAE (no pretraining) on
+    ``num_characters`` training characters x 50 poses, with the experiment's batches of uint8 frames
+    in memory; ``render_s``: seconds spent rendering the frames."""
     import numpy as np
-    from gpflow.keras import tf_keras
 
     from gpflow_svgpvae.datasets.sprites import character_batches, sprites
     from gpflow_svgpvae.experiments.sprites import Config, build_model
-    from gpflow_svgpvae.training import GECO, train
 
-    n = int(spec["characters"])
+    n = int(num_characters)
     t = time.perf_counter()
     ds = sprites(n + 10, seed=0, num_train_characters=n, train_poses_per_character=50, num_context_poses=36)
     frames = ds.frames_for(ds.train_characters[:, None], ds.train_poses, dtype=np.uint8)
@@ -873,19 +867,29 @@ def _task_sprites_epochs(B, spec):
     model, _ = build_model(cfg, frames, ds.train_characters, ds.train_poses)
     data = character_batches(ds.train_characters, ds.train_poses, frames, characters_per_batch=cfg.characters_per_batch,
                              seed=0)
+    return cfg, model, data, render_s
+
+
+def _task_sprites_epochs(B, spec):
+    """Wall and CPU seconds of whole SPRITES training epochs through the experiment's own data path."""
+    from gpflow.keras import tf_keras
+
+    from gpflow_svgpvae.training import GECO, train
+
+    n = int(spec["characters"])
+    cfg, model, data, render_s = _sprites_setup(n)
     wall, cpu = [], []
-    clock = {"wall": time.perf_counter(), "cpu": time.process_time()}
 
     def callback(epoch, logs):
         wall.append(time.perf_counter() - clock["wall"])
         cpu.append(time.process_time() - clock["cpu"])
         clock.update(wall=time.perf_counter(), cpu=time.process_time())
 
-    clock.update(wall=time.perf_counter(), cpu=time.process_time())
+    clock = {"wall": time.perf_counter(), "cpu": time.process_time()}
     train(model, data, epochs=int(spec["epochs"]), optimizer=tf_keras.optimizers.Adam(cfg.learning_rate),
           objective=GECO(cfg.kappa_squared), seed=0, progress=False, callback=callback)
-    return dict(epoch_wall_s=wall, epoch_cpu_s=cpu, num_data=int(frames.shape[0] * frames.shape[1]),
-                steps_per_epoch=int(np.ceil(n / cfg.characters_per_batch)), render_s=render_s)
+    return dict(epoch_wall_s=wall, epoch_cpu_s=cpu, num_data=n * cfg.train_poses_per_character,
+                steps_per_epoch=-(-n // cfg.characters_per_batch), render_s=render_s)
 
 
 if __name__ == "__main__":

@@ -37,27 +37,44 @@ from gpflow_svgpvae.experiments.common import git_commit, pyplot, write_csv, wri
 from gpflow_svgpvae.metrics import affine_path_rmse
 
 
+def _inputs_and_kernel(times, lengthscale):
+    return times[:, None], gpflow.kernels.SquaredExponential(lengthscales=lengthscale)
+
+
+def exact_bound(times, Y, lengthscale, noise_variance):
+    """GPR's log marginal likelihood, summed over the ``n`` columns of ``Y [T, n]``."""
+    X, kernel = _inputs_and_kernel(times, lengthscale)
+    return float(gpflow.models.GPR((X, Y), kernel, noise_variance=noise_variance).log_marginal_likelihood())
+
+
 def exact_mean(times, Y, lengthscale, noise_variance):
-    """GPR posterior mean ``[T, n]`` at the observed times and the log marginal likelihood
-    (summed over the ``n`` columns of ``Y [T, n]``)."""
-    X = times[:, None]
-    model = gpflow.models.GPR((X, Y), gpflow.kernels.SquaredExponential(lengthscales=lengthscale),
-                              noise_variance=noise_variance)
+    """GPR posterior mean ``[T, n]`` at the observed times and :func:`exact_bound`."""
+    X, kernel = _inputs_and_kernel(times, lengthscale)
+    model = gpflow.models.GPR((X, Y), kernel, noise_variance=noise_variance)
     return model.predict_f(X)[0].numpy(), float(model.log_marginal_likelihood())
+
+
+def _inducing_times(times, num_inducing):
+    return np.linspace(times[0], times[-1], int(num_inducing))[:, None]
+
+
+def sparse_bound(times, Y, lengthscale, noise_variance, num_inducing):
+    """GPflow's SGPR bound with ``num_inducing`` evenly spaced inducing times (held)."""
+    X, kernel = _inputs_and_kernel(times, lengthscale)
+    Z = _inducing_times(times, num_inducing)
+    return float(gpflow.models.SGPR((X, Y), kernel, Z, noise_variance=noise_variance).elbo())
 
 
 def sparse_mean(times, Y, lengthscale, noise_variance, num_inducing):
     """Sparse posterior mean ``[T, n]`` from the library's amortised posterior (sites = ``Y`` with
-    variance ``noise_variance``, scale 1) and GPflow's SGPR bound with the same inducing times."""
-    X = times[:, None]
-    Z = np.linspace(times[0], times[-1], int(num_inducing))[:, None]
-    kernel = gpflow.kernels.SquaredExponential(lengthscales=lengthscale)
+    variance ``noise_variance``, scale 1) and :func:`sparse_bound` with the same inducing times."""
+    X, kernel = _inputs_and_kernel(times, lengthscale)
+    Z = _inducing_times(times, num_inducing)
     variances = np.full_like(Y, noise_variance)
     post = amortized.minibatch_posterior(kernel, gpflow.inducing_variables.InducingPoints(Z), tf.constant(X),
                                          tf.constant(Y), tf.constant(variances), num_data=len(times),
                                          jitter=1e-6)
-    sgpr = gpflow.models.SGPR((X, Y), kernel, Z, noise_variance=noise_variance)
-    return post.mean.numpy(), float(sgpr.elbo())
+    return post.mean.numpy(), sparse_bound(times, Y, lengthscale, noise_variance, num_inducing)
 
 
 def trained_models(path):
@@ -169,18 +186,20 @@ def floor_rows(args):
         noisy = paths + sd * rng.standard_normal(paths.shape)
         Y = noisy.transpose(1, 0, 2).reshape(args.frames, -1)  # [T, V * 2]
         s2 = sd ** 2
-        row = {"noise_sd": sd, "exact_rmse": affine_path_rmse(to_paths(exact_mean(times, Y, args.true_lengthscale, s2)[0],
-                                                                       args.videos), paths)}
-        exact_bounds = [exact_mean(times, Y, ls, s2)[1] for ls in grid]
-        row["exact_best_lengthscale"] = float(grid[int(np.argmax(exact_bounds))])
+
+        def rmse(mean_columns):
+            return affine_path_rmse(to_paths(mean_columns, args.videos), paths)
+
+        def best_lengthscale(bound):  # the grid point maximising bound(lengthscale)
+            return float(grid[int(np.argmax([bound(ls) for ls in grid]))])
+
+        row = {"noise_sd": sd, "exact_rmse": rmse(exact_mean(times, Y, args.true_lengthscale, s2)[0]),
+               "exact_best_lengthscale": best_lengthscale(lambda ls: exact_bound(times, Y, ls, s2))}
         for m in args.m_values:
-            mean, _ = sparse_mean(times, Y, args.true_lengthscale, s2, m)
-            row[f"m{m}_rmse"] = affine_path_rmse(to_paths(mean, args.videos), paths)
-            bounds = [sparse_mean(times, Y, ls, s2, m)[1] for ls in grid]
-            best = float(grid[int(np.argmax(bounds))])
+            row[f"m{m}_rmse"] = rmse(sparse_mean(times, Y, args.true_lengthscale, s2, m)[0])
+            best = best_lengthscale(lambda ls: sparse_bound(times, Y, ls, s2, m))
             row[f"m{m}_best_lengthscale"] = best
-            row[f"m{m}_rmse_at_best_lengthscale"] = affine_path_rmse(to_paths(sparse_mean(times, Y, best, s2, m)[0],
-                                                                              args.videos), paths)
+            row[f"m{m}_rmse_at_best_lengthscale"] = rmse(sparse_mean(times, Y, best, s2, m)[0])
         rows.append(row)
         print(" ".join(f"{k}={v:.4g}" for k, v in row.items()), flush=True)
     return rows

@@ -68,8 +68,8 @@ def test_quick_cli_smoke_writes_config_metrics_and_grid(tmp_path):
     from gpflow_svgpvae.experiments import sprites_diagnostics
 
     diagnosed = sprites_diagnostics.main(["--run", out, "--autoencoder-epochs", "1", "--autoencoder-characters", "2",
-                                          "--autoencoder-filters", "8", "--decoder-study-epochs", "1", "--sensitivity-characters", "2",
-                                          "--quiet"])
+                                          "--autoencoder-filters", "8", "--decoder-study-epochs", "1",
+                                          "--sensitivity-characters", "2", "--quiet"])
     sweep = diagnosed["conditioning_scale"]["scales"]
     np.testing.assert_allclose(sweep["1"]["test_mse"], saved["given_context_scale_1"]["test_mse_mean"], rtol=1e-5)
     np.testing.assert_allclose(sweep["2"]["test_mse"], saved["test_mse_mean"], rtol=1e-5)
