@@ -4,6 +4,7 @@ reusing every run of a sweep (:func:`run_sweep`, through
 :func:`~gpflow_svgpvae.experiments.rotated_mnist.run_cached`) and the per-run and per-setting
 summaries the commands tabulate and plot."""
 import textwrap
+import time
 from dataclasses import dataclass, replace
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
@@ -107,6 +108,22 @@ def run_row(res: dict, **labels) -> dict:
     }
 
 
+def _epoch_postfix(bar, label: str, epochs: int) -> Callable[[int, object, dict], None]:
+    """An ``on_epoch`` that shows the epoch of the run in training: a 1000-epoch run takes tens of
+    minutes, and the bar over runs would otherwise stand still that long."""
+
+    last = {"shown": time.monotonic()}
+
+    def on_epoch(epoch: int, model, logs: dict) -> None:
+        now = time.monotonic()
+        shown = now - last["shown"] >= bar.mininterval or epoch + 1 == epochs
+        bar.set_postfix_str(f"{label}, epoch {epoch + 1}/{epochs}", refresh=shown)
+        if shown:
+            last["shown"] = now
+
+    return on_epoch
+
+
 def run_sweep(ctx: SweepContext, specs: List[Tuple[str, dict, dict]], desc: str) -> List[dict]:
     """Train (or reuse) every ``(model, config changes, labels)`` for every seed; one row per run."""
     from tqdm.auto import tqdm
@@ -116,8 +133,10 @@ def run_sweep(ctx: SweepContext, specs: List[Tuple[str, dict, dict]], desc: str)
     bar = tqdm(jobs, desc=desc, disable=not ctx.progress, mininterval=1.0)
     for name, changes, labels, seed in bar:
         cfg = ctx.config(**changes)
-        bar.set_postfix_str(f"{name} {' '.join(f'{k}={v}' for k, v in changes.items())} seed {seed}")
-        res = rm.run_cached(name, ctx.data(cfg), cfg, seed, progress=False)
+        label = f"{name} {' '.join(f'{k}={v}' for k, v in changes.items())} seed {seed}"
+        bar.set_postfix_str(label)
+        res = rm.run_cached(name, ctx.data(cfg), cfg, seed, progress=False,
+                            on_epoch=_epoch_postfix(bar, label, cfg.epochs) if ctx.progress else None)
         res.pop("_images", None)
         rows.append({**run_row(res, **labels), "run": run_key(f"{name}_seed{seed}", rm.run_spec(name, seed, cfg))})
     bar.close()

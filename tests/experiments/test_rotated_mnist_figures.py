@@ -162,3 +162,34 @@ def test_table_header_and_figure_titles_state_the_object_initialisation_alike():
     assert "object init random (scale 0.1)" in settings_note(scaled).replace("\n", " ")
     assert "object init" not in settings_note(rm.Config())  # the paper's PCA init goes unstated
     assert "object init pca," in settings_line([rm.run_spec("svgpvae", 0, rm.Config())])
+
+
+@pytest.mark.parametrize("progress", [True, False])
+def test_sweep_bar_shows_the_epoch_of_the_run_in_training(monkeypatch, capsys, progress):
+    """A full-size run takes tens of minutes: the bar over runs names the current epoch (the last one at
+    least, the others at most once per ``mininterval``); without progress no epoch hook is passed."""
+    from gpflow_svgpvae.experiments import rotated_mnist as rm
+    from gpflow_svgpvae.experiments.rotated_mnist_sweeps import SweepContext, Sweeps, run_sweep
+
+    hooks = []
+
+    def fake_run_cached(name, data, cfg, seed, progress=False, on_epoch=None, **kwargs):
+        hooks.append(on_epoch)
+        for epoch in range(cfg.epochs):
+            if on_epoch is not None:
+                on_epoch(epoch, None, {})
+        return {"model": name, "seed": seed, "test_mse_mean": 0.1, "test_mse_sample": 0.2, "best_eval_mse": 0.3,
+                "best_epoch": cfg.epochs, "seconds_per_epoch": 1.0, "epochs": cfg.epochs, "num_data": 10,
+                "spec": rm.run_spec(name, seed, cfg)}
+
+    monkeypatch.setattr(rm, "run_cached", fake_run_cached)
+    ctx = SweepContext(rm.Config(epochs=7, seeds=2), Sweeps(), cache="unused", progress=progress)
+    monkeypatch.setattr(ctx, "data", lambda cfg: None)
+    rows = run_sweep(ctx, [("svgpvae", {"batch_size": 64}, {"batch_size": 64})], desc="batch_size runs")
+    assert [r["seed"] for r in rows] == [0, 1] and len(hooks) == 2
+    err = capsys.readouterr().err
+    if progress:
+        assert all(h is not None for h in hooks)
+        assert "svgpvae batch_size=64 seed 0, epoch 7/7" in err and "seed 1, epoch 7/7" in err
+    else:
+        assert hooks == [None, None] and "epoch" not in err
