@@ -3,19 +3,22 @@
 Experiments write a results folder (``config.json``, ``metrics.json``,
 tables, figures). Long sweeps cache one file per training run under a key
 that hashes everything the run depends on, so an interrupted or extended
-sweep retrains only what is missing, and several processes (or machines) can
-fill one sweep in parallel.
+sweep retrains only what is missing, and several processes can fill one sweep
+in parallel: a process claims a run before training it (:class:`RunClaim`), and
+the others skip the claimed run and come back to it once it is finished.
 """
 import csv
 import hashlib
 import json
 import os
+import socket
 import subprocess
+import time
 from typing import Iterable, List, Optional
 
 import numpy as np
 
-__all__ = ["SITE_PARAMETRIZATIONS", "git_commit", "run_key", "write_json", "read_json", "write_csv", "mean_sd", "pyplot"]
+__all__ = ["SITE_PARAMETRIZATIONS", "git_commit", "run_key", "RunClaim", "write_json", "read_json", "write_csv", "mean_sd", "pyplot"]
 
 #: The encoder heads the experiment commands offer (``--site-parametrization``): those of
 #: :class:`~gpflow_svgpvae.networks.GaussianSiteHead`, named here so that parsing a command line
@@ -38,6 +41,78 @@ def run_key(prefix: str, spec: dict) -> str:
     """``<prefix>_<10 hex digits>``: a file name that changes whenever ``spec`` (JSON-able) changes."""
     digest = hashlib.sha1(json.dumps(spec, sort_keys=True, default=_jsonable).encode()).hexdigest()[:10]
     return f"{prefix}_{digest}"
+
+
+class RunClaim:
+    """This process's claim on training one cached run, so that processes filling the same sweep
+    (say one per core) do not train the same run twice.
+
+    The claim is the file ``<path>.claim``, created exclusively (``O_CREAT | O_EXCL``, atomic on a
+    local file system) and holding the owner's host name and process id. A claim is stale, and is
+    taken over, when its owner is a process of this host that no longer exists (a killed sweep),
+    or when the file is still empty ``stale_seconds`` after it was made (its owner died between
+    creating and writing it). Claims made on another host are respected: their owner cannot be
+    checked from here.
+    """
+
+    def __init__(self, path: str, stale_seconds: float = 60.0):
+        self.file = path + ".claim"
+        self.stale_seconds = stale_seconds
+        self.held = False
+
+    def acquire(self) -> bool:
+        """Claim the run; ``False`` if another live process holds it."""
+        os.makedirs(os.path.dirname(self.file) or ".", exist_ok=True)
+        for _ in range(2):  # one retry, after removing a stale claim
+            try:
+                fd = os.open(self.file, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+            except FileExistsError:
+                if self._owner_alive():
+                    return False
+                try:
+                    os.remove(self.file)
+                except FileNotFoundError:
+                    pass
+                continue
+            with os.fdopen(fd, "w") as f:
+                f.write(f"{socket.gethostname()} {os.getpid()}")
+            self.held = True
+            return True
+        return False
+
+    def release(self) -> None:
+        if self.held:
+            self.held = False
+            try:
+                os.remove(self.file)
+            except FileNotFoundError:
+                pass
+
+    def _owner_alive(self) -> bool:
+        try:
+            with open(self.file) as f:
+                owner = f.read().split()
+            age = time.time() - os.path.getmtime(self.file)
+        except FileNotFoundError:
+            return False
+        if len(owner) != 2 or not owner[1].isdigit():
+            return age < self.stale_seconds
+        host, pid = owner[0], int(owner[1])
+        if host != socket.gethostname():
+            return True
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:  # alive, owned by another user
+            return True
+        return True
+
+    def __enter__(self) -> "RunClaim":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.release()
 
 
 def _jsonable(obj):

@@ -83,7 +83,7 @@ from .rotated_mnist_report import COMPLEXITY, LABELS, PAPER_TABLE1, plot_generat
 
 __all__ = [
     "Config", "MODELS", "PROTOCOLS", "Protocol", "load_data", "build_model", "object_table", "place_new_objects",
-    "predict", "run_model", "run_spec", "run_cached", "load_runs", "run_table1", "summarise_folders", "main",
+    "predict", "run_model", "run_spec", "run_path", "run_cached", "load_runs", "run_table1", "summarise_folders", "main",
     "LABELS", "COMPLEXITY", "PAPER_TABLE1",
 ]
 
@@ -369,8 +369,10 @@ def run_spec(name: str, seed: int, cfg: Config) -> dict:
     return {"model": name, "seed": int(seed), **settings}
 
 
-def _run_path(runs_dir: str, name: str, seed: int, cfg: Config) -> str:
-    return os.path.join(runs_dir, run_key(f"{name}_seed{seed}", run_spec(name, seed, cfg)))
+def run_path(name: str, seed: int, cfg: Config) -> str:
+    """Where :func:`run_cached` keeps the run: ``cfg.out/runs/<model>_seed<s>_<hash of run_spec>``
+    (without the ``.json`` / ``.npz`` suffix)."""
+    return os.path.join(cfg.out, "runs", run_key(f"{name}_seed{seed}", run_spec(name, seed, cfg)))
 
 
 def load_runs(folder: str) -> List[dict]:
@@ -419,8 +421,8 @@ def run_cached(name: str, data: Data, cfg: Config, seed: int, progress: bool = F
         model (best eval checkpoint), saved in the run's ``.npz`` and
         returned (also for a reused run) under ``"_artifacts"``.
     """
-    runs_dir = os.path.join(cfg.out, "runs")
-    path = _run_path(runs_dir, name, seed, cfg)
+    path = run_path(name, seed, cfg)
+    runs_dir = os.path.dirname(path)
     if not retrain and os.path.exists(path + ".json") and os.path.exists(path + ".npz"):
         res = read_json(path + ".json")
         with np.load(path + ".npz") as f:

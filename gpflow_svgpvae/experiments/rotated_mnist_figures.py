@@ -82,7 +82,11 @@ shared by all commands): each finished (model, seed, settings) run is saved
 under ``<cache>/runs/`` keyed by a hash of its settings, so an interrupted
 sweep resumes and runs shared between figures (e.g. SVGP-VAE m = 32, b = 256,
 digit 3, PCA init, which is in ``runtime``, ``batch_size``,
-``num_inducing``, ``digits`` and ``init``) are trained once; runs of
+``num_inducing``, ``digits`` and ``init``) are trained once. Two processes
+may work through the same sweep (one per core, same ``--cache``): a run is
+claimed while it trains (``<run>.claim``), the other process trains the next
+unclaimed run and later reuses the claimed one once it is saved (the ``bias``,
+``convergence`` and ``tsne`` runs are not claimed). Runs of
 ``table1`` with the same settings can be reused by pointing ``--cache`` at
 its ``--out``. Two exceptions need more than a finished run:
 

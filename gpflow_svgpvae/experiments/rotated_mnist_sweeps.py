@@ -11,7 +11,7 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from . import rotated_mnist as rm
-from .common import mean_sd, run_key
+from .common import RunClaim, mean_sd, run_key
 from .rotated_mnist_report import object_init_text
 
 __all__ = ["Sweeps", "QUICK", "QUICK_CONFIG", "NUM_ANGLES", "SweepContext", "per_angle", "run_row", "run_sweep",
@@ -124,21 +124,41 @@ def _epoch_postfix(bar, label: str, epochs: int) -> Callable[[int, object, dict]
     return on_epoch
 
 
-def run_sweep(ctx: SweepContext, specs: List[Tuple[str, dict, dict]], desc: str) -> List[dict]:
-    """Train (or reuse) every ``(model, config changes, labels)`` for every seed; one row per run."""
+def run_sweep(ctx: SweepContext, specs: List[Tuple[str, dict, dict]], desc: str,
+              poll_seconds: float = 30.0) -> List[dict]:
+    """Train (or reuse) every ``(model, config changes, labels)`` for every seed; one row per run.
+
+    Each run is claimed (:class:`~gpflow_svgpvae.experiments.common.RunClaim`) while it trains, so
+    a second process on the same sweep and cache trains the other runs: a run claimed by another
+    live process is skipped, and after the pass this process waits for it (polling every
+    ``poll_seconds``) and reuses it, or trains it if its owner died.
+    """
     from tqdm.auto import tqdm
 
     jobs = [(name, changes, labels, seed) for seed in ctx.seeds for name, changes, labels in specs]
-    rows = []
-    bar = tqdm(jobs, desc=desc, disable=not ctx.progress, mininterval=1.0)
-    for name, changes, labels, seed in bar:
-        cfg = ctx.config(**changes)
-        label = f"{name} {' '.join(f'{k}={v}' for k, v in changes.items())} seed {seed}"
-        bar.set_postfix_str(label)
-        res = rm.run_cached(name, ctx.data(cfg), cfg, seed, progress=False,
-                            on_epoch=_epoch_postfix(bar, label, cfg.epochs) if ctx.progress else None)
-        res.pop("_images", None)
-        rows.append({**run_row(res, **labels), "run": run_key(f"{name}_seed{seed}", rm.run_spec(name, seed, cfg))})
+    rows: List[Optional[dict]] = [None] * len(jobs)
+    pending = list(range(len(jobs)))
+    bar = tqdm(total=len(jobs), desc=desc, disable=not ctx.progress, mininterval=1.0)
+    while pending:
+        claimed_elsewhere = []
+        for i in pending:
+            name, changes, labels, seed = jobs[i]
+            cfg = ctx.config(**changes)
+            label = f"{name} {' '.join(f'{k}={v}' for k, v in changes.items())} seed {seed}"
+            with RunClaim(rm.run_path(name, seed, cfg)) as claim:
+                if not claim.acquire():
+                    claimed_elsewhere.append(i)
+                    continue
+                bar.set_postfix_str(label)
+                res = rm.run_cached(name, ctx.data(cfg), cfg, seed, progress=False,
+                                    on_epoch=_epoch_postfix(bar, label, cfg.epochs) if ctx.progress else None)
+            res.pop("_images", None)
+            rows[i] = {**run_row(res, **labels), "run": run_key(f"{name}_seed{seed}", rm.run_spec(name, seed, cfg))}
+            bar.update(1)
+        if claimed_elsewhere:
+            bar.set_postfix_str(f"waiting for {len(claimed_elsewhere)} run(s) another process is training")
+            time.sleep(poll_seconds)
+        pending = claimed_elsewhere
     bar.close()
     return rows
 

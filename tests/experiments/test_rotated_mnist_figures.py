@@ -165,7 +165,7 @@ def test_table_header_and_figure_titles_state_the_object_initialisation_alike():
 
 
 @pytest.mark.parametrize("progress", [True, False])
-def test_sweep_bar_shows_the_epoch_of_the_run_in_training(monkeypatch, capsys, progress):
+def test_sweep_bar_shows_the_epoch_of_the_run_in_training(monkeypatch, capsys, tmp_path, progress):
     """A full-size run takes tens of minutes: the bar over runs names the current epoch (the last one at
     least, the others at most once per ``mininterval``); without progress no epoch hook is passed."""
     from gpflow_svgpvae.experiments import rotated_mnist as rm
@@ -183,7 +183,7 @@ def test_sweep_bar_shows_the_epoch_of_the_run_in_training(monkeypatch, capsys, p
                 "spec": rm.run_spec(name, seed, cfg)}
 
     monkeypatch.setattr(rm, "run_cached", fake_run_cached)
-    ctx = SweepContext(rm.Config(epochs=7, seeds=2), Sweeps(), cache="unused", progress=progress)
+    ctx = SweepContext(rm.Config(epochs=7, seeds=2), Sweeps(), cache=str(tmp_path), progress=progress)
     monkeypatch.setattr(ctx, "data", lambda cfg: None)
     rows = run_sweep(ctx, [("svgpvae", {"batch_size": 64}, {"batch_size": 64})], desc="batch_size runs")
     assert [r["seed"] for r in rows] == [0, 1] and len(hooks) == 2
@@ -193,3 +193,45 @@ def test_sweep_bar_shows_the_epoch_of_the_run_in_training(monkeypatch, capsys, p
         assert "svgpvae batch_size=64 seed 0, epoch 7/7" in err and "seed 1, epoch 7/7" in err
     else:
         assert hooks == [None, None] and "epoch" not in err
+
+
+def test_a_run_claimed_by_another_process_is_skipped_then_reused(monkeypatch, tmp_path):
+    """Two processes on one sweep: the run another live process has claimed is not trained here; this
+    process trains the rest first, waits, and reuses the other's finished run (rows in sweep order)."""
+    import subprocess
+    import sys
+
+    from gpflow_svgpvae.experiments import rotated_mnist as rm
+    from gpflow_svgpvae.experiments import rotated_mnist_sweeps as sweeps
+
+    ctx = sweeps.SweepContext(rm.Config(epochs=3, seeds=2), sweeps.Sweeps(), cache=str(tmp_path), progress=False)
+    monkeypatch.setattr(ctx, "data", lambda cfg: None)
+    other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    claim_of_seed0 = rm.run_path("svgpvae", 0, ctx.config()) + ".claim"
+    os.makedirs(os.path.dirname(claim_of_seed0))
+    with open(claim_of_seed0, "w") as f:
+        f.write(f"{__import__('socket').gethostname()} {other.pid}")
+    trained, finished_elsewhere, sleeps = [], set(), []
+
+    def fake_run_cached(name, data, cfg, seed, progress=False, on_epoch=None, **kwargs):
+        assert os.path.exists(rm.run_path(name, seed, cfg) + ".claim")  # held while it trains
+        if seed not in finished_elsewhere:
+            trained.append(seed)
+        return {"model": name, "seed": seed, "test_mse_mean": 0.1 + seed, "test_mse_sample": 0.2,
+                "best_eval_mse": 0.3, "best_epoch": 3, "seconds_per_epoch": 1.0, "epochs": 3, "num_data": 10,
+                "spec": rm.run_spec(name, seed, cfg), "cached": seed in finished_elsewhere}
+
+    def other_finishes(seconds):  # the other process finishes seed 0 and releases its claim
+        sleeps.append(seconds)
+        finished_elsewhere.add(0)
+        os.remove(claim_of_seed0)
+
+    monkeypatch.setattr(rm, "run_cached", fake_run_cached)
+    monkeypatch.setattr(sweeps.time, "sleep", other_finishes)
+    try:
+        rows = sweeps.run_sweep(ctx, [("svgpvae", {}, {})], desc="runs", poll_seconds=5.0)
+    finally:
+        other.kill()
+    assert trained == [1] and sleeps == [5.0]
+    assert [(r["seed"], r["cached"]) for r in rows] == [(0, True), (1, False)]
+    assert not any(f.endswith(".claim") for f in os.listdir(os.path.dirname(claim_of_seed0)))
