@@ -14,16 +14,19 @@ import os
 import socket
 import subprocess
 import time
-from typing import Iterable, List, Optional
+from typing import Callable, Iterable, List, Optional, Sequence, TypeVar
 
 import numpy as np
 
-__all__ = ["SITE_PARAMETRIZATIONS", "git_commit", "run_key", "RunClaim", "write_json", "read_json", "write_csv", "mean_sd", "pyplot"]
+__all__ = ["SITE_PARAMETRIZATIONS", "git_commit", "run_key", "RunClaim", "claimed_in_order", "write_json", "read_json", "write_csv", "mean_sd", "pyplot"]
 
 #: The encoder heads the experiment commands offer (``--site-parametrization``): those of
 #: :class:`~gpflow_svgpvae.networks.GaussianSiteHead`, named here so that parsing a command line
 #: does not import TensorFlow (a test keeps the two equal).
 SITE_PARAMETRIZATIONS = ("variance", "natural")
+
+T = TypeVar("T")
+R = TypeVar("R")
 
 
 def git_commit() -> Optional[str]:
@@ -113,6 +116,33 @@ class RunClaim:
 
     def __exit__(self, *exc) -> None:
         self.release()
+
+
+def claimed_in_order(jobs: Sequence[T], path_of: Callable[[T], str], work: Callable[[T], R],
+                     poll_seconds: float = 30.0, on_wait: Optional[Callable[[int], None]] = None) -> List[R]:
+    """``[work(job) for job in jobs]``, each job under a :class:`RunClaim` on ``path_of(job)``.
+
+    A job another live process has claimed is skipped; after the pass this process sleeps
+    ``poll_seconds`` (calling ``on_wait(number of such jobs)`` first) and tries those again, so
+    ``work`` finds the other's finished run in the cache, or trains it if the other died. The
+    results are in the order of ``jobs``.
+    """
+    results: List[Optional[R]] = [None] * len(jobs)
+    pending = list(range(len(jobs)))
+    while pending:
+        claimed_elsewhere = []
+        for i in pending:
+            with RunClaim(path_of(jobs[i])) as claim:
+                if not claim.acquire():
+                    claimed_elsewhere.append(i)
+                    continue
+                results[i] = work(jobs[i])
+        if claimed_elsewhere:
+            if on_wait is not None:
+                on_wait(len(claimed_elsewhere))
+            time.sleep(poll_seconds)
+        pending = claimed_elsewhere
+    return results
 
 
 def _jsonable(obj):

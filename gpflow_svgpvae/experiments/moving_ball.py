@@ -59,6 +59,8 @@ models of a seed (its weights are cached under ``<cache>/weights``).
 Trained runs are cached in ``--cache`` (default ``results/moving_ball/runs[_quick]``),
 keyed by every setting that affects them, so e.g. ``trajectories`` and
 ``lengthscale`` reuse the runs of an earlier ``rmse_vs_m`` with the same settings.
+Two processes with the same command and ``--cache`` share the work: each run is claimed
+while it trains (``<run key>.claim``), and a process reuses the runs the other trained.
 """
 import argparse
 import dataclasses

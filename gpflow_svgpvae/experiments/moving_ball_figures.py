@@ -5,8 +5,8 @@ from typing import Dict, List
 
 import numpy as np
 
-from .common import mean_sd, pyplot
-from .moving_ball_runs import NUM_FRAMES, Config, _run_summary, train_run
+from .common import claimed_in_order, mean_sd, pyplot
+from .moving_ball_runs import NUM_FRAMES, Config, _run_summary, run_key, train_run
 
 __all__ = ["COMMANDS", "cmd_runs", "cmd_rmse_vs_m", "cmd_trajectories", "cmd_lengthscale", "cmd_inducing"]
 
@@ -24,6 +24,29 @@ def _settings_note(cfg: Config) -> str:
             + ("; decoder bias at the data's mean logit" if cfg.decoder_bias == "data" else "")
             + ("" if cfg.data_lengthscale == 2.0 else f"; true lengthscale {cfg.data_lengthscale:g}"))
 
+
+
+def _train_runs(jobs: List[tuple], cfg: Config, cache: str, test, desc: str) -> List[dict]:
+    """:func:`train_run` for every ``(kind, seed, m[, inducing_init])`` of ``jobs``, in order; each run
+    is claimed while it trains, so two processes with the same ``--cache`` share a sweep."""
+    from tqdm.auto import tqdm
+
+    jobs = [tuple(job) + (None,) * (4 - len(job)) for job in jobs]
+    bar = tqdm(total=len(jobs), desc=desc, position=0)
+
+    def work(job) -> dict:
+        kind, seed, m, init = job
+        run = train_run(kind, cfg, seed, m=m, inducing_init=init, cache_dir=cache, test=test)
+        bar.update(1)
+        return run
+
+    def on_wait(count: int) -> None:
+        bar.set_postfix_str(f"waiting for {count} run(s) another process is training")
+
+    runs = claimed_in_order(jobs, lambda job: os.path.join(cache, run_key(job[0], job[2], job[1], cfg, job[3])), work,
+                            on_wait=on_wait)
+    bar.close()
+    return runs
 
 
 def _caption(fig, cfg: Config):
@@ -57,13 +80,9 @@ def _groups(runs: List[dict], m_values) -> Dict[str, List[dict]]:
 
 
 def cmd_rmse_vs_m(cfg: Config, cache: str, out: str, test) -> dict:
-    from tqdm.auto import tqdm
-
     specs = [(s, "vae", None) for s in cfg.seeds] + [(s, "gpvae", None) for s in cfg.seeds]
     specs += [(s, "svgpvae", m) for s in cfg.seeds for m in cfg.m_values]
-    runs = []
-    for seed, kind, m in tqdm(specs, desc="rmse_vs_m runs", position=0):
-        runs.append(train_run(kind, cfg, seed, m=m, cache_dir=cache, test=test))
+    runs = _train_runs([(kind, seed, m) for seed, kind, m in specs], cfg, cache, test, "rmse_vs_m runs")
     rows = [_run_summary(r) for r in runs]
     summary = _summaries(_groups(runs, cfg.m_values))
     table = summary["rmse"]
@@ -89,13 +108,11 @@ def cmd_rmse_vs_m(cfg: Config, cache: str, out: str, test) -> dict:
 
 
 def cmd_trajectories(cfg: Config, cache: str, out: str, test) -> dict:
-    from tqdm.auto import tqdm
-
     from ..metrics import affine_align
 
     seed = cfg.seeds[0]
     specs = [("vae", None), ("gpvae", None), ("svgpvae", cfg.trajectory_m)]
-    runs = [train_run(k, cfg, seed, m=m, cache_dir=cache, test=test) for k, m in tqdm(specs, desc="trajectory runs", position=0)]
+    runs = _train_runs([(k, seed, m) for k, m in specs], cfg, cache, test, "trajectory runs")
     n = min(cfg.show_videos, test.num_videos)
     plt = pyplot()
     fig, axes = plt.subplots(len(runs), n, figsize=(2.6 * n, 2.6 * len(runs)), squeeze=False)
@@ -128,10 +145,8 @@ def cmd_trajectories(cfg: Config, cache: str, out: str, test) -> dict:
 
 
 def cmd_lengthscale(cfg: Config, cache: str, out: str, test) -> dict:
-    from tqdm.auto import tqdm
-
     specs = [(s, "svgpvae", m) for m in cfg.lengthscale_m for s in cfg.seeds] + [(s, "gpvae", None) for s in cfg.seeds]
-    runs = [train_run(k, cfg, s, m=m, cache_dir=cache, test=test) for s, k, m in tqdm(specs, desc="lengthscale runs", position=0)]
+    runs = _train_runs([(k, s, m) for s, k, m in specs], cfg, cache, test, "lengthscale runs")
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(7.5, 4))
     rows = []
@@ -165,12 +180,9 @@ def cmd_lengthscale(cfg: Config, cache: str, out: str, test) -> dict:
 
 
 def cmd_inducing(cfg: Config, cache: str, out: str, test) -> dict:
-    from tqdm.auto import tqdm
-
     lo, hi = cfg.inducing_window
     init = np.linspace(lo, hi, cfg.inducing_m)
-    runs = [train_run("svgpvae", cfg, s, m=cfg.inducing_m, inducing_init=init, cache_dir=cache, test=test)
-            for s in tqdm(cfg.seeds, desc="inducing runs", position=0)]
+    runs = _train_runs([("svgpvae", s, cfg.inducing_m, init) for s in cfg.seeds], cfg, cache, test, "inducing runs")
     plt = pyplot()
     fig, axes = plt.subplots(1, len(runs), figsize=(max(6, 5 * len(runs)), 4.3), squeeze=False)
     rows = []
@@ -204,13 +216,10 @@ def _parse_model(spec: str):
 
 def cmd_runs(cfg: Config, cache: str, out: str, test) -> dict:
     """Selected models (``--models vae gpvae svgpvae:10``) for every seed: RMSE, lengthscale, test ELBO."""
-    from tqdm.auto import tqdm
-
     parsed = [(spec, *_parse_model(spec)) for spec in cfg.models]
     specs = [(seed, spec, kind, m) for seed in cfg.seeds for spec, kind, m in parsed]
-    runs = []
-    for seed, spec, kind, m in tqdm(specs, desc="runs", position=0):
-        runs.append({**train_run(kind, cfg, seed, m=m, cache_dir=cache, test=test), "model": spec})
+    trained = _train_runs([(kind, seed, m) for seed, spec, kind, m in specs], cfg, cache, test, "runs")
+    runs = [{**run, "model": spec} for run, (seed, spec, kind, m) in zip(trained, specs)]
     groups = {spec: [r for r in runs if r["model"] == spec] for spec in cfg.models}
     summary = _summaries(groups)
     plt = pyplot()

@@ -11,7 +11,7 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from . import rotated_mnist as rm
-from .common import RunClaim, mean_sd, run_key
+from .common import claimed_in_order, mean_sd, run_key
 from .rotated_mnist_report import object_init_text
 
 __all__ = ["Sweeps", "QUICK", "QUICK_CONFIG", "NUM_ANGLES", "SweepContext", "per_angle", "run_row", "run_sweep",
@@ -136,29 +136,24 @@ def run_sweep(ctx: SweepContext, specs: List[Tuple[str, dict, dict]], desc: str,
     from tqdm.auto import tqdm
 
     jobs = [(name, changes, labels, seed) for seed in ctx.seeds for name, changes, labels in specs]
-    rows: List[Optional[dict]] = [None] * len(jobs)
-    pending = list(range(len(jobs)))
     bar = tqdm(total=len(jobs), desc=desc, disable=not ctx.progress, mininterval=1.0)
-    while pending:
-        claimed_elsewhere = []
-        for i in pending:
-            name, changes, labels, seed = jobs[i]
-            cfg = ctx.config(**changes)
-            label = f"{name} {' '.join(f'{k}={v}' for k, v in changes.items())} seed {seed}"
-            with RunClaim(rm.run_path(name, seed, cfg)) as claim:
-                if not claim.acquire():
-                    claimed_elsewhere.append(i)
-                    continue
-                bar.set_postfix_str(label)
-                res = rm.run_cached(name, ctx.data(cfg), cfg, seed, progress=False,
-                                    on_epoch=_epoch_postfix(bar, label, cfg.epochs) if ctx.progress else None)
-            res.pop("_images", None)
-            rows[i] = {**run_row(res, **labels), "run": run_key(f"{name}_seed{seed}", rm.run_spec(name, seed, cfg))}
-            bar.update(1)
-        if claimed_elsewhere:
-            bar.set_postfix_str(f"waiting for {len(claimed_elsewhere)} run(s) another process is training")
-            time.sleep(poll_seconds)
-        pending = claimed_elsewhere
+
+    def work(job) -> dict:
+        name, changes, labels, seed = job
+        cfg = ctx.config(**changes)
+        label = f"{name} {' '.join(f'{k}={v}' for k, v in changes.items())} seed {seed}"
+        bar.set_postfix_str(label)
+        res = rm.run_cached(name, ctx.data(cfg), cfg, seed, progress=False,
+                            on_epoch=_epoch_postfix(bar, label, cfg.epochs) if ctx.progress else None)
+        res.pop("_images", None)
+        bar.update(1)
+        return {**run_row(res, **labels), "run": run_key(f"{name}_seed{seed}", rm.run_spec(name, seed, cfg))}
+
+    def on_wait(count: int) -> None:
+        bar.set_postfix_str(f"waiting for {count} run(s) another process is training")
+
+    rows = claimed_in_order(jobs, lambda job: rm.run_path(job[0], job[3], ctx.config(**job[1])), work,
+                            poll_seconds=poll_seconds, on_wait=on_wait)
     bar.close()
     return rows
 

@@ -47,3 +47,32 @@ def test_claims_made_on_another_host_are_respected(tmp_path):
     with open(path + ".claim", "w") as f:
         f.write(f"not-{socket.gethostname()} {_dead_pid()}")
     assert not RunClaim(path).acquire()
+
+
+def test_claimed_in_order_defers_jobs_claimed_elsewhere_and_keeps_the_order(tmp_path, monkeypatch):
+    import time
+
+    from gpflow_svgpvae.experiments.common import claimed_in_order
+
+    other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    path_of = lambda job: str(tmp_path / job)  # noqa: E731
+    with open(path_of("b") + ".claim", "w") as f:
+        f.write(f"{socket.gethostname()} {other.pid}")
+    done, waits = [], []
+
+    def work(job):
+        assert os.path.exists(path_of(job) + ".claim")  # held while the work runs
+        done.append(job)
+        return job.upper()
+
+    def sleep(seconds):  # the other process dies without finishing "b": its claim goes stale
+        other.kill()
+        other.wait()
+
+    monkeypatch.setattr(time, "sleep", sleep)
+    try:
+        results = claimed_in_order(["a", "b", "c"], path_of, work, poll_seconds=1.0, on_wait=waits.append)
+    finally:
+        other.kill()
+    assert results == ["A", "B", "C"] and done == ["a", "c", "b"] and waits == [1]
+    assert not list(tmp_path.glob("*.claim"))

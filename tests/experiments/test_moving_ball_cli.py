@@ -204,3 +204,40 @@ def test_site_parametrization_enters_the_gp_run_keys_only():
     assert "site_parametrization" not in tiny().run_settings("svgpvae")
     encoder = mb.build_model("svgpvae", natural, seed=0, num_inducing=3).encoder
     assert encoder.layers[-1].parametrization == "natural"
+
+
+def test_runs_claimed_by_another_process_are_left_to_it(tmp_path, monkeypatch):
+    """Two processes on one moving-ball sweep: a run another live process has claimed (its cache key
+    plus ``.claim``) is not trained here but taken, once finished, from the cache."""
+    import socket
+    import subprocess
+    import sys
+    import time
+
+    from gpflow_svgpvae.experiments import moving_ball_figures as figures
+    from gpflow_svgpvae.experiments.moving_ball_runs import run_key
+
+    cfg = mb.Config(steps=2, seeds=(0, 1))
+    other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    claim = os.path.join(str(tmp_path), run_key("gpvae", None, 0, cfg)) + ".claim"
+    with open(claim, "w") as f:
+        f.write(f"{socket.gethostname()} {other.pid}")
+    trained, finished = [], set()
+
+    def fake_train_run(kind, cfg, seed, m=None, inducing_init=None, cache_dir=None, test=None, **kwargs):
+        if (kind, seed) not in finished:
+            trained.append((kind, seed))
+        return {"kind": kind, "seed": seed, "m": m, "cached": (kind, seed) in finished}
+
+    def other_finishes(seconds):
+        finished.add(("gpvae", 0))
+        os.remove(claim)
+
+    monkeypatch.setattr(figures, "train_run", fake_train_run)
+    monkeypatch.setattr(time, "sleep", other_finishes)
+    try:
+        runs = figures._train_runs([("gpvae", 0, None), ("gpvae", 1, None)], cfg, str(tmp_path), None, "runs")
+    finally:
+        other.kill()
+    assert trained == [("gpvae", 1)]
+    assert [(r["seed"], r["cached"]) for r in runs] == [(0, True), (1, False)]
