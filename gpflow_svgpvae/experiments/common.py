@@ -18,7 +18,7 @@ from typing import Callable, Iterable, List, Optional, Sequence, TypeVar
 
 import numpy as np
 
-__all__ = ["SITE_PARAMETRIZATIONS", "git_commit", "run_key", "RunClaim", "claimed_in_order", "write_json", "read_json",
+__all__ = ["SITE_PARAMETRIZATIONS", "git_commit", "run_key", "RunClaim", "claimed_in_order", "waiting_postfix", "write_json", "read_json",
            "write_csv", "mean_sd", "pyplot"]
 
 #: The encoder heads the experiment commands offer (``--site-parametrization``): those of
@@ -144,6 +144,11 @@ def claimed_in_order(jobs: Sequence[T], path_of: Callable[[T], str], work: Calla
             time.sleep(poll_seconds)
         pending = claimed_elsewhere
     return results
+
+
+def waiting_postfix(bar) -> Callable[[int], None]:
+    """An ``on_wait`` for :func:`claimed_in_order` that says so on a tqdm ``bar``."""
+    return lambda count: bar.set_postfix_str(f"waiting for {count} run(s) another process is training")
 
 
 def _jsonable(obj):

@@ -5,8 +5,8 @@ from typing import Dict, List
 
 import numpy as np
 
-from .common import claimed_in_order, mean_sd, pyplot
-from .moving_ball_runs import NUM_FRAMES, Config, _run_summary, run_key, train_run
+from .common import claimed_in_order, mean_sd, pyplot, waiting_postfix
+from .moving_ball_runs import NUM_FRAMES, Config, _run_summary, run_path, train_run
 
 __all__ = ["COMMANDS", "cmd_runs", "cmd_rmse_vs_m", "cmd_trajectories", "cmd_lengthscale", "cmd_inducing"]
 
@@ -40,11 +40,8 @@ def _train_runs(jobs: List[tuple], cfg: Config, cache: str, test, desc: str) -> 
         bar.update(1)
         return run
 
-    def on_wait(count: int) -> None:
-        bar.set_postfix_str(f"waiting for {count} run(s) another process is training")
-
-    runs = claimed_in_order(jobs, lambda job: os.path.join(cache, run_key(job[0], job[2], job[1], cfg, job[3])), work,
-                            on_wait=on_wait)
+    runs = claimed_in_order(jobs, lambda job: run_path(cache, job[0], job[2], job[1], cfg, job[3]), work,
+                            on_wait=waiting_postfix(bar))
     bar.close()
     return runs
 

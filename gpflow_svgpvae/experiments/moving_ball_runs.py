@@ -377,6 +377,11 @@ def _trained_model(kind: str, cfg: Config, seed: int, m: Optional[int], inducing
     return model, progress, seconds
 
 
+def run_path(cache_dir: str, kind: str, m: Optional[int], seed: int, cfg: Config, inducing_init=None) -> str:
+    """Where :func:`train_run` keeps the finished run (without the ``.npz`` suffix)."""
+    return os.path.join(cache_dir, run_key(kind, m, seed, cfg, inducing_init))
+
+
 def train_run(kind: str, cfg: Config, seed: int, m: Optional[int] = None, inducing_init=None,
               cache_dir: Optional[str] = None, test=None, position: int = 1) -> dict:
     """Train one model (or load it from ``cache_dir``) and evaluate it on the test set.
@@ -392,7 +397,7 @@ def train_run(kind: str, cfg: Config, seed: int, m: Optional[int] = None, induci
         ``elbo``, ``lengthscale``, ``inducing`` arrays), ``means`` (test posterior means), ``cached``.
     """
     key = run_key(kind, m, seed, cfg, inducing_init)
-    path = os.path.join(cache_dir, key + ".npz") if cache_dir else None
+    path = run_path(cache_dir, kind, m, seed, cfg, inducing_init) + ".npz" if cache_dir else None
     if path and os.path.exists(path):
         with np.load(path, allow_pickle=False) as f:
             meta = json.loads(str(f["meta"]))

@@ -3,6 +3,7 @@ the values each command sweeps over, the shared context (settings, cache, data),
 reusing every run of a sweep (:func:`run_sweep`, through
 :func:`~gpflow_svgpvae.experiments.rotated_mnist.run_cached`) and the per-run and per-setting
 summaries the commands tabulate and plot."""
+import os
 import textwrap
 import time
 from dataclasses import dataclass, replace
@@ -11,7 +12,7 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from . import rotated_mnist as rm
-from .common import claimed_in_order, mean_sd, run_key
+from .common import claimed_in_order, mean_sd, waiting_postfix
 from .rotated_mnist_report import object_init_text
 
 __all__ = ["Sweeps", "QUICK", "QUICK_CONFIG", "NUM_ANGLES", "SweepContext", "per_angle", "run_row", "run_sweep",
@@ -147,13 +148,10 @@ def run_sweep(ctx: SweepContext, specs: List[Tuple[str, dict, dict]], desc: str,
                             on_epoch=_epoch_postfix(bar, label, cfg.epochs) if ctx.progress else None)
         res.pop("_images", None)
         bar.update(1)
-        return {**run_row(res, **labels), "run": run_key(f"{name}_seed{seed}", rm.run_spec(name, seed, cfg))}
-
-    def on_wait(count: int) -> None:
-        bar.set_postfix_str(f"waiting for {count} run(s) another process is training")
+        return {**run_row(res, **labels), "run": os.path.basename(rm.run_path(name, seed, cfg))}
 
     rows = claimed_in_order(jobs, lambda job: rm.run_path(job[0], job[3], ctx.config(**job[1])), work,
-                            poll_seconds=poll_seconds, on_wait=on_wait)
+                            poll_seconds=poll_seconds, on_wait=waiting_postfix(bar))
     bar.close()
     return rows
 
