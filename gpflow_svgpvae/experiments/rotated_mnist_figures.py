@@ -104,7 +104,13 @@ run's settings (``<cache>/checkpoints/<run key>/``).
 
 Timings (``seconds_per_epoch``) are the median wall time of a training epoch
 after the first, on whatever machine runs the command; they are comparable
-only between runs made under the same load.
+only between runs made under the same load. A sweep whose runs shared the cores
+with other runs cannot be plotted against its own times; ``runtime`` and
+``digits`` with ``--timing-epochs K`` time every setting again after the sweep,
+in fresh runs of K epochs made one after the other in this process (first seed,
+no evaluation until the last epoch), and plot those (``timing`` in the JSON,
+with the load average before and after each; ``seconds_per_epoch_timed`` in the
+summary).
 """
 import argparse
 import os
@@ -119,8 +125,8 @@ from ..estimators import inducing_mean_bias
 from . import rotated_mnist as rm
 from .common import git_commit, mean_sd, pyplot, write_csv, write_json
 from .rotated_mnist_records import PAPER_MSE, cmd_bias, cmd_convergence
-from .rotated_mnist_sweeps import (NUM_ANGLES, QUICK, QUICK_CONFIG, SweepContext, Sweeps, errorbar, per_angle, run_row,
-                                   run_sweep, settings_note, summarise_rows)
+from .rotated_mnist_sweeps import (NUM_ANGLES, QUICK, QUICK_CONFIG, SweepContext, Sweeps, attach_timings, errorbar,
+                                   per_angle, run_row, run_sweep, settings_note, summarise_rows, time_settings)
 
 __all__ = [
     "COMMANDS", "Sweeps", "QUICK", "QUICK_CONFIG", "PAPER_INIT", "inducing_mean_bias", "run_sweep",
@@ -142,17 +148,19 @@ def cmd_runtime(ctx: SweepContext, out: str) -> dict:
     for r in rows:
         r["gppvae_rank_H"] = NUM_ANGLES * r["object_dim"] if r["model"] == "gppvae" else None
     summary = summarise_rows(rows, ("model", "setting"))
+    timed = _timings(ctx, specs, summary, ("model", "setting"), "runtime timing")
+    time_key = "seconds_per_epoch_timed" if timed else "seconds_per_epoch"
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(6.5, 4.2))
     for c, name in enumerate(("svgpvae", "gppvae")):
         group = [s for s in summary if s["model"] == name]
-        x = [s["seconds_per_epoch"] for s in group]
+        x = [s[time_key] for s in group]
         y = [s["test_mse_mean"]["mean"] for s in group]
         sd = [s["test_mse_mean"]["sd"] for s in group]
         ax.errorbar(x, y, yerr=sd, marker="o", capsize=3, color=f"C{c}", label=rm.LABELS[name])
         for s, xi, yi in zip(group, x, y):
             ax.annotate(s["setting"], (xi, yi), textcoords="offset points", xytext=(4, 4), fontsize=7)
-    ax.set_xlabel("seconds per epoch (this machine)")
+    ax.set_xlabel(_time_label(ctx, timed))
     ax.set_ylabel("test MSE (decoded mean)")
     fig.suptitle("Rotated MNIST: MSE vs runtime (mean ± sd over seeds)\n" + settings_note(ctx.base, skip=("m", "Q")),
                  fontsize=8)
@@ -162,7 +170,7 @@ def cmd_runtime(ctx: SweepContext, out: str) -> dict:
     plt.close(fig)
     note = ("GPPVAE's kernel V V^T + alpha I has rank H = Q x 16 (object vector (x) view-kernel Cholesky row), "
             "so the GPPVAE sweep varies the object-vector dimension Q; H = 16 Q.")
-    return {"rows": rows, "summary": summary, "gppvae_rank_note": note,
+    return {"rows": rows, "summary": summary, "timing": timed, "gppvae_rank_note": note,
             "svgpvae_m": list(sw.runtime_m), "gppvae_object_dims": list(sw.runtime_object_dims),
             "gppvae_rank_H": [NUM_ANGLES * int(q) for q in sw.runtime_object_dims]}
 
@@ -173,18 +181,20 @@ def cmd_digits(ctx: SweepContext, out: str) -> dict:
              for ds in sw.digit_sets for name in sw.digits_models]
     rows = run_sweep(ctx, specs, "digits runs")
     summary = summarise_rows(rows, ("model", "num_digits", "digits"))
+    timed = _timings(ctx, specs, summary, ("model", "num_digits"), "digits timing")
+    time_key = "seconds_per_epoch_timed" if timed else "seconds_per_epoch"
     plt = pyplot()
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 4))
     for c, name in enumerate(sw.digits_models):
         group = [s for s in summary if s["model"] == name]
         errorbar(ax1, group, "num_digits", rm.LABELS[name], color=f"C{c}")
-        ax2.plot([s["num_data"] for s in group], [s["seconds_per_epoch"] for s in group], "o-", color=f"C{c}",
+        ax2.plot([s["num_data"] for s in group], [s[time_key] for s in group], "o-", color=f"C{c}",
                  label=rm.LABELS[name])
     ax1.set_xlabel("number of digits")
     ax1.set_ylabel("test MSE (decoded mean)")
     ax1.set_xticks([len(ds) for ds in sw.digit_sets])
     ax2.set_xlabel("number of training images N")
-    ax2.set_ylabel("seconds per epoch (this machine)")
+    ax2.set_ylabel(_time_label(ctx, timed))
     for ax in (ax1, ax2):
         ax.legend(fontsize=8)
     fig.suptitle("Rotated MNIST: scaling with the number of digits\n" + settings_note(ctx.base, skip=("digits",))
@@ -192,7 +202,24 @@ def cmd_digits(ctx: SweepContext, out: str) -> dict:
     fig.tight_layout()
     fig.savefig(os.path.join(out, "digits.png"), dpi=130)
     plt.close(fig)
-    return {"rows": rows, "summary": summary, "digit_sets": [list(ds) for ds in sw.digit_sets]}
+    return {"rows": rows, "summary": summary, "timing": timed, "digit_sets": [list(ds) for ds in sw.digit_sets]}
+
+
+def _timings(ctx: SweepContext, specs, summary: List[dict], keys: Sequence[str], desc: str) -> List[dict]:
+    """``--timing-epochs``: time every setting again, back to back, and attach the times to ``summary``."""
+    if not ctx.sweeps.timing_epochs:
+        return []
+    timed = time_settings(ctx, specs, ctx.sweeps.timing_epochs, desc)
+    attach_timings(summary, timed, keys)
+    return timed
+
+
+def _time_label(ctx: SweepContext, timed: List[dict]) -> str:
+    if not timed:
+        return "seconds per epoch (this machine; the runs' own load)"
+    loads = [t["load_average_before"] for t in timed]
+    return (f"seconds per epoch (timed: {ctx.sweeps.timing_epochs} epochs each, back to back, "
+            f"{timed[0]['intra_op_threads'] or 'all'} threads,\nload average {min(loads):.1f}-{max(loads):.1f})")
 
 
 def _one_setting_figure(ctx: SweepContext, out: str, command: str, rows: List[dict], x_key: str, xlabel: str,
@@ -419,6 +446,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--jit", action="store_true", help="compile the training step with XLA")
     p.add_argument("--m", type=_ints, help="runtime / num_inducing / bias: inducing-point counts (multiples of 16)")
     p.add_argument("--object-dims", type=_ints, help="runtime: GPPVAE object-vector dimensions Q (rank H = 16 Q)")
+    p.add_argument("--timing-epochs", type=int,
+                   help="runtime / digits: after the sweep, time every setting again in a fresh run of this many "
+                        "epochs, back to back, and plot those times (default 0: the runs' own s/epoch)")
     p.add_argument("--digit-sets", help="digits: sets separated by ';', e.g. '3;1,3,6'")
     p.add_argument("--models", help="digits / init: comma-separated models (svgpvae, gppvae)")
     p.add_argument("--object-init", choices=("pca", "random"),
@@ -472,10 +502,13 @@ def _configure(args) -> Tuple[rm.Config, Sweeps]:
                        ("bias_epochs", args.bias_epochs),
                        ("bias_passes", args.bias_passes), ("curve_every", args.curve_every),
                        ("tsne_digits", args.tsne_digits), ("tsne_max_points", args.tsne_max_points),
-                       ("tsne_perplexity", args.perplexity)):
+                       ("tsne_perplexity", args.perplexity), ("timing_epochs", args.timing_epochs)):
         if value is not None:
             overrides[key] = value
-    return base, replace(sweeps, **overrides)
+    try:
+        return base, replace(sweeps, **overrides)
+    except ValueError as error:  # Sweeps' checks (e.g. --timing-epochs)
+        raise SystemExit(f"rotated_mnist_figures: {error}")
 
 
 def main(argv: Optional[Sequence[str]] = None) -> dict:

@@ -16,7 +16,7 @@ from .common import claimed_in_order, mean_sd, waiting_postfix
 from .rotated_mnist_report import object_init_text
 
 __all__ = ["Sweeps", "QUICK", "QUICK_CONFIG", "NUM_ANGLES", "SweepContext", "per_angle", "run_row", "run_sweep",
-           "summarise_rows", "settings_note", "errorbar"]
+           "summarise_rows", "settings_note", "errorbar", "time_settings", "attach_timings"]
 
 NUM_ANGLES = 16
 
@@ -42,6 +42,14 @@ class Sweeps:
     init_models: Sequence[str] = ("svgpvae", "gppvae")
     # None: the paper's scales (raw PCA scores; random N(0, 1.5^2)); see rotated_mnist.Config.object_scale
     init_scales: Sequence[Optional[float]] = (None,)
+    # runtime / digits: > 0 times every setting again in a fresh run of this many epochs, one
+    # setting after the other after the sweep (the sweep's own runs may share the cores)
+    timing_epochs: int = 0
+
+    def __post_init__(self):
+        if self.timing_epochs == 1 or self.timing_epochs < 0:
+            raise ValueError(f"timing_epochs must be 0 (off) or at least 2 (the first epoch is not timed); "
+                             f"got {self.timing_epochs}")
 
 
 #: ``--quick``: a tiny data set, 2 epochs, 1 seed, two values per sweep.
@@ -154,6 +162,42 @@ def run_sweep(ctx: SweepContext, specs: List[Tuple[str, dict, dict]], desc: str,
                             poll_seconds=poll_seconds, on_wait=waiting_postfix(bar))
     bar.close()
     return rows
+
+
+def time_settings(ctx: SweepContext, specs: List[Tuple[str, dict, dict]], epochs: int, desc: str) -> List[dict]:
+    """Seconds per epoch of every ``(model, config changes, labels)``, timed one setting after the
+    other in fresh, uncached runs of ``epochs`` epochs (first seed, evaluated only after the last
+    epoch): the median wall time of the epochs after the first. The sweep's own runs may have shared
+    the cores with other runs, so their times are comparable only under equal load; these are made
+    back to back in one process. Each entry also records the load average before and after.
+    """
+    import tempfile
+
+    import tensorflow as tf
+    from tqdm.auto import tqdm
+
+    timed = []
+    seed = ctx.seeds[0]
+    for name, changes, labels in tqdm(specs, desc=desc, disable=not ctx.progress):
+        cfg = replace(ctx.config(**changes), epochs=epochs, eval_every=epochs)
+        load_before = os.getloadavg()[0]
+        with tempfile.TemporaryDirectory() as workdir:
+            res = rm.run_model(name, ctx.data(cfg), cfg, seed, workdir)
+        timed.append({
+            "model": name, **labels, "seconds_per_epoch": float(res["seconds_per_epoch"]),
+            "first_epoch_seconds": res["first_epoch_seconds"], "epochs": epochs, "seed": seed,
+            "num_data": int(res["num_data"]), "load_average_before": load_before,
+            "load_average_after": os.getloadavg()[0],
+            "intra_op_threads": tf.config.threading.get_intra_op_parallelism_threads(),
+        })
+    return timed
+
+
+def attach_timings(summary: List[dict], timed: List[dict], keys: Sequence[str]) -> None:
+    """Put each setting's separately timed s/epoch into its summary (``seconds_per_epoch_timed``)."""
+    by_key = {tuple(t[k] for k in keys): t["seconds_per_epoch"] for t in timed}
+    for s in summary:
+        s["seconds_per_epoch_timed"] = by_key[tuple(s[k] for k in keys)]
 
 
 def summarise_rows(rows: List[dict], keys: Sequence[str],

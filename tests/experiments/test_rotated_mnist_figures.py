@@ -38,11 +38,16 @@ def _assert_finite_runs(rows):
 # ---------------------------------------------------------------------- smoke tests
 @pytest.mark.slow  # figure-command smoke test; `make test-all`
 def test_runtime_and_num_inducing_quick_smoke_share_cached_runs(tmp_path):
-    payload, _ = _run(tmp_path, "runtime")
+    payload, _ = _run(tmp_path, "runtime", "--timing-epochs", "3")
     rows = payload["rows"]
     _assert_finite_runs(rows)
     assert [(r["model"], r["setting"]) for r in rows] == [
         ("svgpvae", "m=16"), ("svgpvae", "m=32"), ("gppvae", "Q=2 (H=32)"), ("gppvae", "Q=4 (H=64)")]
+    # --timing-epochs: every setting timed again in a fresh 3-epoch run, attached to its summary.
+    assert [(t["model"], t["setting"], t["epochs"]) for t in payload["timing"]] == [
+        (r["model"], r["setting"], 3) for r in rows]
+    for s, t in zip(payload["summary"], payload["timing"]):
+        assert s["seconds_per_epoch_timed"] == t["seconds_per_epoch"] > 0
     assert [r["gppvae_rank_H"] for r in rows] == [None, None, 32, 64] and "H = 16 Q" in payload["gppvae_rank_note"]
     assert not any(r["cached"] for r in rows)
 
@@ -235,3 +240,18 @@ def test_a_run_claimed_by_another_process_is_skipped_then_reused(monkeypatch, tm
     assert trained == [1] and sleeps == [5.0]
     assert [(r["seed"], r["cached"]) for r in rows] == [(0, True), (1, False)]
     assert not any(f.endswith(".claim") for f in os.listdir(os.path.dirname(claim_of_seed0)))
+
+
+def test_timing_epochs_must_time_at_least_one_epoch_after_the_first():
+    with pytest.raises(SystemExit, match="timing_epochs must be 0 .off. or at least 2"):
+        figures.main(["runtime", "--quick", "--timing-epochs", "1", "--quiet"])
+
+
+def test_attach_timings_matches_settings_not_order():
+    from gpflow_svgpvae.experiments.rotated_mnist_sweeps import attach_timings
+
+    summary = [{"model": "svgpvae", "setting": "m=16"}, {"model": "gppvae", "setting": "Q=8 (H=128)"}]
+    timed = [{"model": "gppvae", "setting": "Q=8 (H=128)", "seconds_per_epoch": 2.5},
+             {"model": "svgpvae", "setting": "m=16", "seconds_per_epoch": 0.7}]
+    attach_timings(summary, timed, ("model", "setting"))
+    assert [s["seconds_per_epoch_timed"] for s in summary] == [0.7, 2.5]
