@@ -29,7 +29,7 @@ import tensorflow as tf
 
 from . import amortized
 from .numerics import assert_finite
-from .tracing import not_autographed
+from .tracing import not_autographed, per_model_function
 
 __all__ = ["SVGPVAEPosterior", "check_scale"]
 
@@ -92,7 +92,6 @@ def _statistics_function(model, rank: int):
     function = functions.get(rank)  # one per data layout: retracing must not relax the rank
     if function is None:
 
-        @tf.function(reduce_retracing=True)
         @not_autographed
         def function(X, Y, mask, context):
             X, Y, mask = model.observed((X, Y) if mask is None else (X, Y, mask))
@@ -107,6 +106,7 @@ def _statistics_function(model, rank: int):
             count = tf.size(X_gp[..., 0]) if weights is None else tf.cast(tf.reduce_sum(weights), tf.int32)
             return P, r, count
 
+        function = per_model_function(function, reduce_retracing=True)
         functions[rank] = function
     return function
 

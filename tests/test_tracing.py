@@ -43,3 +43,34 @@ def test_eager_calls_and_metadata_are_unchanged():
     wrapped = not_autographed(_python_if)
     np.testing.assert_array_equal(wrapped(tf.constant([-1.0])), [1.0])  # eager: a plain call
     assert wrapped.__name__ == "_python_if" and wrapped.__wrapped__ is _python_if
+
+
+def test_per_model_functions_do_not_warn_of_frequent_retracing(caplog):
+    """Posteriors of several models in one process (a sweep): each model's statistics function
+    traces per data layout by design; TensorFlow's frequent-retracing warning, which counts
+    the traces of all functions made from the same code, must not fire. The warning itself
+    still fires for a plain ``tf.function`` made the same way (the check could fail)."""
+    import logging
+
+    from gpflow_svgpvae.tracing import per_model_function
+
+    from tests.conftest import make_tiny_model, tiny_data
+
+    X, Y = tiny_data()
+    caplog.set_level(logging.WARNING, logger="tensorflow")
+    for seed in range(4):
+        model = make_tiny_model(seed=seed)
+        for n in (60, 37, 11):  # three data sizes: retraces with reduce_retracing
+            model.posterior((X[:n], Y[:n]), batch_size=n)
+    assert not [r for r in caplog.records if "retracing" in r.getMessage()]
+
+    def make(wrap):
+        for shift in range(8):
+            f = wrap(lambda x, shift=shift: x + shift)
+            f(tf.constant([1.0]))
+            f(tf.constant([1.0, 2.0]))  # a new shape: a retrace
+
+    make(per_model_function)
+    assert not [r for r in caplog.records if "retracing" in r.getMessage()]
+    make(tf.function)
+    assert [r for r in caplog.records if "retracing" in r.getMessage()]
