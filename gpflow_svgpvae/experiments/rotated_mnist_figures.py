@@ -160,10 +160,10 @@ def cmd_runtime(ctx: SweepContext, out: str) -> dict:
         ax.errorbar(x, y, yerr=sd, marker="o", capsize=3, color=f"C{c}", label=rm.LABELS[name])
         for s, xi, yi in zip(group, x, y):
             ax.annotate(s["setting"], (xi, yi), textcoords="offset points", xytext=(4, 4), fontsize=7)
-    ax.set_xlabel(_time_label(ctx, timed))
+    ax.set_xlabel(_time_label(timed))
     ax.set_ylabel("test MSE (decoded mean)")
-    fig.suptitle("Rotated MNIST: MSE vs runtime (mean ± sd over seeds)\n" + settings_note(ctx.base, skip=("m", "Q")),
-                 fontsize=8)
+    fig.suptitle("Rotated MNIST: MSE vs runtime (mean ± sd over seeds)\n" + settings_note(ctx.base, skip=("m", "Q"))
+                 + "\n" + _timing_note(ctx, timed), fontsize=8)
     ax.legend(fontsize=8, loc="upper right")
     fig.tight_layout()
     fig.savefig(os.path.join(out, "runtime.png"), dpi=130)
@@ -194,11 +194,12 @@ def cmd_digits(ctx: SweepContext, out: str) -> dict:
     ax1.set_ylabel("test MSE (decoded mean)")
     ax1.set_xticks([len(ds) for ds in sw.digit_sets])
     ax2.set_xlabel("number of training images N")
-    ax2.set_ylabel(_time_label(ctx, timed))
+    ax2.set_ylabel(_time_label(timed))
     for ax in (ax1, ax2):
         ax.legend(fontsize=8)
     fig.suptitle("Rotated MNIST: scaling with the number of digits\n" + settings_note(ctx.base, skip=("digits",))
-                 + "; digit sets " + " | ".join(",".join(map(str, ds)) for ds in sw.digit_sets), fontsize=8)
+                 + "; digit sets " + " | ".join(",".join(map(str, ds)) for ds in sw.digit_sets)
+                 + "\n" + _timing_note(ctx, timed), fontsize=8)
     fig.tight_layout()
     fig.savefig(os.path.join(out, "digits.png"), dpi=130)
     plt.close(fig)
@@ -214,12 +215,18 @@ def _timings(ctx: SweepContext, specs, summary: List[dict], keys: Sequence[str],
     return timed
 
 
-def _time_label(ctx: SweepContext, timed: List[dict]) -> str:
+def _time_label(timed: List[dict]) -> str:
+    return "seconds per epoch (timed separately)" if timed else "seconds per epoch (the runs' own)"
+
+
+def _timing_note(ctx: SweepContext, timed: List[dict]) -> str:
+    """One line for the figure's title: how the plotted times were made."""
     if not timed:
-        return "seconds per epoch (this machine; the runs' own load)"
+        return "times: the runs' own medians, under whatever load they ran"
     loads = [t["load_average_before"] for t in timed]
-    return (f"seconds per epoch (timed: {ctx.sweeps.timing_epochs} epochs each, back to back, "
-            f"{timed[0]['intra_op_threads'] or 'all'} threads,\nload average {min(loads):.1f}-{max(loads):.1f})")
+    threads = timed[0]["intra_op_threads"] or "all"
+    return (f"times: {ctx.sweeps.timing_epochs}-epoch runs back to back, {threads} threads, "
+            f"load average {min(loads):.1f}-{max(loads):.1f} before each")
 
 
 def _one_setting_figure(ctx: SweepContext, out: str, command: str, rows: List[dict], x_key: str, xlabel: str,
