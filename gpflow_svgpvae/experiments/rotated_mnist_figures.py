@@ -545,10 +545,12 @@ def main(argv: Optional[Sequence[str]] = None) -> dict:
             elif "test_mse_mean" in s:
                 label = ", ".join(f"{k}={s[k]}" for k in s if k not in (
                     "test_mse_mean", "test_mse_sample", "seconds_per_epoch", "num_data", "seeds", "test_mse_mean_final",
-                    "best_epochs"))
+                    "best_epochs", "seconds_per_epoch_timed"))
                 st = s["test_mse_mean"]
+                timed = (f" (runs), {s['seconds_per_epoch_timed']:.2f} s/epoch (timed)"
+                         if "seconds_per_epoch_timed" in s else "")
                 print(f"{label}: test MSE {st['mean']:.4f} +- {st['sd']:.4f} (n={st['n']}), "
-                      f"{s['seconds_per_epoch']:.2f} s/epoch", flush=True)
+                      f"{s['seconds_per_epoch']:.2f} s/epoch{timed}", flush=True)
             elif "relative_bias" in s:
                 st = s["relative_bias"]
                 print(f"m={s['m']} epoch {s['epoch']}: relative bias {st['mean']:.3g} +- {st['sd']:.2g}", flush=True)
