@@ -18,8 +18,8 @@ from typing import Callable, Iterable, List, Optional, Sequence, TypeVar
 
 import numpy as np
 
-__all__ = ["SITE_PARAMETRIZATIONS", "git_commit", "run_key", "RunClaim", "claimed_in_order", "waiting_postfix", "write_json", "read_json",
-           "write_csv", "mean_sd", "pyplot"]
+__all__ = ["SITE_PARAMETRIZATIONS", "git_commit", "run_key", "RunClaim", "claimed_in_order", "waiting_postfix",
+           "write_json", "read_json", "write_csv", "mean_sd", "pyplot"]
 
 #: The encoder heads the experiment commands offer (``--site-parametrization``): those of
 #: :class:`~gpflow_svgpvae.networks.GaussianSiteHead`, named here so that parsing a command line

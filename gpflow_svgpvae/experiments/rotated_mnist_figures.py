@@ -148,8 +148,7 @@ def cmd_runtime(ctx: SweepContext, out: str) -> dict:
     for r in rows:
         r["gppvae_rank_H"] = NUM_ANGLES * r["object_dim"] if r["model"] == "gppvae" else None
     summary = summarise_rows(rows, ("model", "setting"))
-    timed = _timings(ctx, specs, summary, ("model", "setting"), "runtime timing")
-    time_key = "seconds_per_epoch_timed" if timed else "seconds_per_epoch"
+    timed, time_key = _timings(ctx, specs, summary, ("model", "setting"), "runtime timing")
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(6.5, 4.2))
     for c, name in enumerate(("svgpvae", "gppvae")):
@@ -181,8 +180,7 @@ def cmd_digits(ctx: SweepContext, out: str) -> dict:
              for ds in sw.digit_sets for name in sw.digits_models]
     rows = run_sweep(ctx, specs, "digits runs")
     summary = summarise_rows(rows, ("model", "num_digits", "digits"))
-    timed = _timings(ctx, specs, summary, ("model", "num_digits"), "digits timing")
-    time_key = "seconds_per_epoch_timed" if timed else "seconds_per_epoch"
+    timed, time_key = _timings(ctx, specs, summary, ("model", "num_digits"), "digits timing")
     plt = pyplot()
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 4))
     for c, name in enumerate(sw.digits_models):
@@ -206,13 +204,15 @@ def cmd_digits(ctx: SweepContext, out: str) -> dict:
     return {"rows": rows, "summary": summary, "timing": timed, "digit_sets": [list(ds) for ds in sw.digit_sets]}
 
 
-def _timings(ctx: SweepContext, specs, summary: List[dict], keys: Sequence[str], desc: str) -> List[dict]:
-    """``--timing-epochs``: time every setting again, back to back, and attach the times to ``summary``."""
+def _timings(ctx: SweepContext, specs, summary: List[dict], keys: Sequence[str],
+             desc: str) -> Tuple[List[dict], str]:
+    """``--timing-epochs``: time every setting again, back to back, and attach the times to ``summary``;
+    returns the timings and the summary key of the times to plot."""
     if not ctx.sweeps.timing_epochs:
-        return []
+        return [], "seconds_per_epoch"
     timed = time_settings(ctx, specs, ctx.sweeps.timing_epochs, desc)
     attach_timings(summary, timed, keys)
-    return timed
+    return timed, "seconds_per_epoch_timed"
 
 
 def _time_label(timed: List[dict]) -> str:

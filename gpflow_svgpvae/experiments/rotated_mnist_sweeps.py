@@ -4,6 +4,7 @@ reusing every run of a sweep (:func:`run_sweep`, through
 :func:`~gpflow_svgpvae.experiments.rotated_mnist.run_cached`) and the per-run and per-setting
 summaries the commands tabulate and plot."""
 import os
+import tempfile
 import textwrap
 import time
 from dataclasses import dataclass, replace
@@ -171,8 +172,6 @@ def time_settings(ctx: SweepContext, specs: List[Tuple[str, dict, dict]], epochs
     the cores with other runs, so their times are comparable only under equal load; these are made
     back to back in one process. Each entry also records the load average before and after.
     """
-    import tempfile
-
     import tensorflow as tf
     from tqdm.auto import tqdm
 
