@@ -76,14 +76,14 @@ from ..models.gppvae import GPPVAE
 from ..models.svgpvae import SVGPVAE
 from ..networks.conv import conv_decoder, conv_encoder
 from ..networks.precision import PRECISIONS, network_precision
-from ..training import GECO, train
+from ..training import GECO, OptimizerGroups, train
 from .common import git_commit, read_json, run_key, write_json
 from .rotated_mnist_objects import object_table, place_new_objects
 from .rotated_mnist_report import COMPLEXITY, LABELS, PAPER_TABLE1, plot_generated, settings_line, summary_rows, write_tables
 
 __all__ = [
     "Config", "MODELS", "PROTOCOLS", "Protocol", "load_data", "build_model", "object_table", "place_new_objects",
-    "predict", "run_model", "run_spec", "run_path", "run_cached", "load_runs", "run_table1", "summarise_folders", "main",
+    "predict", "make_optimizer", "run_model", "run_spec", "run_path", "run_cached", "load_runs", "run_table1", "summarise_folders", "main",
     "LABELS", "COMPLEXITY", "PAPER_TABLE1",
 ]
 
@@ -111,6 +111,10 @@ class Config:
     object_scale: Optional[float] = None
     batch_size: int = 256
     learning_rate: float = 1e-3
+    # Adam learning rate of the object vectors alone (their own optimiser); None: learning_rate,
+    # as in the paper. Adam moves a parameter by about its learning rate per step, so vectors
+    # initialised far from where training takes them need many steps at 1e-3.
+    object_learning_rate: Optional[float] = None
     kappa_squared: float = 0.020
     geco_alpha: float = 0.99
     geco_nu: float = 1.0
@@ -124,9 +128,10 @@ class Config:
     notes: Dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self):
-        scale = self.object_scale
-        if scale is not None and not (np.isfinite(scale) and scale > 0):
-            raise ValueError(f"object_scale must be a positive number or None; got {scale!r}")
+        for name in ("object_scale", "object_learning_rate"):
+            value = getattr(self, name)
+            if value is not None and not (np.isfinite(value) and value > 0):
+                raise ValueError(f"{name} must be a positive number or None; got {value!r}")
 
 
 # ----------------------------------------------------------------------------- data
@@ -259,6 +264,19 @@ def mse(pred, target) -> float:
 
 
 # ------------------------------------------------------------------------- training
+def make_optimizer(model, cfg: Config):
+    """Adam at ``cfg.learning_rate``; with ``cfg.object_learning_rate`` the object vectors get
+    their own Adam at that rate (:class:`~gpflow_svgpvae.training.OptimizerGroups`)."""
+    if cfg.object_learning_rate is None:
+        return tf_keras.optimizers.Adam(cfg.learning_rate)
+    try:
+        table = object_table(model)
+    except TypeError:
+        raise ValueError(f"object_learning_rate: {type(model).__name__} has no object vectors") from None
+    return OptimizerGroups([(tf_keras.optimizers.Adam(cfg.object_learning_rate), table),
+                            (tf_keras.optimizers.Adam(cfg.learning_rate), None)])
+
+
 def run_model(
     name: str,
     data: Data,
@@ -282,7 +300,7 @@ def run_model(
     objective = GECO(
         cfg.kappa_squared, alpha=cfg.geco_alpha, nu=cfg.geco_nu, lambda_bounds=tuple(cfg.geco_lambda_bounds)
     )
-    optimizer = tf_keras.optimizers.Adam(cfg.learning_rate)
+    optimizer = make_optimizer(model, cfg)
     refresh(model, data)
     ckpt = tf.train.Checkpoint(model=model)
     ckpt_path = os.path.join(workdir, f"best_{name}_seed{seed}")
@@ -364,8 +382,9 @@ def run_spec(name: str, seed: int, cfg: Config) -> dict:
     settings = {k: v for k, v in asdict(cfg).items() if k not in _NOT_RUN_SETTINGS}
     if settings.get("precision") == "float32":
         del settings["precision"]  # the default before the option existed: earlier runs keep their cache keys
-    if settings.get("object_scale") is None:
-        settings.pop("object_scale", None)  # likewise
+    for name in ("object_scale", "object_learning_rate"):
+        if settings.get(name) is None:
+            settings.pop(name, None)  # likewise
     return {"model": name, "seed": int(seed), **settings}
 
 
@@ -522,6 +541,8 @@ def _parser() -> argparse.ArgumentParser:
     t1.add_argument("--batch-size", type=int, default=256)
     t1.add_argument("--latent-dim", type=int, default=16)
     t1.add_argument("--learning-rate", type=float, default=1e-3)
+    t1.add_argument("--object-learning-rate", type=float, default=None,
+                    help="Adam learning rate of the object vectors (default: --learning-rate, the paper's)")
     t1.add_argument("--kappa-squared", type=float, default=0.020)
     t1.add_argument("--geco-nu", type=float, default=1.0)
     t1.add_argument("--object-init", choices=("pca", "random"), default="pca")
@@ -557,6 +578,7 @@ def main(argv: Optional[Sequence[str]] = None) -> dict:
             batch_size=args.batch_size,
             num_latent=args.latent_dim,
             learning_rate=args.learning_rate,
+            object_learning_rate=args.object_learning_rate,
             kappa_squared=args.kappa_squared,
             geco_nu=args.geco_nu,
             object_init=args.object_init,

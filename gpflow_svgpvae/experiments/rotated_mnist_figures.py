@@ -450,6 +450,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--batch-size", type=int, help="batch size of runs that do not sweep it (default 256)")
     p.add_argument("--eval-every", type=int, help="epochs between eval-set evaluations (default 5; --quick: 1)")
     p.add_argument("--learning-rate", type=float, help="Adam learning rate (default 1e-3)")
+    p.add_argument("--object-learning-rate", type=float,
+                   help="Adam learning rate of the object vectors (default: --learning-rate, the paper's)")
     p.add_argument("--jit", action="store_true", help="compile the training step with XLA")
     p.add_argument("--m", type=_ints, help="runtime / num_inducing / bias: inducing-point counts (multiples of 16)")
     p.add_argument("--object-dims", type=_ints, help="runtime: GPPVAE object-vector dimensions Q (rank H = 16 Q)")
@@ -483,7 +485,8 @@ def _configure(args) -> Tuple[rm.Config, Sweeps]:
     changes = {k: v for k, v in quick.items()}
     for key, value in (("epochs", args.epochs), ("seeds", args.seeds), ("n_per_digit", args.n_per_digit),
                        ("batch_size", args.batch_size), ("eval_every", args.eval_every),
-                       ("learning_rate", args.learning_rate), ("object_init", args.object_init),
+                       ("learning_rate", args.learning_rate), ("object_learning_rate", args.object_learning_rate),
+                       ("object_init", args.object_init),
                        ("object_scale", args.object_scale)):
         if value is not None:
             changes[key] = value

@@ -229,6 +229,7 @@ def settings_note(cfg: rm.Config, skip: Sequence[str] = ()) -> str:
     kept = ", ".join(v for k, v in parts.items() if k not in skip)
     return textwrap.fill(kept + f", L={cfg.num_latent}, GECO kappa^2={cfg.kappa_squared}"
             + ("" if cfg.learning_rate == 1e-3 else f", Adam {cfg.learning_rate:g}")
+            + ("" if cfg.object_learning_rate is None else f", object vectors Adam {cfg.object_learning_rate:g}")
             + ("" if (cfg.object_init, cfg.object_scale) == ("pca", None)
                else f", object init {object_init_text(cfg.object_init, cfg.object_scale)}"),
                          width=100)

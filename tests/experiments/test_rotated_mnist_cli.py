@@ -135,3 +135,31 @@ def test_object_scale_rescales_the_initial_vectors_and_keeps_old_run_keys():
     for bad in (0.0, -1.0, float("nan")):
         with pytest.raises(ValueError, match="object_scale"):
             rotated_mnist._initial_object_vectors(data, rotated_mnist.Config(object_scale=bad), 0)
+
+
+def test_object_learning_rate_gives_the_object_vectors_their_own_adam_step():
+    """Adam's first step moves every parameter with a gradient by its learning rate (times the
+    sign of the gradient): with ``object_learning_rate`` the object vectors move by that rate
+    and everything else by ``learning_rate``. ``None`` (the paper's) keeps earlier run keys."""
+    from gpflow_svgpvae.training import train
+
+    cfg = rotated_mnist.Config(n_per_digit=12, learning_rate=1e-4, object_learning_rate=1e-2)
+    data = rotated_mnist.load_data(cfg)
+    model = rotated_mnist.build_model("svgpvae", data, cfg, 0)
+    table = rotated_mnist.object_table(model)
+    vectors = table.trainable_variables[0]
+    before_vectors, before_kernel = vectors.numpy(), model.encoder.trainable_variables[0].numpy()
+    train(model, (data.X_train, data.Y_train), epochs=1, batch_size=len(data.X_train),
+          optimizer=rotated_mnist.make_optimizer(model, cfg), progress=False)
+    moved = np.abs(vectors.numpy() - before_vectors)
+    used = np.unique(data.X_train[:, -1].astype(int))  # the training objects' rows get gradients
+    np.testing.assert_allclose(moved[used].max(), 1e-2, rtol=1e-3)
+    np.testing.assert_allclose(np.abs(model.encoder.trainable_variables[0].numpy() - before_kernel).max(), 1e-4,
+                               rtol=1e-3)
+    assert rotated_mnist.run_spec("svgpvae", 0, cfg)["object_learning_rate"] == 1e-2
+    assert "object_learning_rate" not in rotated_mnist.run_spec("svgpvae", 0, rotated_mnist.Config())
+    cvae = rotated_mnist.build_model("cvae", data, cfg, 0)
+    with pytest.raises(ValueError, match="no object vectors"):
+        rotated_mnist.make_optimizer(cvae, cfg)
+    with pytest.raises(ValueError, match="object_learning_rate"):
+        rotated_mnist.Config(object_learning_rate=0.0)

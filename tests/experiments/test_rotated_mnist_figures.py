@@ -150,6 +150,8 @@ def test_object_scale_options_reach_the_run_settings():
     assert base.object_scale == 0.1 and base.object_init == "pca" and sweeps.init_scales == (None,)
     base, _ = figures._configure(parser.parse_args(["convergence", "--object-init", "random"]))
     assert base.object_init == "random" and base.object_scale is None
+    base, _ = figures._configure(parser.parse_args(["convergence", "--object-learning-rate", "0.01"]))
+    assert base.object_learning_rate == 0.01 and base.learning_rate == 1e-3
     base, sweeps = figures._configure(parser.parse_args(["init", "--object-scales", "paper,0.1,2"]))
     assert base.object_scale is None and sweeps.init_scales == (None, 0.1, 2.0)
     with pytest.raises(SystemExit):
