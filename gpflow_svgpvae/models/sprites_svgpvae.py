@@ -44,7 +44,7 @@ helpers (``character_batches``, ``mean_frames_per_pose``,
 :mod:`gpflow_svgpvae.datasets.sprites`; both remain importable from here.
 """
 import warnings
-from typing import Optional, Union
+from typing import Union
 
 from ..auxiliary import ObjectVectors
 from ..likelihoods import DecoderLikelihood
