@@ -382,9 +382,9 @@ def run_spec(name: str, seed: int, cfg: Config) -> dict:
     settings = {k: v for k, v in asdict(cfg).items() if k not in _NOT_RUN_SETTINGS}
     if settings.get("precision") == "float32":
         del settings["precision"]  # the default before the option existed: earlier runs keep their cache keys
-    for name in ("object_scale", "object_learning_rate"):
-        if settings.get(name) is None:
-            settings.pop(name, None)  # likewise
+    for setting in ("object_scale", "object_learning_rate"):
+        if settings.get(setting) is None:
+            settings.pop(setting, None)  # likewise
     return {"model": name, "seed": int(seed), **settings}
 
 

@@ -163,3 +163,27 @@ def test_object_learning_rate_gives_the_object_vectors_their_own_adam_step():
         rotated_mnist.make_optimizer(cvae, cfg)
     with pytest.raises(ValueError, match="object_learning_rate"):
         rotated_mnist.Config(object_learning_rate=0.0)
+
+
+RECORDS = os.path.join(os.path.dirname(__file__), "..", "..", "docs", "results")
+
+
+@pytest.mark.parametrize("record", [
+    "rotated_mnist_num_inducing_e300/runs/svgpvae_seed0_2d0582fdfb.json",  # the paper's settings, m = 64
+    "rotated_mnist_init/runs/svgpvae_seed0_a67d084533.json",
+    "rotated_mnist_object_lr_e300/runs/svgpvae_seed1_31344378b0.json",  # object_learning_rate set
+])
+def test_committed_run_records_keep_their_cache_keys(record):
+    """A run's file name is the hash of its settings: the settings stored in a committed record
+    give back its name (new options must not change the keys of earlier runs)."""
+    from dataclasses import fields
+
+    with open(os.path.join(RECORDS, record)) as f:
+        res = json.load(f)
+    spec = dict(res["spec"])
+    name, seed = spec.pop("model"), spec.pop("seed")
+    known = {f.name for f in fields(rotated_mnist.Config)}
+    cfg = rotated_mnist.Config(out="somewhere", **{k: v for k, v in spec.items() if k in known})
+    assert set(spec) <= known
+    assert rotated_mnist.run_spec(name, seed, cfg) == res["spec"]
+    assert os.path.basename(rotated_mnist.run_path(name, seed, cfg)) == os.path.splitext(os.path.basename(record))[0]
