@@ -86,7 +86,10 @@ def settings_line(specs: List[dict]) -> str:
     text = (
         f"Rotated MNIST (digit(s) {common.get('digits', '?')}, n_per_digit={common.get('n_per_digit', '?')}), "
         f"L={common.get('num_latent', '?')}, m={'?' if m is None else 16 * m}, b={common.get('batch_size', '?')}, "
-        f"Adam {common.get('learning_rate', '?')}, GECO kappa^2={common.get('kappa_squared', '?')}, "
+        f"Adam {common.get('learning_rate', '?')}"
+        + ("" if common.get("object_learning_rate") is None
+           else f" (object vectors {common['object_learning_rate']})")
+        + f", GECO kappa^2={common.get('kappa_squared', '?')}, "
         f"object init {object_init_text(common.get('object_init', '?'), common.get('object_scale'))}"
         f", eval every {common.get('eval_every', '?')} epochs, "
         f"jit_compile={common.get('jit_compile', '?')}."

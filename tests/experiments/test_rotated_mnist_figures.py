@@ -257,3 +257,15 @@ def test_attach_timings_matches_settings_not_order():
              {"model": "svgpvae", "setting": "m=16", "seconds_per_epoch": 0.7}]
     attach_timings(summary, timed, ("model", "setting"))
     assert [s["seconds_per_epoch_timed"] for s in summary] == [0.7, 2.5]
+
+
+def test_table_header_and_figure_titles_state_the_object_learning_rate():
+    from gpflow_svgpvae.experiments import rotated_mnist as rm
+    from gpflow_svgpvae.experiments.rotated_mnist_report import settings_line
+    from gpflow_svgpvae.experiments.rotated_mnist_sweeps import settings_note
+
+    fast = rm.Config(object_learning_rate=0.01)
+    assert "Adam 0.001 (object vectors 0.01), GECO" in settings_line([rm.run_spec("svgpvae", 0, fast)])
+    assert "object vectors Adam 0.01" in settings_note(fast).replace("\n", " ")
+    assert "Adam 0.001, GECO" in settings_line([rm.run_spec("svgpvae", 0, rm.Config())])
+    assert "object vectors" not in settings_note(rm.Config())
