@@ -375,16 +375,15 @@ def run_model(
 # -------------------------------------------------------------------------- outputs
 # Config fields that do not change what a single (model, seed) run computes.
 _NOT_RUN_SETTINGS = ("seeds", "first_seed", "models", "out", "notes", "num_plot")
+# Options added after runs were cached, with the value every earlier run had: left out of the
+# spec at that value, so earlier runs keep their cache keys.
+_ADDED_SETTINGS = {"precision": "float32", "object_scale": None, "object_learning_rate": None}
 
 
 def run_spec(name: str, seed: int, cfg: Config) -> dict:
     """Everything a (model, seed) run depends on; its hash names the run's cache file."""
-    settings = {k: v for k, v in asdict(cfg).items() if k not in _NOT_RUN_SETTINGS}
-    if settings.get("precision") == "float32":
-        del settings["precision"]  # the default before the option existed: earlier runs keep their cache keys
-    for setting in ("object_scale", "object_learning_rate"):
-        if settings.get(setting) is None:
-            settings.pop(setting, None)  # likewise
+    settings = {k: v for k, v in asdict(cfg).items()
+                if k not in _NOT_RUN_SETTINGS and not (k in _ADDED_SETTINGS and v == _ADDED_SETTINGS[k])}
     return {"model": name, "seed": int(seed), **settings}
 
 
