@@ -453,6 +453,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--object-learning-rate", type=float,
                    help="Adam learning rate of the object vectors (default: --learning-rate, the paper's)")
     p.add_argument("--jit", action="store_true", help="compile the training step with XLA")
+    p.add_argument("--eval-placement", choices=rm.EVAL_PLACEMENTS,
+                   help="SVGP-VAE eval instances: 'affine' (default, the paper's) or 'fit' to their context")
+    p.add_argument("--eval-fit-steps", type=int, help="Adam steps of --eval-placement fit (default 100)")
     p.add_argument("--m", type=_ints, help="runtime / num_inducing / bias: inducing-point counts (multiples of 16)")
     p.add_argument("--object-dims", type=_ints, help="runtime: GPPVAE object-vector dimensions Q (rank H = 16 Q)")
     p.add_argument("--timing-epochs", type=int,
@@ -487,7 +490,8 @@ def _configure(args) -> Tuple[rm.Config, Sweeps]:
                        ("batch_size", args.batch_size), ("eval_every", args.eval_every),
                        ("learning_rate", args.learning_rate), ("object_learning_rate", args.object_learning_rate),
                        ("object_init", args.object_init),
-                       ("object_scale", args.object_scale)):
+                       ("object_scale", args.object_scale), ("eval_placement", args.eval_placement),
+                       ("eval_fit_steps", args.eval_fit_steps)):
         if value is not None:
             changes[key] = value
     try:

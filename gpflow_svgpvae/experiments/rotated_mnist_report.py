@@ -91,7 +91,10 @@ def settings_line(specs: List[dict]) -> str:
            else f" (object vectors {common['object_learning_rate']})")
         + f", GECO kappa^2={common.get('kappa_squared', '?')}, "
         f"object init {object_init_text(common.get('object_init', '?'), common.get('object_scale'))}"
-        f", eval every {common.get('eval_every', '?')} epochs, "
+        f", eval every {common.get('eval_every', '?')} epochs"
+        + ("" if common.get("eval_placement", "affine") == "affine"
+           else f" (eval vectors fitted, {common.get('eval_fit_steps', 100)} steps)")
+        + ", "
         f"jit_compile={common.get('jit_compile', '?')}."
     )
     if differ:

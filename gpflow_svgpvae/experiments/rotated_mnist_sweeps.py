@@ -230,6 +230,7 @@ def settings_note(cfg: rm.Config, skip: Sequence[str] = ()) -> str:
     return textwrap.fill(kept + f", L={cfg.num_latent}, GECO kappa^2={cfg.kappa_squared}"
             + ("" if cfg.learning_rate == 1e-3 else f", Adam {cfg.learning_rate:g}")
             + ("" if cfg.object_learning_rate is None else f", object vectors Adam {cfg.object_learning_rate:g}")
+            + ("" if cfg.eval_placement == "affine" else f", eval vectors fitted ({cfg.eval_fit_steps} steps)")
             + ("" if (cfg.object_init, cfg.object_scale) == ("pca", None)
                else f", object init {object_init_text(cfg.object_init, cfg.object_scale)}"),
                          width=100)

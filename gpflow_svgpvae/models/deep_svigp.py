@@ -33,15 +33,14 @@ import numpy as np
 import tensorflow as tf
 from check_shapes import check_shapes
 from gpflow.conditionals import conditional
-from gpflow.keras import tf_keras
 from gpflow.kullback_leiblers import gauss_kl
 from gpflow.utilities import triangular
 
 from ..auxiliary import ObjectVectors
 from ..likelihoods import DecoderLikelihood
 from ..transforms import Identity, InputTransform, as_input_transform
-from ..tracing import not_autographed
 from .base import LatentVariableAutoencoder
+from .object_fitting import fit_object_vectors
 
 __all__ = ["DeepSVIGP"]
 
@@ -203,58 +202,15 @@ class DeepSVIGP(LatentVariableAutoencoder):
     def fit_object_vectors(self, X_context, Y_context, object_ids, steps: int = 50, learning_rate: float = 0.05,
                            initial_vectors: Optional[np.ndarray] = None):
         """Optimise the object vectors of ``object_ids`` (new objects) to maximise the
-        ELBO of their context images, with the GP, ``q(u)`` and decoder frozen.
+        ELBO of their context images, with the GP, ``q(u)`` and decoder frozen
+        (:func:`~gpflow_svgpvae.models.object_fitting.fit_object_vectors`).
 
         Other objects' vectors are untouched. ``initial_vectors [len(object_ids), Q]``
         resets the rows first (e.g. to their PCA initialisation), which makes
         the result independent of earlier calls. Returns the final loss.
         """
-        table = self.input_transform
-        if not isinstance(table, ObjectVectors):
-            raise ValueError("fit_object_vectors needs input_transform=ObjectVectors(...) (a GP-LVM table).")
-        if table.id_column not in (-1, int(np.shape(X_context)[1]) - 1):
-            raise ValueError("fit_object_vectors expects the object id in the last column of X.")
-        ids = tf.constant(np.asarray(object_ids, dtype=np.int64))
-        table = table.vectors
-        start = tf.gather(table, ids) if initial_vectors is None else tf.constant(initial_vectors, gpflow.default_float())
-        X_context = tf.constant(np.asarray(X_context), gpflow.default_float())
-        Y_context = tf.constant(np.asarray(Y_context))
-        views, raw_ids = X_context[:, :-1], tf.cast(tf.round(X_context[:, -1]), tf.int64)
-        # Position of each context point's object in `object_ids`.
-        lookup = tf.argmax(tf.cast(tf.equal(raw_ids[:, None], ids[None, :]), tf.int32), axis=1)
-        rows, optimizer, step = self._object_fitter(int(ids.shape[0]), float(learning_rate))
-        rows.assign(start)
-        for v in optimizer.variables():  # fresh Adam state for every call
-            v.assign(tf.zeros_like(v))
-        loss = None
-        for _ in range(int(steps)):
-            loss = step(views, lookup, Y_context)
-        table.assign(tf.tensor_scatter_nd_update(tf.convert_to_tensor(table), ids[:, None], rows))
-        return None if loss is None else float(loss.numpy())
+        return fit_object_vectors(self, self._free_posterior_latents, (), X_context, Y_context, object_ids,
+                                  steps=steps, learning_rate=learning_rate, initial_vectors=initial_vectors)
 
-    def _object_fitter(self, num_rows: int, learning_rate: float):
-        """(rows variable, optimiser, compiled step), built once per size and learning rate."""
-        cache = self.__dict__.setdefault("_object_fitters", {})
-        key = (num_rows, learning_rate)
-        if key not in cache:
-            Q = self.input_transform.Q
-            rows = tf.Variable(tf.zeros([num_rows, Q], gpflow.default_float()), trainable=False)
-            optimizer = tf_keras.optimizers.Adam(learning_rate)
-            optimizer.build([rows])
-
-            @tf.function
-            @not_autographed
-            def step(views, lookup, Y):
-                with tf.GradientTape() as tape:
-                    tape.watch(rows)
-                    Xm = tf.concat([views, tf.gather(rows, lookup)], axis=-1)
-                    mean, var = conditional(
-                        Xm, self.inducing_variable, self.kernel, self.q_mu, q_sqrt=self.q_sqrt, white=True
-                    )
-                    recon, _ = self._reconstruction(Y, mean, var, training=False)
-                    loss = -recon
-                optimizer.apply_gradients([(tape.gradient(loss, rows), rows)])
-                return loss
-
-            cache[key] = (rows, optimizer, step)
-        return cache[key]
+    def _free_posterior_latents(self, X_gp):
+        return conditional(X_gp, self.inducing_variable, self.kernel, self.q_mu, q_sqrt=self.q_sqrt, white=True)

@@ -73,6 +73,7 @@ from ..kernels import check_input_dim
 from ..likelihoods import DecoderLikelihood
 from ..transforms import Identity, InputTransform, as_input_transform
 from .base import LatentVariableAutoencoder
+from .object_fitting import fit_object_vectors
 from .video import LatentPosterior
 
 __all__ = ["SVGPVAE"]
@@ -346,6 +347,44 @@ class SVGPVAE(LatentVariableAutoencoder):
         return self.posterior(data, scale=scale).predict_y(
             self._queries(Xnew, data), num_samples=num_samples, seed=seed
         )
+
+    def fit_object_vectors(self, X_context, Y_context, object_ids, data, steps: int = 100,
+                           learning_rate: float = 0.05, initial_vectors=None, batch_size: int = 1024,
+                           objective: str = "decoded_mean"):
+        r"""Place new objects (never in training) by fitting their rows of the
+        :class:`~gpflow_svgpvae.auxiliary.ObjectVectors` table to their context images.
+
+        The amortised posterior :math:`q(u)` is conditioned on ``data`` (the training
+        data, which must not contain the new objects) and frozen with the kernel and the
+        decoder; the rows ``object_ids`` maximise the decoder log-likelihood of the context
+        images at the decoded predictive mean, :math:`\sum_i \log p(y_i \mid \mu([v_i, w]))`
+        (``objective="expected_log_likelihood"``: its expectation under the predictive,
+        which pulls the vectors towards small prior variance; see
+        :func:`~gpflow_svgpvae.models.object_fitting.fit_object_vectors`). Afterwards,
+        condition on ``data`` plus the context and predict new views of the objects.
+
+        :param X_context: raw inputs ``[n, D]`` of the context, object id in the last column.
+        :param object_ids: the new objects' ids; ``initial_vectors`` their starting rows
+            (default: the current rows).
+        :param steps: Adam steps at ``learning_rate``. Returns the final loss.
+        """
+        if not isinstance(data, tf.data.Dataset) and np.ndim(data[0]) != 2:
+            raise ValueError("fit_object_vectors conditions on one latent dataset: data X must be [N, D].")
+        posterior = self.posterior(data, batch_size=batch_size).whitened
+        prior_chol = posterior.prior_chol
+        while prior_chol.shape.rank > 3:  # [1, ..., 1 or L, M, M] -> [1 or L, M, M]
+            prior_chol = prior_chol[0]
+        return fit_object_vectors(
+            self, self._conditioned_latents, (prior_chol, posterior.upper_chol, posterior.whitened_mean),
+            X_context, Y_context, object_ids, steps=steps, learning_rate=learning_rate,
+            initial_vectors=initial_vectors, objective=objective,
+        )
+
+    def _conditioned_latents(self, X_gp, prior_chol, upper_chol, whitened_mean):
+        posterior = amortized.WhitenedPosterior(prior_chol, upper_chol, whitened_mean)
+        Kmr = amortized.cross_covariance(self.kernel, self.inducing_variable, X_gp)  # [1 or L, M, n]
+        prior_var = amortized.prior_variance_diag(self.kernel, X_gp)  # [n, 1 or L]
+        return amortized.predict_marginals(posterior, Kmr, prior_var)
 
     def impute(self, data, num_samples: Optional[int] = None, seed: int = 0, batch_size: int = 1024):
         r"""Fill in the missing entries of ``data = (X, Y, mask)`` (or ``(X, Y)`` with NaN for
