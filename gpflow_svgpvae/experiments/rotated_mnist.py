@@ -131,7 +131,7 @@ class Config:
     # vectors to the eval context, SVGPVAE.fit_object_vectors). The map carries no
     # information when the initial vectors are random.
     eval_placement: str = "affine"
-    eval_fit_steps: int = 100
+    eval_fit_steps: int = 50
     jit_compile: bool = False
     precision: str = "float32"
     num_plot: int = 10
@@ -406,7 +406,7 @@ _NOT_RUN_SETTINGS = ("seeds", "first_seed", "models", "out", "notes", "num_plot"
 # Options added after runs were cached, with the value every earlier run had: left out of the
 # spec at that value, so earlier runs keep their cache keys.
 _ADDED_SETTINGS = {"precision": "float32", "object_scale": None, "object_learning_rate": None,
-                   "eval_placement": "affine", "eval_fit_steps": 100}
+                   "eval_placement": "affine", "eval_fit_steps": 50}
 
 
 def run_spec(name: str, seed: int, cfg: Config) -> dict:
@@ -582,7 +582,7 @@ def _parser() -> argparse.ArgumentParser:
     t1.add_argument("--eval-placement", choices=EVAL_PLACEMENTS, default="affine",
                     help="SVGP-VAE eval instances: the affine map from initial to learned vectors (the paper's), "
                          "or that map then a fit of their vectors to the eval context")
-    t1.add_argument("--eval-fit-steps", type=int, default=100, help="Adam steps of --eval-placement fit")
+    t1.add_argument("--eval-fit-steps", type=int, default=50, help="Adam steps of --eval-placement fit")
     t1.add_argument("--jit", action="store_true", help="compile the training step with XLA")
     t1.add_argument("--precision", choices=PRECISIONS, default="float32",
                     help="Keras policy of the networks (the GP block is float64 always)")

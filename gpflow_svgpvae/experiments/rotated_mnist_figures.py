@@ -455,7 +455,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--jit", action="store_true", help="compile the training step with XLA")
     p.add_argument("--eval-placement", choices=rm.EVAL_PLACEMENTS,
                    help="SVGP-VAE eval instances: 'affine' (default, the paper's) or 'fit' to their context")
-    p.add_argument("--eval-fit-steps", type=int, help="Adam steps of --eval-placement fit (default 100)")
+    p.add_argument("--eval-fit-steps", type=int, help="Adam steps of --eval-placement fit (default 50)")
     p.add_argument("--m", type=_ints, help="runtime / num_inducing / bias: inducing-point counts (multiples of 16)")
     p.add_argument("--object-dims", type=_ints, help="runtime: GPPVAE object-vector dimensions Q (rank H = 16 Q)")
     p.add_argument("--timing-epochs", type=int,

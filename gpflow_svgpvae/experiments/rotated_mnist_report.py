@@ -93,7 +93,7 @@ def settings_line(specs: List[dict]) -> str:
         f"object init {object_init_text(common.get('object_init', '?'), common.get('object_scale'))}"
         f", eval every {common.get('eval_every', '?')} epochs"
         + ("" if common.get("eval_placement", "affine") == "affine"
-           else f" (eval vectors fitted, {common.get('eval_fit_steps', 100)} steps)")
+           else f" (eval vectors fitted, {common.get('eval_fit_steps', 50)} steps)")
         + ", "
         f"jit_compile={common.get('jit_compile', '?')}."
     )

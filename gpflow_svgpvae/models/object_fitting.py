@@ -25,6 +25,7 @@ towards the origin: a copy of a training object is fitted with a shrunken vector
 ``tests/models/test_object_fitting.py``). The decoded mean has no such pull and matches
 what a prediction decodes.
 """
+import contextlib
 from typing import Callable, Optional, Sequence
 
 import gpflow
@@ -46,7 +47,8 @@ LatentPredictor = Callable[..., tuple]
 def fit_object_vectors(model, predict_latents: LatentPredictor, latent_args: Sequence[tf.Tensor], X_context,
                        Y_context, object_ids, steps: int, learning_rate: float,
                        initial_vectors: Optional[np.ndarray] = None,
-                       objective: str = "expected_log_likelihood") -> Optional[float]:
+                       objective: str = "expected_log_likelihood",
+                       draw_seed: Optional[int] = None) -> Optional[float]:
     """Fit the rows ``object_ids`` of ``model.input_transform`` to the context images (module docstring).
 
     :param predict_latents: ``predict_latents(X_gp, *latent_args)``, the frozen latent predictive
@@ -58,6 +60,10 @@ def fit_object_vectors(model, predict_latents: LatentPredictor, latent_args: Seq
     :param object_ids: the new objects (distinct ids of the table).
     :param initial_vectors: ``[len(object_ids), Q]`` starting rows; default: the current rows.
     :param objective: ``"expected_log_likelihood"`` or ``"decoded_mean"`` (module docstring).
+    :param draw_seed: ``None``: every step makes a fresh Monte Carlo draw from the model's training
+        stream (advancing its draw counter); an integer: one fixed draw keyed by the seed for all
+        steps, and the model's training stream is left alone (fitting during evaluation then
+        cannot change the training that follows).
     :return: the last step's loss (minus the reconstruction term), or None for ``steps = 0``.
     """
     table = model.input_transform
@@ -93,21 +99,24 @@ def fit_object_vectors(model, predict_latents: LatentPredictor, latent_args: Seq
         start = tf.constant(initial_vectors[order], gpflow.default_float())
     views = tf.constant(X_context[:, :-1], gpflow.default_float())
     Y_context = tf.constant(np.asarray(Y_context))
-    rows, optimizer, step = _fitter(model, predict_latents, len(ids), float(learning_rate), objective)
+    rows, optimizer, step = _fitter(model, predict_latents, len(ids), float(learning_rate), objective, draw_seed)
     rows.assign(start)
     for v in optimizer.variables():  # fresh Adam state for every call
         v.assign(tf.zeros_like(v))
     loss = None
-    for _ in range(int(steps)):
-        loss = step(views, lookup, Y_context, *latent_args)
+    with contextlib.nullcontext() if draw_seed is None else model._fixed_draw(draw_seed):
+        for _ in range(int(steps)):
+            loss = step(views, lookup, Y_context, *latent_args)
     vectors.assign(tf.tensor_scatter_nd_update(tf.convert_to_tensor(vectors), ids[:, None], rows))
     return None if loss is None else float(loss.numpy())
 
 
-def _fitter(model, predict_latents: LatentPredictor, num_rows: int, learning_rate: float, objective: str):
-    """(rows variable, optimiser, compiled step), built once per model, size, learning rate and objective."""
+def _fitter(model, predict_latents: LatentPredictor, num_rows: int, learning_rate: float, objective: str,
+            draw_seed: Optional[int]):
+    """(rows variable, optimiser, compiled step), built once per model, size, learning rate, objective
+    and draw (the draw is fixed when the step is traced)."""
     cache = model.__dict__.setdefault("_object_fitters", {})
-    key = (num_rows, learning_rate, objective)
+    key = (num_rows, learning_rate, objective, draw_seed)
     if key not in cache:
         rows = tf.Variable(tf.zeros([num_rows, model.input_transform.Q], gpflow.default_float()), trainable=False)
         optimizer = tf_keras.optimizers.Adam(learning_rate)

@@ -350,7 +350,7 @@ class SVGPVAE(LatentVariableAutoencoder):
 
     def fit_object_vectors(self, X_context, Y_context, object_ids, data, steps: int = 100,
                            learning_rate: float = 0.05, initial_vectors=None, batch_size: int = 1024,
-                           objective: str = "decoded_mean"):
+                           objective: str = "decoded_mean", seed: int = 0):
         r"""Place new objects (never in training) by fitting their rows of the
         :class:`~gpflow_svgpvae.auxiliary.ObjectVectors` table to their context images.
 
@@ -367,6 +367,8 @@ class SVGPVAE(LatentVariableAutoencoder):
         :param object_ids: the new objects' ids; ``initial_vectors`` their starting rows
             (default: the current rows).
         :param steps: Adam steps at ``learning_rate``. Returns the final loss.
+        :param seed: the one Monte Carlo draw used by every step; the model's training draw
+            counter is left alone, so a fit between training epochs does not change the training.
         """
         if not isinstance(data, tf.data.Dataset) and np.ndim(data[0]) != 2:
             raise ValueError("fit_object_vectors conditions on one latent dataset: data X must be [N, D].")
@@ -377,7 +379,7 @@ class SVGPVAE(LatentVariableAutoencoder):
         return fit_object_vectors(
             self, self._conditioned_latents, (prior_chol, posterior.upper_chol, posterior.whitened_mean),
             X_context, Y_context, object_ids, steps=steps, learning_rate=learning_rate,
-            initial_vectors=initial_vectors, objective=objective,
+            initial_vectors=initial_vectors, objective=objective, draw_seed=int(seed),
         )
 
     def _conditioned_latents(self, X_gp, prior_chol, upper_chol, whitened_mean):

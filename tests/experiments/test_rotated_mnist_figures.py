@@ -270,6 +270,6 @@ def test_table_header_and_figure_titles_state_the_object_learning_rate():
     assert "Adam 0.001, GECO" in settings_line([rm.run_spec("svgpvae", 0, rm.Config())])
     assert "object vectors" not in settings_note(rm.Config())
     fitted = rm.Config(models=("svgpvae",), eval_placement="fit")
-    assert "(eval vectors fitted, 100 steps)" in settings_line([rm.run_spec("svgpvae", 0, fitted)])
-    assert "eval vectors fitted (100 steps)" in settings_note(fitted).replace("\n", " ")
+    assert "(eval vectors fitted, 50 steps)" in settings_line([rm.run_spec("svgpvae", 0, fitted)])
+    assert "eval vectors fitted (50 steps)" in settings_note(fitted).replace("\n", " ")
     assert "fitted" not in settings_line([rm.run_spec("svgpvae", 0, rm.Config())])

@@ -139,7 +139,19 @@ def test_deep_svigp_and_svgpvae_share_the_fit(rng):
     Y_context = rng.uniform(size=(A, K)).astype(np.float32)
     with pytest.raises(ValueError, match="not in object_ids"):
         model.fit_object_vectors(inputs(NEW), Y_context, [2])
+    counter = int(model.sample_counter.numpy())
     first = model.fit_object_vectors(inputs(NEW), Y_context, [NEW], steps=1)
     last = model.fit_object_vectors(inputs(NEW), Y_context, [NEW], steps=40)
     assert last < first
+    assert int(model.sample_counter.numpy()) == counter + 41  # fresh draws from the training stream
     assert len(model._object_fitters) == 1
+
+
+def test_svgpvae_fit_leaves_the_training_draws_alone(rng):
+    """The SVGP-VAE's fit uses one fixed draw: the model's draw counter does not move, so a fit
+    between epochs cannot change the training that follows; Deep SVIGP's fresh draws advance it."""
+    model, data = svgpvae(rng)
+    counter = int(model.sample_counter.numpy())
+    model.fit_object_vectors(inputs(NEW), rng.uniform(size=(A, K)).astype(np.float32), [NEW], data=data, steps=5,
+                             objective="expected_log_likelihood")
+    assert int(model.sample_counter.numpy()) == counter
