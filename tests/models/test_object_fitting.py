@@ -2,7 +2,6 @@
 (:mod:`gpflow_svgpvae.models.object_fitting`), through the SVGP-VAE and Deep SVIGP."""
 import numpy as np
 import pytest
-import tensorflow as tf
 from gpflow.keras import tf_keras
 
 from gpflow_svgpvae.auxiliary import ObjectVectors
