@@ -10,13 +10,15 @@ both eval-MSE curves and the test MSE of the last epoch; prints a table of the s
         --out docs/images/rotated_mnist_eval_placement_e300.png
 
 Records are matched by seed and by the training settings (everything but the evaluation
-options), so the two curves of a panel come from the same training.
+options), so the two curves of a panel come from the same training. (A record leaves out
+``eval_fit_steps`` at its default, :attr:`Config.eval_fit_steps`.)
 """
 import argparse
 import glob
 import json
 import os
 
+from gpflow_svgpvae.experiments.rotated_mnist import Config
 
 EVAL_OPTIONS = ("eval_every", "eval_placement", "eval_fit_steps")
 
@@ -67,7 +69,7 @@ def main(argv=None):
     spec = pairs[0][1]["spec"]
     fig.suptitle(f"Rotated MNIST SVGP-VAE, random object vectors (sd 1.5), object vectors' Adam "
                  f"{spec.get('object_learning_rate')}, {spec['epochs']} epochs: eval MSE by placement of the eval "
-                 f"instances\n(dotted: the epoch each placement selects; fit: {spec.get('eval_fit_steps')} Adam "
+                 f"instances\n(dotted: the epoch each placement selects; fit: {spec.get('eval_fit_steps', Config.eval_fit_steps)} Adam "
                  f"steps on the decoded-mean likelihood of the context)", fontsize=8)
     fig.tight_layout()
     fig.savefig(args.out, dpi=130)
