@@ -373,20 +373,15 @@ class SVGPVAE(LatentVariableAutoencoder):
         if not isinstance(data, tf.data.Dataset) and np.ndim(data[0]) != 2:
             raise ValueError("fit_object_vectors conditions on one latent dataset: data X must be [N, D].")
         posterior = self.posterior(data, batch_size=batch_size).whitened
-        prior_chol = posterior.prior_chol
-        while prior_chol.shape.rank > 3:  # [1, ..., 1 or L, M, M] -> [1 or L, M, M]
-            prior_chol = prior_chol[0]
         return fit_object_vectors(
-            self, self._conditioned_latents, (prior_chol, posterior.upper_chol, posterior.whitened_mean),
-            X_context, Y_context, object_ids, steps=steps, learning_rate=learning_rate,
-            initial_vectors=initial_vectors, objective=objective, draw_seed=int(seed),
+            self, self._conditioned_latents, tuple(posterior), X_context, Y_context, object_ids, steps=steps,
+            learning_rate=learning_rate, initial_vectors=initial_vectors, objective=objective, draw_seed=int(seed),
         )
 
-    def _conditioned_latents(self, X_gp, prior_chol, upper_chol, whitened_mean):
-        posterior = amortized.WhitenedPosterior(prior_chol, upper_chol, whitened_mean)
-        Kmr = amortized.cross_covariance(self.kernel, self.inducing_variable, X_gp)  # [1 or L, M, n]
-        prior_var = amortized.prior_variance_diag(self.kernel, X_gp)  # [n, 1 or L]
-        return amortized.predict_marginals(posterior, Kmr, prior_var)
+    def _conditioned_latents(self, X_gp, *posterior):
+        from ..posterior import latent_marginals
+
+        return latent_marginals(self, amortized.WhitenedPosterior(*posterior), X_gp)
 
     def impute(self, data, num_samples: Optional[int] = None, seed: int = 0, batch_size: int = 1024):
         r"""Fill in the missing entries of ``data = (X, Y, mask)`` (or ``(X, Y)`` with NaN for

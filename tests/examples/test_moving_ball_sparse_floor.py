@@ -1,21 +1,13 @@
 """examples/moving_ball_sparse_floor.py: the sparse-vs-exact floor on the moving ball's true paths."""
-import importlib.util
 import json
-import os
 
 import numpy as np
 import pytest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
 
 @pytest.fixture(scope="module")
-def floor():
-    spec = importlib.util.spec_from_file_location(
-        "moving_ball_sparse_floor", os.path.join(ROOT, "examples", "moving_ball_sparse_floor.py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+def floor(load_example):
+    return load_example("moving_ball_sparse_floor")
 
 
 def test_sparse_bound_is_below_the_marginal_likelihood_and_equal_with_inducing_times_at_the_frames(floor):

@@ -1,20 +1,13 @@
 """examples/rotated_mnist_eval_placement.py: runs are paired by their training settings only."""
-import importlib.util
 import json
 import os
 
 import pytest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
 
 @pytest.fixture(scope="module")
-def placement():
-    spec = importlib.util.spec_from_file_location(
-        "rotated_mnist_eval_placement", os.path.join(ROOT, "examples", "rotated_mnist_eval_placement.py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+def placement(load_example):
+    return load_example("rotated_mnist_eval_placement")
 
 
 def record(folder, seed, best_epoch, **spec):
