@@ -67,6 +67,7 @@ __all__ = [
     "minibatch_posterior",
     "predict_marginals",
     "predict_from_whitened",
+    "latent_marginals",
 ]
 
 
@@ -448,6 +449,23 @@ def predict_marginals(
     (column-wise norms), i.e. GPflow's conditional with ``q_mu``/``q_sqrt``.
     """
     return predict_from_whitened(posterior, whiten(posterior.prior_chol, Kmr), prior_var)
+
+
+def latent_marginals(kernel: Kernel, inducing_variable, posterior: WhitenedPosterior, X: tf.Tensor):
+    """:func:`predict_marginals` at GP inputs ``X [..., n, D]`` (after any input transform):
+    predictive means and variances ``[..., n, L]``.
+
+    ``posterior.prior_chol`` may carry leading batch axes of size 1 (``[1, ..., 1 or L, M, M]``);
+    they are re-shaped to the rank of ``X``.
+    """
+    prior_chol = posterior.prior_chol
+    while prior_chol.shape.rank > 3:  # [1, ..., 1 or L, M, M] -> [1 or L, M, M]
+        prior_chol = prior_chol[0]
+    posterior = WhitenedPosterior(with_batch_rank(prior_chol, X.shape.rank - 2), posterior.upper_chol,
+                                  posterior.whitened_mean)
+    Kmr = cross_covariance(kernel, inducing_variable, X)  # [..., 1 or L, M, n]
+    prior_var = prior_variance_diag(kernel, X)  # [..., n, 1 or L]
+    return predict_marginals(posterior, Kmr, prior_var)
 
 
 def predict_from_whitened(

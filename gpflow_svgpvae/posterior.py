@@ -261,7 +261,7 @@ class SVGPVAEPosterior(tf.Module):
         posterior, context = self._posterior_with(data, batch_size, scale)
         model = self.model
         X_gp = model.input_transform.map_queries(Xnew, context)
-        return latent_marginals(model, posterior, X_gp)
+        return amortized.latent_marginals(model.kernel, model.inducing_variable, posterior, X_gp)
 
     def predict_y(self, Xnew, data=None, num_samples: Optional[int] = None, seed: int = 0, scale: float = 1.0):
         """Decoded predictions at ``Xnew``.
@@ -300,20 +300,3 @@ class SVGPVAEPosterior(tf.Module):
         module.predict_f = predict_f
         module.predict_y = predict_y
         tf.saved_model.save(module, path, signatures={"predict_f": predict_f, "predict_y": predict_y})
-
-
-def latent_marginals(model, posterior: amortized.WhitenedPosterior, X_gp: tf.Tensor):
-    """Predictive means and variances ``[..., n, L]`` of ``model``'s latents at GP inputs
-    ``X_gp [..., n, D]`` (already through the input transform) under ``posterior``."""
-    prior_chol = amortized.with_batch_rank(_base_prior(posterior.prior_chol), X_gp.shape.rank - 2)
-    posterior = amortized.WhitenedPosterior(prior_chol, posterior.upper_chol, posterior.whitened_mean)
-    Kmr = amortized.cross_covariance(model.kernel, model.inducing_variable, X_gp)  # [..., 1 or L, M, n]
-    prior_var = amortized.prior_variance_diag(model.kernel, X_gp)  # [..., n, 1 or L]
-    return amortized.predict_marginals(posterior, Kmr, prior_var)
-
-
-def _base_prior(prior_chol: tf.Tensor) -> tf.Tensor:
-    """``[1, ..., 1 or L, M, M] -> [1 or L, M, M]``."""
-    while prior_chol.shape.rank > 3:
-        prior_chol = prior_chol[0]
-    return prior_chol

@@ -379,9 +379,8 @@ class SVGPVAE(LatentVariableAutoencoder):
         )
 
     def _conditioned_latents(self, X_gp, *posterior):
-        from ..posterior import latent_marginals
-
-        return latent_marginals(self, amortized.WhitenedPosterior(*posterior), X_gp)
+        return amortized.latent_marginals(self.kernel, self.inducing_variable,
+                                          amortized.WhitenedPosterior(*posterior), X_gp)
 
     def impute(self, data, num_samples: Optional[int] = None, seed: int = 0, batch_size: int = 1024):
         r"""Fill in the missing entries of ``data = (X, Y, mask)`` (or ``(X, Y)`` with NaN for
