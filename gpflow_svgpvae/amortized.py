@@ -26,6 +26,8 @@ summed across devices, before anything is factorised). Then
 the lower-triangular square root is :math:`L_m U_l^{-\top}`.
 
 Only Cholesky factors and triangular solves are used; no matrix inverse.
+The prior covariances :math:`K_{mm}`, :math:`K_{mb}` and :math:`k(x_i, x_i)` come
+from :mod:`gpflow_svgpvae.prior_covariances` (re-exported here).
 All functions below accept leading batch dimensions (e.g. one latent dataset
 per video: ``means [V, b, L]``, ``Kmb [V, 1 or L, M, b]``).
 """
@@ -35,17 +37,18 @@ import gpflow
 import numpy as np
 import tensorflow as tf
 from check_shapes import check_shapes
-from gpflow import covariances
-from gpflow.inducing_variables import (
-    InducingPoints,
-    InducingVariables,
-    MultioutputInducingVariables,
-    SharedIndependentInducingVariables,
-)
-from gpflow.kernels import Kernel, MultioutputKernel
+from gpflow.inducing_variables import InducingVariables
+from gpflow.kernels import Kernel
 
-from . import covariances as fast_covariances
 from .numerics import cholesky
+from .prior_covariances import (  # re-exported: the posterior's inputs, under their long-standing names
+    as_inducing_variable,
+    batch_covariances,
+    cross_covariance,
+    prior_cholesky,
+    prior_variance_diag,
+    with_batch_rank,
+)
 
 __all__ = [
     "WhitenedPosterior",
@@ -83,79 +86,6 @@ class WhitenedPosterior(NamedTuple):
     prior_chol: tf.Tensor
     upper_chol: tf.Tensor
     whitened_mean: tf.Tensor
-
-
-def as_inducing_variable(
-    inducing_variable: Union[InducingVariables, tf.Tensor], kernel: Kernel
-) -> InducingVariables:
-    """Accept an array of inducing inputs or a GPflow inducing variable.
-
-    A multi-output kernel needs a multi-output inducing variable; plain
-    ``InducingPoints`` are wrapped as ``SharedIndependentInducingVariables``.
-    """
-    if not isinstance(inducing_variable, InducingVariables):
-        inducing_variable = InducingPoints(inducing_variable)
-    if isinstance(kernel, MultioutputKernel) and not isinstance(
-        inducing_variable, MultioutputInducingVariables
-    ):
-        inducing_variable = SharedIndependentInducingVariables(inducing_variable)
-    return inducing_variable
-
-
-def _with_channel_axis(tensor: tf.Tensor, rank_without: int) -> tf.Tensor:
-    # GPflow returns [M, ...] for shared kernels and [L, M, ...] for separate ones.
-    return tensor[None] if tensor.shape.rank == rank_without else tensor
-
-
-def prior_cholesky(
-    kernel: Kernel, inducing_variable: InducingVariables, jitter: float
-) -> tf.Tensor:
-    """:math:`L_m = \\mathrm{chol}(K_{mm} + \\text{jitter}\\,I)`, shape ``[1 or L, M, M]``."""
-    Kmm = covariances.Kuu(inducing_variable, kernel, jitter=jitter)  # [M, M] or [L, M, M]
-    Kmm = _with_channel_axis(Kmm, 2)
-    return cholesky(Kmm, "Kuu (the prior covariance of the inducing variables)")
-
-
-def cross_covariance(
-    kernel: Kernel, inducing_variable: InducingVariables, X: tf.Tensor
-) -> tf.Tensor:
-    """:math:`K_{mb}`, shape ``[..., 1 or L, M, b]`` for inputs ``X [..., b, D]``.
-
-    Leading dimensions (one latent dataset each, e.g. videos) share the inducing
-    inputs: the inputs are flattened for GPflow's ``Kuf`` and the result reshaped.
-    """
-    X = tf.convert_to_tensor(X)
-    if X.shape.rank == 2:
-        return _with_channel_axis(covariances.Kuf(inducing_variable, kernel, X), 2)  # [1 or L, M, b]
-    Kmn = _with_channel_axis(covariances.Kuf(inducing_variable, kernel, _flatten_inputs(X)), 2)  # [C, M, n]
-    k = X.shape.rank - 2
-    Kmn = tf.reshape(Kmn, tf.concat([tf.shape(Kmn)[:2], tf.shape(X)[:-1]], 0))  # [C, M, ..., b]
-    return tf.transpose(Kmn, list(range(2, 2 + k)) + [0, 1, 2 + k])  # [..., C, M, b]
-
-
-def prior_variance_diag(kernel: Kernel, X: tf.Tensor) -> tf.Tensor:
-    """Prior marginal variances :math:`k(x_i, x_i)`, shape ``[..., b, 1 or L]``."""
-    X = tf.convert_to_tensor(X)
-    flat = _flatten_inputs(X)
-    if isinstance(kernel, MultioutputKernel):
-        diag = kernel(flat, full_cov=False, full_output_cov=False)  # [n, L]
-    else:
-        diag = kernel(flat, full_cov=False)[:, None]  # [n, 1]
-    return tf.reshape(diag, tf.concat([tf.shape(X)[:-1], tf.shape(diag)[-1:]], 0))
-
-
-def _flatten_inputs(X: tf.Tensor) -> tf.Tensor:
-    if X.shape.rank == 2:
-        return X
-    D = X.shape[-1] if X.shape[-1] is not None else tf.shape(X)[-1]
-    return tf.reshape(X, [-1, D])
-
-
-def with_batch_rank(prior_chol: tf.Tensor, batch_rank: int) -> tf.Tensor:
-    """``[1 or L, M, M] -> [1, ..., 1, 1 or L, M, M]`` with ``batch_rank`` leading ones."""
-    for _ in range(int(batch_rank)):
-        prior_chol = prior_chol[None]
-    return prior_chol
 
 
 @check_shapes(
@@ -575,27 +505,3 @@ def minibatch_posterior(
     else:
         mean, variance = predict_from_whitened(posterior, W, prior_var, upper_inverse=U_inv)
     return BatchPosterior(posterior, mean, variance, _kl(U, U_inv, whitened_mean), batch_size)
-
-
-def batch_covariances(
-    kernel: Kernel, inducing_variable: InducingVariables, X: tf.Tensor, jitter: float
-) -> Tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
-    r"""``(Kmm + jitter I [1 or L, M, M], Kmb [..., 1 or L, M, b], k(x_i, x_i) [..., b, 1 or L])``.
-
-    :func:`prior_cholesky`'s matrix, :func:`cross_covariance` and :func:`prior_variance_diag`
-    together: for the kernels of :mod:`gpflow_svgpvae.covariances` (e.g. the
-    rotated-MNIST periodic x linear product) in one evaluation reading every
-    parameter once, otherwise with GPflow's ``Kuu``/``Kuf`` and the kernel's diagonal.
-    """
-    X = tf.convert_to_tensor(X)
-    joint = fast_covariances.prior_covariances(inducing_variable, kernel, _flatten_inputs(X), jitter)
-    if joint is None:
-        Kmm = _with_channel_axis(covariances.Kuu(inducing_variable, kernel, jitter=jitter), 2)
-        return Kmm, cross_covariance(kernel, inducing_variable, X), prior_variance_diag(kernel, X)
-    Kmm, Kmn, diag = joint  # [M, M], [M, n], [n]
-    if X.shape.rank == 2:
-        return Kmm[None], Kmn[None], diag[:, None]
-    k = X.shape.rank - 2
-    Kmn = tf.reshape(Kmn, tf.concat([tf.shape(Kmn)[:1], tf.shape(X)[:-1]], 0))  # [M, ..., b]
-    Kmb = tf.transpose(Kmn, list(range(1, 1 + k)) + [0, 1 + k])[..., None, :, :]  # [..., 1, M, b]
-    return Kmm[None], Kmb, tf.reshape(diag, tf.shape(X)[:-1])[..., None]

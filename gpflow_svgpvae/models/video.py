@@ -61,6 +61,7 @@ from gpflow.inducing_variables import InducingPoints
 from gpflow.kernels import Kernel, MultioutputKernel, SeparateIndependent, SharedIndependent
 
 from .. import amortized, distribute
+from ..prior_covariances import flatten_inputs
 from ..likelihoods import DecoderLikelihood
 from .base import LatentVariableAutoencoder
 
@@ -108,11 +109,6 @@ def channel_kernels(kernel: Kernel) -> List[Kernel]:
     return [kernel]
 
 
-def _flatten_inputs(X: tf.Tensor) -> tf.Tensor:
-    D = X.shape[-1] if X.shape[-1] is not None else tf.shape(X)[-1]
-    return tf.reshape(X, [-1, D])
-
-
 def batched_gram(kernel: Kernel, X: tf.Tensor) -> tf.Tensor:
     """Per-video Gram matrices :math:`k(X_v, X_v)`: ``X [V, T, D] -> [V, C, T, T]``.
 
@@ -143,7 +139,7 @@ def batched_cross_gram(kernel: Kernel, X: tf.Tensor, Xnew: tf.Tensor) -> tf.Tens
 
 def batched_prior_variance(kernel: Kernel, X: tf.Tensor) -> tf.Tensor:
     """Prior marginal variances :math:`k(x, x)`: ``X [V, T, D] -> [V, T, C]``."""
-    flat = _flatten_inputs(X)
+    flat = flatten_inputs(X)
     diags = [tf.reshape(k(flat, full_cov=False), tf.shape(X)[:-1]) for k in channel_kernels(kernel)]
     return tf.stack(diags, axis=-1)
 
