@@ -60,9 +60,21 @@ def prior_cholesky(
     kernel: Kernel, inducing_variable: InducingVariables, jitter: float
 ) -> tf.Tensor:
     """:math:`L_m = \\mathrm{chol}(K_{mm} + \\text{jitter}\\,I)`, shape ``[1 or L, M, M]``."""
-    Kmm = covariances.Kuu(inducing_variable, kernel, jitter=jitter)  # [M, M] or [L, M, M]
-    Kmm = _with_channel_axis(Kmm, 2)
-    return cholesky(Kmm, "Kuu (the prior covariance of the inducing variables)")
+    return cholesky(_prior_covariance(kernel, inducing_variable, jitter),
+                    "Kuu (the prior covariance of the inducing variables)")
+
+
+def _prior_covariance(kernel: Kernel, inducing_variable: InducingVariables, jitter: float) -> tf.Tensor:
+    return _with_channel_axis(covariances.Kuu(inducing_variable, kernel, jitter=jitter), 2)  # [1 or L, M, M]
+
+
+def _unflatten_cross(Kmn: tf.Tensor, X: tf.Tensor) -> tf.Tensor:
+    """``Kmn [C, M, n]`` at the flattened inputs of ``X [..., b, D]`` -> ``[..., C, M, b]``."""
+    if X.shape.rank == 2:
+        return Kmn
+    k = X.shape.rank - 2
+    Kmn = tf.reshape(Kmn, tf.concat([tf.shape(Kmn)[:2], tf.shape(X)[:-1]], 0))  # [C, M, ..., b]
+    return tf.transpose(Kmn, list(range(2, 2 + k)) + [0, 1, 2 + k])  # [..., C, M, b]
 
 
 def cross_covariance(
@@ -74,12 +86,8 @@ def cross_covariance(
     inputs: the inputs are flattened for GPflow's ``Kuf`` and the result reshaped.
     """
     X = tf.convert_to_tensor(X)
-    if X.shape.rank == 2:
-        return _with_channel_axis(covariances.Kuf(inducing_variable, kernel, X), 2)  # [1 or L, M, b]
     Kmn = _with_channel_axis(covariances.Kuf(inducing_variable, kernel, flatten_inputs(X)), 2)  # [C, M, n]
-    k = X.shape.rank - 2
-    Kmn = tf.reshape(Kmn, tf.concat([tf.shape(Kmn)[:2], tf.shape(X)[:-1]], 0))  # [C, M, ..., b]
-    return tf.transpose(Kmn, list(range(2, 2 + k)) + [0, 1, 2 + k])  # [..., C, M, b]
+    return _unflatten_cross(Kmn, X)
 
 
 def prior_variance_diag(kernel: Kernel, X: tf.Tensor) -> tf.Tensor:
@@ -122,12 +130,7 @@ def batch_covariances(
     X = tf.convert_to_tensor(X)
     joint = fast_covariances.prior_covariances(inducing_variable, kernel, flatten_inputs(X), jitter)
     if joint is None:
-        Kmm = _with_channel_axis(covariances.Kuu(inducing_variable, kernel, jitter=jitter), 2)
-        return Kmm, cross_covariance(kernel, inducing_variable, X), prior_variance_diag(kernel, X)
+        return (_prior_covariance(kernel, inducing_variable, jitter), cross_covariance(kernel, inducing_variable, X),
+                prior_variance_diag(kernel, X))
     Kmm, Kmn, diag = joint  # [M, M], [M, n], [n]
-    if X.shape.rank == 2:
-        return Kmm[None], Kmn[None], diag[:, None]
-    k = X.shape.rank - 2
-    Kmn = tf.reshape(Kmn, tf.concat([tf.shape(Kmn)[:1], tf.shape(X)[:-1]], 0))  # [M, ..., b]
-    Kmb = tf.transpose(Kmn, list(range(1, 1 + k)) + [0, 1 + k])[..., None, :, :]  # [..., 1, M, b]
-    return Kmm[None], Kmb, tf.reshape(diag, tf.shape(X)[:-1])[..., None]
+    return Kmm[None], _unflatten_cross(Kmn[None], X), tf.reshape(diag, tf.shape(X)[:-1])[..., None]
