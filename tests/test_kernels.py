@@ -277,3 +277,20 @@ def test_cauchy_batched_inputs_and_active_dims(rng):
         np.testing.assert_allclose(cross[v, 0], np_cauchy(X[v, :, 1:], Xnew[v, :, 1:], 1.4, 0.9), rtol=1e-12)
     np.testing.assert_allclose(batched_prior_variance(k, X).numpy(), 1.4 * np.ones((3, 5, 1)), rtol=1e-12)
     assert np.linalg.eigvalsh(K[0]).min() > 0  # positive definite for distinct inputs
+
+
+def test_batched_prior_variance_has_one_column_per_channel_kernel(rng):
+    """``[V, T, C]`` with C = 1 for a plain or ``SharedIndependent`` kernel (the channels share it) and
+    C = L for ``SeparateIndependent``, each column the numpy k(x, x) of its own kernel."""
+    from gpflow_svgpvae.models.video import batched_prior_variance
+
+    X = rng.standard_normal((3, 5, 1))  # [V, T, D]
+    variances = [0.7, 1.9, 2.5]
+    separate = gpflow.kernels.SeparateIndependent([Cauchy(variance=v, lengthscales=1.1) for v in variances])
+    got = batched_prior_variance(separate, X).numpy()
+    np.testing.assert_allclose(got, np.broadcast_to(np.array(variances), (3, 5, 3)), rtol=1e-12)
+    shared = gpflow.kernels.SharedIndependent(Cauchy(variance=1.3, lengthscales=1.1), output_dim=4)
+    np.testing.assert_allclose(batched_prior_variance(shared, X).numpy(), 1.3 * np.ones((3, 5, 1)), rtol=1e-12)
+    coregion = gpflow.kernels.LinearCoregionalization([Cauchy(), Cauchy()], W=np.ones((2, 2)))
+    with pytest.raises(TypeError, match="Unsupported multi-output kernel"):
+        batched_prior_variance(coregion, X)

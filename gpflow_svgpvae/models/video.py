@@ -61,7 +61,7 @@ from gpflow.inducing_variables import InducingPoints
 from gpflow.kernels import Kernel, MultioutputKernel, SeparateIndependent, SharedIndependent
 
 from .. import amortized, distribute
-from ..prior_covariances import flatten_inputs
+from ..prior_covariances import prior_variance_diag
 from ..likelihoods import DecoderLikelihood
 from .base import LatentVariableAutoencoder
 
@@ -138,10 +138,10 @@ def batched_cross_gram(kernel: Kernel, X: tf.Tensor, Xnew: tf.Tensor) -> tf.Tens
 
 
 def batched_prior_variance(kernel: Kernel, X: tf.Tensor) -> tf.Tensor:
-    """Prior marginal variances :math:`k(x, x)`: ``X [V, T, D] -> [V, T, C]``."""
-    flat = flatten_inputs(X)
-    diags = [tf.reshape(k(flat, full_cov=False), tf.shape(X)[:-1]) for k in channel_kernels(kernel)]
-    return tf.stack(diags, axis=-1)
+    """Prior marginal variances :math:`k(x, x)`: ``X [V, T, D] -> [V, T, C]``, one column per
+    kernel of :func:`channel_kernels` (``SharedIndependent`` gives one column, not L)."""
+    kernels = channel_kernels(kernel)
+    return prior_variance_diag(kernel if len(kernels) > 1 else kernels[0], X)
 
 
 def expected_log_site(mean: tf.Tensor, variance: tf.Tensor, site_mean: tf.Tensor, site_variance: tf.Tensor):
