@@ -370,7 +370,8 @@ def _summarise(out: str, results: List[dict], models: Sequence[str], progress: b
 
 def run_cached(name: str, data: Data, cfg: Config, seed: int, progress: bool = False,
                on_epoch: Optional[Callable[[int, object, dict], None]] = None, retrain: bool = False,
-               artifacts: Optional[Callable[[object], Dict[str, np.ndarray]]] = None) -> dict:
+               artifacts: Optional[Callable[[object], Dict[str, np.ndarray]]] = None,
+               images: bool = True) -> dict:
     """:func:`run_model`, or its saved result if ``cfg.out/runs/`` holds a run with the same settings.
 
     A finished run is saved as ``runs/<model>_seed<s>_<hash of run_spec>.json``
@@ -385,9 +386,19 @@ def run_cached(name: str, data: Data, cfg: Config, seed: int, progress: bool = F
     :param artifacts: ``artifacts(model) -> {name: array}`` of the trained
         model (best eval checkpoint), saved in the run's ``.npz`` and
         returned (also for a reused run) under ``"_artifacts"``.
+    :param images: the caller needs ``_images``. With ``images=False`` (and no
+        ``artifacts``) a saved ``.json`` is reused without its ``.npz``, and the result
+        has no ``_images``: the run records committed under ``docs/results/`` are the
+        ``.json`` files alone, and copied into ``runs/`` they let a sweep gather its
+        figure without training those runs again.
     """
     path = run_path(name, seed, cfg)
     runs_dir = os.path.dirname(path)
+    if (not retrain and not images and artifacts is None and os.path.exists(path + ".json")
+            and not os.path.exists(path + ".npz")):
+        if progress:
+            print(f"{LABELS[name]} seed {seed}: reusing the run record {path}.json (no images)", flush=True)
+        return {**read_json(path + ".json"), "cached": True}
     if not retrain and os.path.exists(path + ".json") and os.path.exists(path + ".npz"):
         res = read_json(path + ".json")
         with np.load(path + ".npz") as f:

@@ -102,6 +102,12 @@ its ``--out``. Two exceptions need more than a finished run:
 ``run_cached`` keeps each run's best-eval checkpoint in a folder named by the
 run's settings (``<cache>/checkpoints/<run key>/``).
 
+A finished run is a ``.json`` (the numbers) and a ``.npz`` (generated images).
+The sweeps and ``bias`` need only the numbers, so a ``.json`` alone, such as a
+run record committed under ``docs/results/<figure>/runs/``, copied into
+``<cache>/runs/`` (``<cache>/bias/runs/`` and ``records/`` for ``bias``), is
+reused as it is: a figure can gain seeds without training its old ones again.
+
 Timings (``seconds_per_epoch``) are the median wall time of a training epoch
 after the first, on whatever machine runs the command; they are comparable
 only between runs made under the same load. A sweep whose runs shared the cores

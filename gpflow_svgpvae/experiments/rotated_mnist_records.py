@@ -42,7 +42,7 @@ def cmd_bias(ctx: SweepContext, out: str) -> dict:
                 or record.get("passes", 1) != int(sw.bias_passes)):
             record, res = _train_with_bias(ctx, cfg, data, seed, wanted, record_path)
         else:
-            res = rm.run_cached("svgpvae", data, cfg, seed, progress=False)
+            res = rm.run_cached("svgpvae", data, cfg, seed, progress=False, images=False)
         res.pop("_images", None)
         runs.append(run_row(res, setting=f"m={m}"))
         for e, value, dev, nb in zip(record["epochs"], record["relative_bias"],
@@ -130,7 +130,7 @@ def cmd_convergence(ctx: SweepContext, out: str) -> dict:
         if record is None or not set(wanted) <= {int(e) for e in record["epochs"]}:
             record, res = _train_with_curve(cfg, data, seed, wanted, record_path)
         else:
-            res = rm.run_cached("svgpvae", data, cfg, seed, progress=False)
+            res = rm.run_cached("svgpvae", data, cfg, seed, progress=False, images=False)
         res.pop("_images", None)
         runs.append(run_row(res, setting="convergence"))
         for e, mean_mse, sample_mse, lam in zip(record["epochs"], record["test_mse_mean"], record["test_mse_sample"],

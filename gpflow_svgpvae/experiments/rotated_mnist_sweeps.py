@@ -153,7 +153,7 @@ def run_sweep(ctx: SweepContext, specs: List[Tuple[str, dict, dict]], desc: str,
         cfg = ctx.config(**changes)
         label = f"{name} {' '.join(f'{k}={v}' for k, v in changes.items())} seed {seed}"
         bar.set_postfix_str(label)
-        res = rm.run_cached(name, ctx.data(cfg), cfg, seed, progress=False,
+        res = rm.run_cached(name, ctx.data(cfg), cfg, seed, progress=False, images=False,
                             on_epoch=_epoch_postfix(bar, label, cfg.epochs) if ctx.progress else None)
         res.pop("_images", None)
         bar.update(1)

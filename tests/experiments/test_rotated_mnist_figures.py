@@ -273,3 +273,35 @@ def test_table_header_and_figure_titles_state_the_object_learning_rate():
     assert "(eval vectors fitted, 50 steps)" in settings_line([rm.run_spec("svgpvae", 0, fitted)])
     assert "eval vectors fitted (50 steps)" in settings_note(fitted).replace("\n", " ")
     assert "fitted" not in settings_line([rm.run_spec("svgpvae", 0, rm.Config())])
+
+
+def test_a_run_record_without_images_is_reused_only_where_images_are_not_needed(monkeypatch, tmp_path):
+    """A ``.json`` run record alone (as committed under docs/results/) stands for the finished run
+    when the caller does not need the images (the sweeps, ``bias``); with ``images=True`` or
+    ``artifacts`` the run is trained again, since the record cannot provide them."""
+    from gpflow_svgpvae.experiments import rotated_mnist as rm
+    from gpflow_svgpvae.experiments.common import write_json
+
+    class Trained(Exception):
+        pass
+
+    def run_model(*args, **kwargs):
+        raise Trained
+
+    monkeypatch.setattr(rm, "run_model", run_model)
+    cfg = rm.Config(epochs=3, out=str(tmp_path))
+    path = rm.run_path("svgpvae", 1, cfg)
+    os.makedirs(os.path.dirname(path))
+    record = {"model": "svgpvae", "seed": 1, "test_mse_mean": 0.0238, "spec": rm.run_spec("svgpvae", 1, cfg)}
+    write_json(path + ".json", record)
+
+    res = rm.run_cached("svgpvae", None, cfg, 1, images=False)
+    assert res == {**json.loads(json.dumps(record)), "cached": True} and "_images" not in res
+    for kwargs in ({}, {"images": False, "artifacts": lambda model: {}}, {"images": False, "retrain": True}):
+        with pytest.raises(Trained):
+            rm.run_cached("svgpvae", None, cfg, 1, **kwargs)
+    # With its images saved too, the run is reused with them, as before.
+    np.savez(path + ".npz", mean=np.zeros((2, 3)), sample=np.ones((2, 3)))
+    for images in (True, False):
+        res = rm.run_cached("svgpvae", None, cfg, 1, images=images)
+        assert res["cached"] and res["test_mse_mean"] == 0.0238 and res["_images"][1].sum() == 6
