@@ -164,3 +164,28 @@ def test_fixed_inducing_keeps_the_inducing_times_on_the_frames():
         Z = getattr(inducing, "inducing_variable", inducing).Z.numpy().ravel()
         moved[fixed] = np.abs(Z - grid).max()
     assert moved[True] == 0.0 and moved[False] > 1e-4
+
+
+def test_timing_rows_time_the_vae_and_the_svgpvae_on_all_frames_when_it_subsamples(monkeypatch):
+    """``time_epochs`` times the VAE (the networks' floor), the exact GP-VAE and the SVGP-VAE, the
+    latter also on all T frames when it trains on fewer; ratios are against the exact GP-VAE."""
+    timed = []
+    cost = {"vae": 1.0, "gpvae": 4.0, "svgpvae": 0.5}
+
+    def fake_train_model(model, method, config, arrays, seed, progress):
+        timed.append((method, config.num_frames, config.frames_per_sequence, len(arrays[0])))
+        per_frame = cost[method] * (config.frames_per_sequence if method == "svgpvae" else config.num_frames)
+        return {"history": {}, "epoch_seconds": [99.0, per_frame]}
+
+    monkeypatch.setattr(experiment, "build_model", lambda method, config, seed: None)
+    monkeypatch.setattr(experiment, "train_model", fake_train_model)
+    config = experiment.Config(**{**experiment.LONG, "frames_per_sequence": 4, "timing_sequences": 10})
+    rows = experiment.time_epochs(config, (3, 8))
+    assert [t[:3] for t in timed] == [("vae", 3, 3), ("gpvae", 3, 3), ("svgpvae", 3, 3),
+                                      ("vae", 8, 4), ("gpvae", 8, 4), ("svgpvae", 8, 4), ("svgpvae", 8, 8)]
+    assert all(t[3] == 10 for t in timed)  # one sequence per class and digit
+    short, long = rows
+    assert short["svgpvae_frames_per_sequence"] == 3 and short["svgpvae_all_frames_s_per_epoch"] == 1.5
+    assert long["svgpvae_frames_per_sequence"] == 4 and long["svgpvae_s_per_epoch"] == 2.0
+    assert long["svgpvae_all_frames_s_per_epoch"] == 4.0 and long["gpvae_s_per_epoch"] == 32.0
+    assert (long["ratio"], long["ratio_all_frames"], long["vae_ratio"]) == (2.0 / 32, 4.0 / 32, 8.0 / 32)
