@@ -394,18 +394,16 @@ def run_cached(name: str, data: Data, cfg: Config, seed: int, progress: bool = F
     """
     path = run_path(name, seed, cfg)
     runs_dir = os.path.dirname(path)
-    if (not retrain and not images and artifacts is None and os.path.exists(path + ".json")
-            and not os.path.exists(path + ".npz")):
-        if progress:
-            print(f"{LABELS[name]} seed {seed}: reusing the run record {path}.json (no images)", flush=True)
-        return {**read_json(path + ".json"), "cached": True}
-    if not retrain and os.path.exists(path + ".json") and os.path.exists(path + ".npz"):
+    with_images = os.path.exists(path + ".npz")
+    if not retrain and os.path.exists(path + ".json") and (with_images or (not images and artifacts is None)):
         res = read_json(path + ".json")
-        with np.load(path + ".npz") as f:
-            res["_images"] = (f["mean"], f["sample"])
-            res["_artifacts"] = {k: f[k] for k in f.files if k not in ("mean", "sample")}
+        if with_images:
+            with np.load(path + ".npz") as f:
+                res["_images"] = (f["mean"], f["sample"])
+                res["_artifacts"] = {k: f[k] for k in f.files if k not in ("mean", "sample")}
         if progress:
-            print(f"{LABELS[name]} seed {seed}: reusing the finished run {path}.json", flush=True)
+            print(f"{LABELS[name]} seed {seed}: reusing the finished run {path}.json"
+                  + ("" if with_images else " (no images)"), flush=True)
         return {**res, "cached": True}
     # One checkpoint folder per run key: concurrent runs with other settings cannot collide.
     workdir = os.path.join(cfg.out, "checkpoints", os.path.basename(path))
