@@ -189,3 +189,39 @@ def test_timing_rows_time_the_vae_and_the_svgpvae_on_all_frames_when_it_subsampl
     assert long["svgpvae_frames_per_sequence"] == 4 and long["svgpvae_s_per_epoch"] == 2.0
     assert long["svgpvae_all_frames_s_per_epoch"] == 4.0 and long["gpvae_s_per_epoch"] == 32.0
     assert (long["ratio"], long["ratio_all_frames"], long["vae_ratio"]) == (2.0 / 32, 4.0 / 32, 8.0 / 32)
+
+
+def test_uint8_training_arrays_train_exactly_as_float32():
+    """The experiment passes its training arrays as uint8 (a quarter of the memory); the model
+    casts each batch, so training is the same to the last bit as with float32 arrays."""
+    config = experiment.config_from_args(["--quick", "--num-inducing", "3", "--frames-per-sequence", "4"])
+    data = experiment.load_data(config, seed=0)
+    results = {}
+    for dtype in (np.uint8, np.float32):
+        arrays = experiment.flat_arrays(data.train, dtype)
+        assert arrays[1].dtype == dtype and arrays[2].dtype == dtype
+        model = experiment.build_model("svgpvae", config, seed=0)
+        timed = experiment.train_model(model, "svgpvae", config, arrays, seed=0, progress=False)
+        results[dtype] = (timed["history"], [w.numpy() for w in model.trainable_variables])
+    (history_u8, weights_u8), (history_f32, weights_f32) = results[np.uint8], results[np.float32]
+    assert history_u8 == history_f32
+    assert len(weights_u8) == len(weights_f32) > 0
+    for a, b in zip(weights_u8, weights_f32):
+        np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("method", ["vae", "gpvae", "svgpvae"])
+def test_build_model_weights_are_fixed_by_the_seed(method):
+    """Same seed, same initial networks (also after other draws in the process); another seed,
+    other networks. (With only ``tf.random.set_seed`` Keras' unseeded initialisers differed.)"""
+    config = experiment.config_from_args(["--quick"])
+
+    def weights(seed):
+        return [w.numpy() for w in experiment.build_model(method, config, seed).trainable_variables]
+
+    first = weights(0)
+    weights(1)
+    again = weights(0)
+    assert all(np.array_equal(a, b) for a, b in zip(first, again))
+    other = weights(1)
+    assert not all(np.array_equal(a, b) for a, b in zip(first, other) if a.size > 1)
