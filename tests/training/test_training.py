@@ -422,3 +422,21 @@ def test_user_layers_with_python_control_flow_on_tensors_still_train():
             history = view.fit(_dataset(X, Y), epochs=1, verbose=0).history
         assert np.isfinite(history["loss"][0])
         assert all(np.any(v.numpy() != b) for v, b in zip(model.encoder.trainable_variables, before))
+
+
+@pytest.mark.parametrize("with_mask", [False, True])
+def test_uint8_arrays_train_exactly_as_float32(with_mask):
+    """Integer images and masks may stay uint8 in memory (a quarter of float32): every batch is
+    cast to float32 in the model, so the training is the same to the last bit."""
+    X, Y = tiny_data()
+    Y8 = (np.asarray(Y) > np.median(Y)).astype(np.uint8)
+    mask8 = (np.random.default_rng(3).random(Y8.shape) < 0.7).astype(np.uint8)
+    runs = []
+    for dtype in (np.uint8, np.float32):
+        data = (X, Y8.astype(dtype)) + ((mask8.astype(dtype),) if with_mask else ())
+        model = make_tiny_model(seed=0)
+        history = train(model, data, epochs=2, batch_size=20, optimizer=tf_keras.optimizers.Adam(1e-2),
+                        progress=False)
+        runs.append((history, _flat(model)))
+    assert runs[0][0] == runs[1][0]
+    np.testing.assert_array_equal(runs[0][1], runs[1][1])
