@@ -150,8 +150,9 @@ def train(
         Integer ``Y`` (e.g. uint8 pixels) and masks of any 0/1 dtype are cast to float32 in the
         model, batch by batch: large image arrays can stay uint8 in memory (a quarter of
         float32) and train exactly as their float32 copy would. Arrays are checked whole
-        before the first step (the model's ``check_arrays``); a bad batch of a dataset stops training before any update is made from it, with an error
-        that leads with the package's message and names the epoch and batch.
+        before the first step (the model's ``check_arrays``); a bad batch of a dataset stops
+        training before any update is made from it, with an error that leads with the
+        package's message and names the epoch and batch.
     :param optimizer: a ``tf_keras`` optimiser (default: Adam, learning rate 1e-3), or
         optimiser groups, one optimiser per group of variables:
         :class:`~gpflow_svgpvae.training.OptimizerGroups` or a list of
