@@ -82,10 +82,12 @@ def synthetic_data(N: int, seed: int = 0):
 
 # ------------------------------------------------------------------- models
 def build(kind: str, data: Dict, *, L: int = 16, m: int = 32, Q: int = 8, seed: int = 0, likelihood=None,
-          d2s: bool = False, check_ids_in_graph: bool = True):
+          d2s: bool = False, check_ids_in_graph: bool = True, keras_decoder: bool = False):
     """``svgpvae`` (the rotated-MNIST SVGP-VAE with GP-LVM object vectors),
     ``vae`` (the package's plain VAE with the same conv networks) or ``gppvae``;
     ``d2s`` swaps the decoder's upsampling for :func:`depth_to_space_decoder`'s;
+    ``keras_decoder`` builds the decoder from plain Keras layers (``RepeatUpsampling2D`` +
+    ``Conv2D``, the package's default before its fused layers; same function and weights);
     ``check_ids_in_graph=False``: the object ids of ``data`` are checked once here
     and the ``ObjectVectors`` lookup has no per-step assertion.
 
@@ -105,7 +107,8 @@ def build(kind: str, data: Dict, *, L: int = 16, m: int = 32, Q: int = 8, seed: 
     N = len(data["X"])
     likelihood = likelihood if likelihood is not None else "gaussian"
     tf_keras.utils.set_random_seed(int(seed))
-    encoder, decoder = conv_encoder(L), conv_decoder(L)
+    encoder = conv_encoder(L)
+    decoder = conv_decoder(L, upsampling="repeat", output_layer="conv") if keras_decoder else conv_decoder(L)
     if d2s:
         decoder = depth_to_space_decoder(L, like=decoder)
     if kind == "vae":
@@ -149,7 +152,7 @@ def depth_to_space_decoder(num_latent: int, like=None):
     if like is not None:
         model.set_weights(like.get_weights())
         probe = np.random.default_rng(0).standard_normal((4, int(num_latent))).astype(np.float32)
-        if not np.allclose(model(probe).numpy(), like(probe).numpy(), atol=1e-6):
+        if not np.allclose(model(probe).numpy(), like(probe).numpy(), atol=1e-5):
             raise AssertionError("depth_to_space decoder differs from the package's decoder")
     return model
 
@@ -369,6 +372,60 @@ def gp_step_timer(model, data: Dict, batch_size: int, jit: bool = False, gradien
     return _block_timer(tf.function(block, jit_compile=bool(jit)))
 
 
+def layer_timers(network, batch_size: int, seed: int = 0):
+    """One timer per layer of the Keras functional ``network`` (input layers skipped): the layer's
+    forward pass and its gradient with respect to its input and its weights, on a fixed random input
+    of the layer's shape with ``batch_size`` rows, against a fixed random cotangent (so the backward
+    pass does the work of training). Returns ``[(name, timer, num_ops, flops, activation_bytes)]``;
+    ``timer`` as :func:`_block_timer`'s, ``flops`` forward + backward from the graph's shapes,
+    ``activation_bytes`` the float32 bytes of the layer's input and output(s)."""
+    import tensorflow as tf
+    from gpflow.keras import tf_keras
+
+    rng = np.random.default_rng(seed)
+    out = []
+    for layer in network.layers:
+        if isinstance(layer, tf_keras.layers.InputLayer):
+            continue
+        shapes = layer.input_shape if isinstance(layer.input_shape, list) else [layer.input_shape]
+        inputs = [tf.constant(rng.standard_normal((batch_size,) + tuple(s[1:])), tf.float32) for s in shapes]
+        arg = inputs if len(inputs) > 1 else inputs[0]
+        outputs = tf.nest.flatten(layer(arg))
+        cotangents = [tf.constant(rng.standard_normal(o.shape), o.dtype) for o in outputs]
+        variables = list(layer.trainable_variables)
+
+        def block(layer=layer, arg=arg, inputs=inputs, cotangents=cotangents, variables=variables):
+            with tf.GradientTape() as tape:
+                tape.watch(inputs)
+                ys = tf.nest.flatten(layer(arg))
+                loss = tf.add_n([tf.reduce_sum(y * c) for y, c in zip(ys, cotangents)])
+            return loss, tape.gradient(loss, inputs + variables)
+
+        fn = tf.function(block)
+        timer, num_ops = _block_timer(fn)
+        nbytes = 4 * (sum(int(np.prod(x.shape)) for x in inputs) + sum(int(np.prod(o.shape)) for o in outputs))
+        out.append((layer.name, timer, num_ops, graph_flops(fn), nbytes))
+    return out
+
+
+def elementwise_gbps(megabytes: int = 64, calls: int = 20, repeats: int = 5) -> float:
+    """GB per CPU second moved by an elementwise float32 op (``x * c + d``: one read, one write)
+    on an array of ``megabytes``; a memory-bandwidth probe at TensorFlow's default threads."""
+    import tensorflow as tf
+
+    n = int(megabytes) * 2**20 // 4
+    x = tf.constant(np.random.default_rng(0).standard_normal(n), tf.float32)
+
+    @tf.function
+    def loop():
+        total = tf.zeros((), tf.float32)
+        for i in tf.range(calls):
+            total += (x * tf.cast(i + 1, tf.float32) + 1.0)[-1]  # the whole array is computed
+        return total
+
+    return 2.0 * n * 4 / _best_cpu_seconds(loop, calls, repeats) / 1e9
+
+
 def graph_flops(fn) -> float:
     """Floating-point operations of one call of the ``tf.function`` ``fn`` (no arguments), as
     TensorFlow's profiler counts them from the graph's shapes (matrix products, triangular
@@ -397,14 +454,19 @@ def gemm_gflops(shape_a, shape_b, dtype: str = "float64", calls: int = 100, repe
             total += tf.linalg.matmul(A, Bm)[0, 0]  # every product is computed in full
         return total
 
+    flops = 2.0 * float(np.prod(shape_a)) * shape_b[-1]
+    return flops / _best_cpu_seconds(loop, calls, repeats) / 1e9
+
+
+def _best_cpu_seconds(loop, calls: int, repeats: int) -> float:
+    """CPU seconds per call of the compiled ``loop`` of ``calls`` calls (traced first), best of ``repeats``."""
     loop()
     best = float("inf")
     for _ in range(repeats):
         start = time.process_time()
         loop().numpy()
         best = min(best, (time.process_time() - start) / calls)
-    flops = 2.0 * float(np.prod(shape_a)) * shape_b[-1]
-    return flops / best / 1e9
+    return best
 
 
 def _block_timer(fn, repeats: int = 5):

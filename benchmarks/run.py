@@ -3,7 +3,7 @@
 
 Usage::
 
-    python benchmarks/run.py [all|ratio|gpblock|speed|precision|scaling|posterior|gppvae|paths|sprites|startup] [--quick] [--out DIR]
+    python benchmarks/run.py [all|ratio|gpblock|networks|speed|precision|scaling|posterior|gppvae|paths|sprites|startup] [--quick] [--out DIR]
 
 Every measurement runs in a child process of this script (``run.py _child
 TASK SPEC``) so that TensorFlow's thread settings and the peak RSS belong to
@@ -25,6 +25,12 @@ Tasks (see benchmarks/README.md for the numbers measured here):
   m = 32, L = 16, Q = 8) at the rotated-MNIST setting: CPU ms per step (median
   of several best-of-5 timings) and the number of graph ops, for the step's own
   path (``minibatch_posterior``) and the stage-by-stage path of ``ratio``.
+* ``networks``: where the plain VAE's training step goes at the Table-1 setting
+  (the conv encoder and decoder shared with the SVGP-VAE, b = 256): CPU ms per
+  step of the whole step (from whole epochs) and of each layer's forward pass
+  with its gradient, each layer's FLOPs and activation bytes, against this
+  CPU's float32 matrix-product rate and elementwise memory bandwidth: the
+  floor under the median-epoch target.
 * ``speed``: what each option gives, for both models: XLA, prefetching, the
   runtime checks, float32 vs float64 networks, a float32 likelihood, and TF
   thread settings (intra/inter-op).
@@ -57,7 +63,8 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
-TASKS = ("ratio", "gpblock", "speed", "precision", "scaling", "posterior", "gppvae", "paths", "sprites", "startup")
+TASKS = ("ratio", "gpblock", "networks", "speed", "precision", "scaling", "posterior", "gppvae", "paths", "sprites",
+         "startup")
 
 
 # =========================================================================== parent
@@ -241,12 +248,44 @@ def run_gpblock(quick: bool, cache: str):
     return res, text
 
 
+def run_networks(quick: bool, cache: str):
+    res = child("networks", dict(cache=cache, rounds=3 if quick else 7, calls=10 if quick else 20,
+                                 epochs=3 if quick else 8))
+    steps = res["steps_per_epoch"]
+    step_ms = {k: 1000 * _med(res[f"{k}_cpu_s_per_epoch"]) / steps for k in ("vae", "vae_keras_decoder")}
+    rows, totals = [], {}
+    for r in res["layers"]:
+        ms = _med(r["cpu_ms"])
+        t = totals.setdefault(r["network"], [0.0, 0.0, 0.0])
+        t[0], t[1], t[2] = t[0] + ms, t[1] + r["flops"], t[2] + r["activation_bytes"]
+        rows.append([f"{r['network']}/{r['layer']}", ms, r["flops"] / 1e6, r["flops"] / ms / 1e6,
+                     r["activation_bytes"] / 2**20, r["ops"]])
+    for name, (ms, flops, nbytes) in totals.items():
+        rows.append([f"{name}: all layers", ms, flops / 1e6, flops / ms / 1e6, nbytes / 2**20, None])
+    text = table(["layer (forward + gradient, b = 256)", "CPU ms/step", "MFLOP", "GFLOP/s", "activations MB",
+                  "graph ops"], rows)
+    gemm, bandwidth = res["gemm_gflops_float32"], res["elementwise_gbps"]
+    ms, flops, nbytes = (totals["encoder"][i] + totals["decoder"][i] for i in range(3))
+    text += (f"\n\nThe VAE's whole training step (Adam, likelihood; input pipeline overlapped), median of "
+             f"{len(res['vae_cpu_s_per_epoch'])} alternated epochs of {steps} steps: {step_ms['vae']:.1f} CPU ms "
+             f"({_med(res['vae_s_per_epoch']):.3f} s/epoch wall) with the package's decoder, "
+             f"{step_ms['vae_keras_decoder']:.1f} CPU ms ({_med(res['vae_keras_decoder_s_per_epoch']):.3f} s/epoch) "
+             f"with the same decoder built from Keras layers. This CPU: float32 [1024, 1024] x [1024, 1024] "
+             f"products at {gemm:.1f} GFLOP per CPU second, an elementwise float32 op at {bandwidth:.1f} GB per CPU "
+             f"second. The encoder's and decoder's {flops / 1e6:.0f} MFLOP (forward + backward) at the product rate "
+             f"would take {flops / gemm / 1e6:.1f} ms; their {nbytes / 2**20:.0f} MB of activations, read once "
+             f"forward and about twice backward, {3 * nbytes / bandwidth / 1e6:.1f} ms at the elementwise rate; "
+             f"measured layer by layer, {ms:.1f} ms. A 0.25 s epoch of {steps} steps leaves {1000 * 0.25 / steps:.1f} "
+             f"ms per step for everything.")
+    return res, text
+
 SPEED_VARIANTS = [
     dict(name="default"),
     dict(name="no_prefetch", prefetch=False),
     dict(name="checks_off", checks=False),
     dict(name="float32_likelihood", lik32=True),
     dict(name="depth_to_space_upsampling", d2s=True),
+    dict(name="keras_layers_decoder", keras_decoder=True),
     dict(name="d2s+float32_lik+checks_off", d2s=True, lik32=True, checks=False),
     dict(name="xla", jit=True),
     dict(name="xla+float32_likelihood", jit=True, lik32=True),
@@ -426,7 +465,7 @@ def run_startup(quick: bool, cache: str):
     return dict(rows=rows, raw={f"{k[0]}_{k[1]}" + (f"_{k[2]}" if len(k) > 2 else ""): v for k, v in times.items()}), text
 
 
-DRIVERS = dict(ratio=run_ratio, gpblock=run_gpblock, speed=run_speed, precision=run_precision, scaling=run_scaling,
+DRIVERS = dict(ratio=run_ratio, gpblock=run_gpblock, networks=run_networks, speed=run_speed, precision=run_precision, scaling=run_scaling,
                posterior=run_posterior, gppvae=run_gppvae, paths=run_paths, sprites=run_sprites, startup=run_startup)
 
 
@@ -567,7 +606,8 @@ def _task_pair(B, spec):
             from gpflow_svgpvae.networks import network_precision
 
             with network_precision(v.get("precision", "float32")):  # the networks' Keras policy
-                model = B.build(kind, data, likelihood=lik, d2s=v.get("d2s", False))
+                model = B.build(kind, data, likelihood=lik, d2s=v.get("d2s", False),
+                                keras_decoder=v.get("keras_decoder", False))
             ds = B.dataset(data, 256, video=(kind == "vae"), prefetch=v.get("prefetch", True))
             steppers[kind] = B.Stepper(model, ds, jit=v.get("jit", False), checks=v.get("checks"))
         for kind, s in steppers.items():  # warm-up epoch (tracing, XLA compilation), timed separately
@@ -625,6 +665,32 @@ def _task_gp_block(B, spec):
             out[name]["wall_ms"].append(1000 * wall)
     return out
 
+
+def _task_networks(B, spec):
+    """The plain VAE's step from whole epochs, with the package's decoder and with the same decoder
+    built from plain Keras layers (epochs alternated), and each network layer's forward + gradient alone."""
+    data = B.rotated_mnist_data(spec.get("cache"))
+    vaes = dict(vae=B.build("vae", data), vae_keras_decoder=B.build("vae", data, keras_decoder=True))
+    steppers = {k: B.Stepper(m, B.dataset(data, 256, video=True)) for k, m in vaes.items()}
+    times = B.alternate(steppers, int(spec.get("epochs", 8)))
+    out = dict(steps_per_epoch=steppers["vae"].steps_per_epoch, layers=[],
+               **{f"{k}_s_per_epoch": times[k] for k in vaes}, **{f"{k}_cpu_s_per_epoch": times[f"{k}_cpu"] for k in vaes})
+    timers = []
+    networks = (("encoder", vaes["vae"].encoder), ("decoder", vaes["vae"].decoder),
+                ("decoder (Keras layers)", vaes["vae_keras_decoder"].decoder))
+    for name, network in networks:
+        for layer, timer, ops, flops, nbytes in B.layer_timers(network, 256):
+            timers.append(timer)
+            out["layers"].append(dict(network=name, layer=layer, ops=ops, flops=flops, activation_bytes=nbytes,
+                                      cpu_ms=[], wall_ms=[]))
+    for _ in range(int(spec.get("rounds", 5))):  # alternate the layers
+        for record, timer in zip(out["layers"], timers):
+            wall, cpu = timer(int(spec.get("calls", 20)))
+            record["cpu_ms"].append(1000 * cpu)
+            record["wall_ms"].append(1000 * wall)
+    out["gemm_gflops_float32"] = B.gemm_gflops((1024, 1024), (1024, 1024), dtype="float32", calls=10)
+    out["elementwise_gbps"] = B.elementwise_gbps()
+    return out
 
 def _task_steps(B, spec):
     """SVGP-VAE on synthetic MNIST-shaped data: s/epoch, s/step, peak RSS per config."""

@@ -1,5 +1,5 @@
 """Encoder/decoder building blocks shared by all models."""
-from .conv import RepeatUpsampling2D, conv_decoder, conv_encoder
+from .conv import RepeatUpsampling2D, UpsamplingConv2D, conv_decoder, conv_encoder
 from .heads import GaussianSiteHead
 from .init import set_output_bias
 from .mlp import fan_in_truncated_normal, mlp_decoder, mlp_encoder
@@ -17,6 +17,7 @@ __all__ = [
     "conv_encoder",
     "conv_decoder",
     "RepeatUpsampling2D",
+    "UpsamplingConv2D",
     "representation_network",
     "StyleRepresentation",
     "aggregate_by_group",

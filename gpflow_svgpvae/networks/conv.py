@@ -16,17 +16,30 @@ same nearest-neighbour upsampling with a broadcast and a reshape (its gradient
 is a reshape and a sum, which XLA compiles); ``upsampling="transpose"``
 uses a learned stride-2 ``Conv2DTranspose`` instead. Both are float32 and use
 only ``tf_keras`` (Keras 2) layers.
+
+Speed. By default the decoder computes the same function, with the same
+parameters and (for a given seed) the same initial weights, as ``RepeatUpsampling2D``
++ ``Conv2D`` layers, in two faster forms: :class:`UpsamplingConv2D`
+(``upsampling="fused"``) convolves the low-resolution map once, with ``f^2`` kernels
+(one per output phase) summed from the layer's ``k x k`` kernel, and interleaves the
+phases with ``depth_to_space``, so the upsampled map is never formed; the
+one-channel output layer is a :class:`DepthwiseSumConv2D` (``output_layer=
+"depthwise_sum"``), since oneDNN's convolution with one output channel is slow on
+CPU. ``upsampling="repeat", output_layer="conv"`` builds the plain Keras layers.
+Timings are in ``benchmarks/README.md``.
 """
 from typing import Optional, Sequence, Tuple
+
+import numpy as np
 
 import tensorflow as tf
 from gpflow.keras import tf_keras
 
 from .heads import GaussianSiteHead
 
-__all__ = ["RepeatUpsampling2D", "conv_encoder", "conv_decoder"]
+__all__ = ["RepeatUpsampling2D", "UpsamplingConv2D", "DepthwiseSumConv2D", "conv_encoder", "conv_decoder"]
 
-_UPSAMPLINGS = ("repeat", "transpose")
+_UPSAMPLINGS = ("repeat", "fused", "transpose")
 
 
 class RepeatUpsampling2D(tf_keras.layers.Layer):
@@ -67,6 +80,135 @@ class RepeatUpsampling2D(tf_keras.layers.Layer):
 
     def get_config(self):
         return {**super().get_config(), "factor": self.factor}
+
+
+def phase_taps(kernel_size: int, factor: int) -> Tuple[np.ndarray, int, int]:
+    r"""How a ``kernel_size`` "same" convolution of a map upsampled by ``factor`` (nearest
+    neighbour) reads the low-resolution map.
+
+    Output row :math:`I = f i + p` (phase :math:`p`) takes tap :math:`a` (offset
+    :math:`a - \lfloor k/2 \rfloor`) from low-resolution row :math:`i + r` with
+    :math:`r = \lfloor (p + a - \lfloor k/2 \rfloor) / f \rfloor`; zero padding of the
+    upsampled map is zero padding of the low-resolution one.
+
+    :return: ``(A [f, R, k], r_min, r_max)`` with ``A[p, r - r_min, a] = 1`` where tap
+        ``a`` of phase ``p`` reads offset ``r``, and ``R = r_max - r_min + 1``.
+    """
+    k, f = int(kernel_size), int(factor)
+    if k < 1 or k % 2 == 0 or f < 1:
+        raise ValueError(f"kernel_size must be a positive odd integer and factor positive; got {k}, {f}")
+    half = k // 2
+    r_min, r_max = (0 - half) // f, (f - 1 + half) // f
+    A = np.zeros((f, r_max - r_min + 1, k), dtype=np.float32)
+    for p in range(f):
+        for a in range(k):
+            A[p, (p + a - half) // f - r_min, a] = 1.0
+    return A, r_min, r_max
+
+
+class _ConvLikeLayer(tf_keras.layers.Layer):
+    """A layer with ``Conv2D``'s parameters (``kernel [k, k, C, F]``, ``bias [F]``, activation),
+    created in ``Conv2D``'s order so that the same seed gives ``Conv2D``'s initial values;
+    subclasses compute the convolution their own way in :meth:`convolve`."""
+
+    def __init__(self, filters: int, kernel_size: int = 3, activation=None, kernel_initializer="glorot_uniform",
+                 bias_initializer="zeros", **kwargs):
+        super().__init__(**kwargs)
+        self.filters, self.kernel_size = int(filters), int(kernel_size)
+        self.activation = tf_keras.activations.get(activation)
+        self.kernel_initializer = tf_keras.initializers.get(kernel_initializer)
+        self.bias_initializer = tf_keras.initializers.get(bias_initializer)
+
+    def build(self, input_shape):
+        channels = tf.TensorShape(input_shape)[-1]
+        if channels is None:
+            raise ValueError(f"{type(self).__name__} needs the number of input channels at build time")
+        k = self.kernel_size
+        self.kernel = self.add_weight("kernel", shape=(k, k, int(channels), self.filters),
+                                      initializer=self.kernel_initializer, trainable=True)
+        self.bias = self.add_weight("bias", shape=(self.filters,), initializer=self.bias_initializer, trainable=True)
+        super().build(input_shape)
+
+    def call(self, inputs):
+        out = self.convolve(inputs, tf.cast(self.kernel, self.compute_dtype))
+        return self.activation(tf.nn.bias_add(out, tf.cast(self.bias, self.compute_dtype)))
+
+    def convolve(self, inputs, kernel):
+        raise NotImplementedError
+
+    def get_config(self):
+        return {**super().get_config(), "filters": self.filters, "kernel_size": self.kernel_size,
+                "activation": tf_keras.activations.serialize(self.activation),
+                "kernel_initializer": tf_keras.initializers.serialize(self.kernel_initializer),
+                "bias_initializer": tf_keras.initializers.serialize(self.bias_initializer)}
+
+
+class UpsamplingConv2D(_ConvLikeLayer):
+    r"""Nearest-neighbour upsampling by ``factor`` followed by a ``kernel_size x kernel_size``
+    "same" convolution (stride 1, bias, activation), computed on the low-resolution map.
+
+    Equal to ``RepeatUpsampling2D(factor)`` then ``Conv2D(filters, kernel_size,
+    padding="same")``, with the same ``kernel [k, k, C, F]`` and ``bias [F]`` (and, after
+    the same seed, the same initial values). Each of the :math:`f^2` output phases
+    :math:`(p, q)` is a convolution of the low-resolution map with
+    :math:`K^{pq}_{rs} = \sum_{a, b} A_{p r a} A_{q s b} K_{ab}` (:func:`phase_taps`); one
+    convolution with :math:`f^2 F` outputs computes them all, and ``depth_to_space``
+    interleaves them. The upsampled map (and the sum over its broadcast in the gradient)
+    is never formed.
+    """
+
+    def __init__(self, filters: int, kernel_size: int = 3, factor: int = 2, activation=None, **kwargs):
+        super().__init__(filters, kernel_size, activation=activation, **kwargs)
+        self.factor = int(factor)
+        self._taps, self._r_min, self._r_max = phase_taps(self.kernel_size, self.factor)
+
+    def convolve(self, inputs, kernel):
+        f, F = self.factor, self.filters
+        taps = tf.constant(self._taps, dtype=kernel.dtype)  # [f, R, k]
+        R, C = taps.shape[1], kernel.shape[2]
+        phases = tf.einsum("pra,qsb,abcf->rscpqf", taps, taps, kernel)  # [R, R, C, f, f, F]
+        phases = tf.reshape(phases, [R, R, C, f * f * F])
+        lo, hi = -self._r_min, self._r_max
+        padded = tf.pad(inputs, [[0, 0], [lo, hi], [lo, hi], [0, 0]])
+        out = tf.nn.conv2d(padded, phases, strides=1, padding="VALID")  # [b, H, W, f f F]
+        return tf.nn.depth_to_space(out, f)  # [b, f H, f W, F]
+
+    def compute_output_shape(self, input_shape):
+        s = tf.TensorShape(input_shape)
+        f = self.factor
+        return tf.TensorShape([s[0]] + [None if d is None else d * f for d in s[1:3]] + [self.filters])
+
+    def get_config(self):
+        return {**super().get_config(), "factor": self.factor}
+
+
+class DepthwiseSumConv2D(_ConvLikeLayer):
+    r"""A stride-1 "same" ``kernel_size x kernel_size`` convolution (bias, activation) computed
+    as a depthwise convolution followed by a sum over the input channels:
+    :math:`y_f = \sum_c k_{cf} \star x_c`.
+
+    Equal to ``Conv2D(filters, kernel_size, padding="same")`` with the same ``kernel [k, k, C, F]``
+    and ``bias [F]`` (the same initial values after the same seed). For few output channels, such
+    as a decoder's single grey-level output, oneDNN's convolution is slow on this project's CPU;
+    this form takes about half its time, forward and backward (``benchmarks/README.md``).
+    """
+
+    def __init__(self, filters: int, kernel_size: int = 3, padding: str = "same", activation=None, **kwargs):
+        if str(padding).lower() != "same":
+            raise ValueError(f"DepthwiseSumConv2D computes 'same' convolutions only; got padding={padding!r}")
+        super().__init__(filters, kernel_size, activation=activation, **kwargs)
+
+    def convolve(self, inputs, kernel):
+        # kernel [k, k, C, F] read as a depthwise kernel with channel multiplier F
+        per_channel = tf.nn.depthwise_conv2d(inputs, kernel, strides=[1, 1, 1, 1], padding="SAME")  # [b, H, W, C F]
+        shape = tf.concat([tf.shape(per_channel)[:-1], [kernel.shape[2], self.filters]], axis=0)
+        return tf.reduce_sum(tf.reshape(per_channel, shape), axis=-2)  # [b, H, W, F]
+
+    def compute_output_shape(self, input_shape):
+        return tf.TensorShape(input_shape)[:-1].concatenate([self.filters])
+
+
+_OUTPUT_LAYERS = {"depthwise_sum": DepthwiseSumConv2D, "conv": tf_keras.layers.Conv2D}
 
 
 def conv_encoder(
@@ -111,8 +253,9 @@ def conv_decoder(
     filters: Sequence[int] = (8, 8),
     kernel_size: int = 3,
     activation: str = "elu",
-    upsampling: str = "repeat",
+    upsampling: str = "fused",
     output_activation: Optional[str] = "sigmoid",
+    output_layer: str = "depthwise_sum",
     name: str = "conv_decoder",
 ) -> tf_keras.Model:
     """The paper's MNIST decoder, ``Z [b, num_latent] -> images [b, H, W, C]``.
@@ -123,13 +266,18 @@ def conv_decoder(
 
     :param num_latent: input width (:math:`L`; :math:`L + 2` for the CVAE).
     :param upsampling: ``"repeat"`` (nearest neighbour, :class:`RepeatUpsampling2D`,
-        then a 3x3 conv) or ``"transpose"`` (a stride-2 ``Conv2DTranspose``
-        that upsamples and convolves in one layer). Both compile under XLA.
+        then a 3x3 conv), ``"fused"`` (the same function and parameters in one
+        :class:`UpsamplingConv2D` layer, faster) or ``"transpose"`` (a stride-2
+        ``Conv2DTranspose`` that upsamples and convolves in one layer). All compile under XLA.
     :param output_activation: activation of the last layer (``"sigmoid"``: the
         Gaussian mean is in ``[0, 1]``; ``None`` for logits, e.g. Bernoulli).
+    :param output_layer: ``"depthwise_sum"`` (:class:`DepthwiseSumConv2D`, faster for few
+        channels) or ``"conv"`` (``Conv2D``): the same function, parameters and initial values.
     """
     if upsampling not in _UPSAMPLINGS:
         raise ValueError(f"upsampling must be one of {_UPSAMPLINGS}; got {upsampling!r}")
+    if output_layer not in _OUTPUT_LAYERS:
+        raise ValueError(f"output_layer must be one of {tuple(_OUTPUT_LAYERS)}; got {output_layer!r}")
     H, W, C = (int(d) for d in image_shape)
     k = len(filters)
     if k < 1 or H % 2**k or W % 2**k:
@@ -142,9 +290,12 @@ def conv_decoder(
         if upsampling == "repeat":
             h = RepeatUpsampling2D(2, name=f"upsample{i}")(h)
             h = tf_keras.layers.Conv2D(int(f), kernel_size, padding="same", activation=activation, name=f"conv{i}")(h)
+        elif upsampling == "fused":
+            h = UpsamplingConv2D(int(f), kernel_size, 2, activation=activation, name=f"conv{i}")(h)
         else:
             h = tf_keras.layers.Conv2DTranspose(
                 int(f), kernel_size, strides=2, padding="same", activation=activation, name=f"deconv{i}"
             )(h)
-    out = tf_keras.layers.Conv2D(C, kernel_size, padding="same", activation=output_activation, name="output")(h)
+    output_class = _OUTPUT_LAYERS[output_layer]
+    out = output_class(C, kernel_size, padding="same", activation=output_activation, name="output")(h)
     return tf_keras.Model(z, out, name=name)
