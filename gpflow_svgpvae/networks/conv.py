@@ -31,7 +31,6 @@ Timings are in ``benchmarks/README.md``.
 from typing import Optional, Sequence, Tuple
 
 import numpy as np
-
 import tensorflow as tf
 from gpflow.keras import tf_keras
 
