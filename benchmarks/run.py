@@ -279,6 +279,7 @@ def run_networks(quick: bool, cache: str):
              f"ms per step for everything.")
     return res, text
 
+
 SPEED_VARIANTS = [
     dict(name="default"),
     dict(name="no_prefetch", prefetch=False),
@@ -465,8 +466,9 @@ def run_startup(quick: bool, cache: str):
     return dict(rows=rows, raw={f"{k[0]}_{k[1]}" + (f"_{k[2]}" if len(k) > 2 else ""): v for k, v in times.items()}), text
 
 
-DRIVERS = dict(ratio=run_ratio, gpblock=run_gpblock, networks=run_networks, speed=run_speed, precision=run_precision, scaling=run_scaling,
-               posterior=run_posterior, gppvae=run_gppvae, paths=run_paths, sprites=run_sprites, startup=run_startup)
+DRIVERS = dict(ratio=run_ratio, gpblock=run_gpblock, networks=run_networks, speed=run_speed, precision=run_precision,
+               scaling=run_scaling, posterior=run_posterior, gppvae=run_gppvae, paths=run_paths, sprites=run_sprites,
+               startup=run_startup)
 
 
 def main(argv=None):
@@ -658,11 +660,8 @@ def _task_gp_block(B, spec):
     if spec.get("xla"):
         timers["step_xla"], ops = B.gp_step_timer(model, data, 256, jit=True)
         out["step_xla"] = dict(ops=ops, fwd_ops=None, cpu_ms=[], wall_ms=[])
-    for _ in range(int(spec.get("rounds", 5))):  # alternate the paths
-        for name, timer in timers.items():
-            wall, cpu = timer(int(spec.get("calls", 20)))
-            out[name]["cpu_ms"].append(1000 * cpu)
-            out[name]["wall_ms"].append(1000 * wall)
+    B.time_alternately([out[name] for name in timers], list(timers.values()), spec.get("rounds", 5),
+                       spec.get("calls", 20))
     return out
 
 
@@ -674,7 +673,8 @@ def _task_networks(B, spec):
     steppers = {k: B.Stepper(m, B.dataset(data, 256, video=True)) for k, m in vaes.items()}
     times = B.alternate(steppers, int(spec.get("epochs", 8)))
     out = dict(steps_per_epoch=steppers["vae"].steps_per_epoch, layers=[],
-               **{f"{k}_s_per_epoch": times[k] for k in vaes}, **{f"{k}_cpu_s_per_epoch": times[f"{k}_cpu"] for k in vaes})
+               **{f"{k}_s_per_epoch": times[k] for k in vaes},
+               **{f"{k}_cpu_s_per_epoch": times[f"{k}_cpu"] for k in vaes})
     timers = []
     networks = (("encoder", vaes["vae"].encoder), ("decoder", vaes["vae"].decoder),
                 ("decoder (Keras layers)", vaes["vae_keras_decoder"].decoder))
@@ -683,14 +683,11 @@ def _task_networks(B, spec):
             timers.append(timer)
             out["layers"].append(dict(network=name, layer=layer, ops=ops, flops=flops, activation_bytes=nbytes,
                                       cpu_ms=[], wall_ms=[]))
-    for _ in range(int(spec.get("rounds", 5))):  # alternate the layers
-        for record, timer in zip(out["layers"], timers):
-            wall, cpu = timer(int(spec.get("calls", 20)))
-            record["cpu_ms"].append(1000 * cpu)
-            record["wall_ms"].append(1000 * wall)
+    B.time_alternately(out["layers"], timers, spec.get("rounds", 5), spec.get("calls", 20))
     out["gemm_gflops_float32"] = B.gemm_gflops((1024, 1024), (1024, 1024), dtype="float32", calls=10)
     out["elementwise_gbps"] = B.elementwise_gbps()
     return out
+
 
 def _task_steps(B, spec):
     """SVGP-VAE on synthetic MNIST-shaped data: s/epoch, s/step, peak RSS per config."""

@@ -1,5 +1,5 @@
 """Encoder/decoder building blocks shared by all models."""
-from .conv import RepeatUpsampling2D, UpsamplingConv2D, conv_decoder, conv_encoder
+from .conv import DepthwiseSumConv2D, RepeatUpsampling2D, UpsamplingConv2D, conv_decoder, conv_encoder
 from .heads import GaussianSiteHead
 from .init import set_output_bias
 from .mlp import fan_in_truncated_normal, mlp_decoder, mlp_encoder
@@ -18,6 +18,7 @@ __all__ = [
     "conv_decoder",
     "RepeatUpsampling2D",
     "UpsamplingConv2D",
+    "DepthwiseSumConv2D",
     "representation_network",
     "StyleRepresentation",
     "aggregate_by_group",
