@@ -91,9 +91,14 @@ def _statistics_function(model, rank: int):
     functions = _STATISTICS_FUNCTIONS.setdefault(model, {})
     function = functions.get(rank)  # one per data layout: retracing must not relax the rank
     if function is None:
+        # The cache's value must not hold its key: a closure over ``model`` would keep every
+        # model that ever built a posterior alive (and its graphs and variables) for the life of
+        # the process. The model is alive whenever the function runs: its caller holds it.
+        model_ref = weakref.ref(model)
 
         @not_autographed
         def function(X, Y, mask, context):
+            model = model_ref()
             X, Y, mask = model.observed((X, Y) if mask is None else (X, Y, mask))
             X, Y = model._check_data(X, Y, num_data=np.inf)
             X_gp = model.input_transform.map_queries(X, context) if context is not None else model.map_inputs(X, Y)
