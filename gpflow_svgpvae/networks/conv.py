@@ -36,7 +36,8 @@ from gpflow.keras import tf_keras
 
 from .heads import GaussianSiteHead
 
-__all__ = ["RepeatUpsampling2D", "UpsamplingConv2D", "DepthwiseSumConv2D", "conv_encoder", "conv_decoder"]
+__all__ = ["RepeatUpsampling2D", "UpsamplingConv2D", "DepthwiseSumConv2D", "phase_taps", "phase_windows",
+           "conv_encoder", "conv_decoder"]
 
 _UPSAMPLINGS = ("repeat", "fused", "transpose")
 
@@ -108,7 +109,7 @@ def phase_taps(kernel_size: int, factor: int) -> Tuple[np.ndarray, int, int]:
 class _ConvLikeLayer(tf_keras.layers.Layer):
     """A layer with ``Conv2D``'s parameters (``kernel [k, k, C, F]``, ``bias [F]``, activation),
     created in ``Conv2D``'s order so that the same seed gives ``Conv2D``'s initial values;
-    subclasses compute the convolution their own way in :meth:`convolve`."""
+    subclasses compute the layer (convolution, bias, activation) their own way in ``call``."""
 
     def __init__(self, filters: int, kernel_size: int = 3, activation=None, kernel_initializer="glorot_uniform",
                  bias_initializer="zeros", **kwargs):
@@ -128,18 +129,39 @@ class _ConvLikeLayer(tf_keras.layers.Layer):
         self.bias = self.add_weight("bias", shape=(self.filters,), initializer=self.bias_initializer, trainable=True)
         super().build(input_shape)
 
-    def call(self, inputs):
-        out = self.convolve(inputs, tf.cast(self.kernel, self.compute_dtype))
-        return self.activation(tf.nn.bias_add(out, tf.cast(self.bias, self.compute_dtype)))
-
-    def convolve(self, inputs, kernel):
-        raise NotImplementedError
-
     def get_config(self):
         return {**super().get_config(), "filters": self.filters, "kernel_size": self.kernel_size,
                 "activation": tf_keras.activations.serialize(self.activation),
                 "kernel_initializer": tf_keras.initializers.serialize(self.kernel_initializer),
                 "bias_initializer": tf_keras.initializers.serialize(self.bias_initializer)}
+
+
+def phase_windows(kernel_size: int, factor: int) -> Tuple[np.ndarray, int]:
+    r"""The smallest square windows of the low-resolution map that hold every phase's taps,
+    placed so that one crop interleaves the phases (see :class:`UpsamplingConv2D`).
+
+    Phase :math:`p` reads the rows of :func:`phase_taps`' ``A[p]`` that hold a tap; they
+    span at most :math:`R_w \le R` rows. The phase is computed in output slot
+    :math:`(p + c) \bmod f` from the window starting at row :math:`\lfloor (p + c) / f
+    \rfloor` of the padded map: after ``depth_to_space`` its row :math:`fi + p` then sits at
+    :math:`fi + p + c` for every phase, i.e. the wanted map shifted by :math:`c`.
+
+    :return: ``(S [f, R_w, k], c)``: ``S[(p + c) % f, r, a] = 1`` where tap ``a`` of phase
+        ``p`` reads row ``r`` of its window. For ``k = 3, f = 2``: ``R_w = 2`` of ``R = 3``,
+        ``c = 1`` (each phase is a 2x2 convolution, 4/9 of the 3x3 one's arithmetic).
+    """
+    A, _, _ = phase_taps(kernel_size, factor)
+    f, R, k = A.shape
+    used = [np.flatnonzero(A[p].sum(axis=-1)) for p in range(f)]
+    for width in range(max(u[-1] - u[0] + 1 for u in used), R + 1):
+        for c in range(f * (R - width) + 1):
+            starts = [(p + c) // f for p in range(f)]
+            if all(max(0, u[-1] - width + 1) <= s <= min(u[0], R - width) for s, u in zip(starts, used)):
+                S = np.zeros((f, width, k), dtype=np.float32)
+                for p, s in enumerate(starts):
+                    S[(p + c) % f] = A[p, s : s + width]
+                return S, c
+    raise AssertionError("unreachable: the full window (width R, c = 0) always fits")
 
 
 class UpsamplingConv2D(_ConvLikeLayer):
@@ -150,27 +172,38 @@ class UpsamplingConv2D(_ConvLikeLayer):
     padding="same")``, with the same ``kernel [k, k, C, F]`` and ``bias [F]`` (and, after
     the same seed, the same initial values). Each of the :math:`f^2` output phases
     :math:`(p, q)` is a convolution of the low-resolution map with
-    :math:`K^{pq}_{rs} = \sum_{a, b} A_{p r a} A_{q s b} K_{ab}` (:func:`phase_taps`); one
-    convolution with :math:`f^2 F` outputs computes them all, and ``depth_to_space``
-    interleaves them. The upsampled map (and the sum over its broadcast in the gradient)
-    is never formed.
+    :math:`K^{pq}_{rs} = \sum_{a, b} S_{p r a} S_{q s b} K_{ab}` over the smallest window
+    that holds its taps (:func:`phase_windows`; 2x2 for a 3x3 kernel and factor 2). One
+    convolution with :math:`f^2 F` outputs computes them all; bias and activation are
+    applied to it (elementwise, so before the interleaving: the convolution, bias and
+    activation can run as one fused kernel), then ``depth_to_space`` interleaves the phases
+    and one crop removes the shift of :func:`phase_windows`. The upsampled map (and the sum
+    over its broadcast in the gradient) is never formed.
     """
 
     def __init__(self, filters: int, kernel_size: int = 3, factor: int = 2, activation=None, **kwargs):
         super().__init__(filters, kernel_size, activation=activation, **kwargs)
         self.factor = int(factor)
-        self._taps, self._r_min, self._r_max = phase_taps(self.kernel_size, self.factor)
+        _, self._r_min, self._r_max = phase_taps(self.kernel_size, self.factor)
+        self._windows, self._shift = phase_windows(self.kernel_size, self.factor)
 
-    def convolve(self, inputs, kernel):
+    def call(self, inputs):
         f, F = self.factor, self.filters
-        taps = tf.constant(self._taps, dtype=kernel.dtype)  # [f, R, k]
-        R, C = taps.shape[1], kernel.shape[2]
-        phases = tf.einsum("pra,qsb,abcf->rscpqf", taps, taps, kernel)  # [R, R, C, f, f, F]
-        phases = tf.reshape(phases, [R, R, C, f * f * F])
+        kernel = tf.cast(self.kernel, self.compute_dtype)
+        windows = tf.constant(self._windows, dtype=kernel.dtype)  # [f, R_w, k]
+        width, C = windows.shape[1], kernel.shape[2]
+        phases = tf.einsum("pra,qsb,abcf->rscpqf", windows, windows, kernel)  # [R_w, R_w, C, f, f, F]
+        phases = tf.reshape(phases, [width, width, C, f * f * F])
         lo, hi = -self._r_min, self._r_max
         padded = tf.pad(inputs, [[0, 0], [lo, hi], [lo, hi], [0, 0]])
-        out = tf.nn.conv2d(padded, phases, strides=1, padding="VALID")  # [b, H, W, f f F]
-        return tf.nn.depth_to_space(out, f)  # [b, f H, f W, F]
+        out = tf.nn.conv2d(padded, phases, strides=1, padding="VALID")  # [b, H + R - R_w, W + R - R_w, f f F]
+        out = self.activation(tf.nn.bias_add(out, tf.tile(tf.cast(self.bias, out.dtype), [f * f])))
+        out = tf.nn.depth_to_space(out, f)  # [b, f (H + R - R_w), f (W + R - R_w), F]
+        H, W = inputs.shape[1], inputs.shape[2]
+        if H is None or W is None:
+            H, W = tf.shape(inputs)[1], tf.shape(inputs)[2]
+        # tf.slice, not indexing: the gradient of a strided slice of this size costs ~10x more on CPU
+        return tf.slice(out, [0, self._shift, self._shift, 0], tf.stack([-1, f * H, f * W, -1]))
 
     def compute_output_shape(self, input_shape):
         s = tf.TensorShape(input_shape)
@@ -197,11 +230,17 @@ class DepthwiseSumConv2D(_ConvLikeLayer):
             raise ValueError(f"DepthwiseSumConv2D computes 'same' convolutions only; got padding={padding!r}")
         super().__init__(filters, kernel_size, activation=activation, **kwargs)
 
-    def convolve(self, inputs, kernel):
+    def call(self, inputs):
+        kernel = tf.cast(self.kernel, self.compute_dtype)
+        C, F = kernel.shape[2], self.filters
         # kernel [k, k, C, F] read as a depthwise kernel with channel multiplier F
         per_channel = tf.nn.depthwise_conv2d(inputs, kernel, strides=[1, 1, 1, 1], padding="SAME")  # [b, H, W, C F]
-        shape = tf.concat([tf.shape(per_channel)[:-1], [kernel.shape[2], self.filters]], axis=0)
-        return tf.reduce_sum(tf.reshape(per_channel, shape), axis=-2)  # [b, H, W, F]
+        # The sum over c of channel c F + f, as a product with [C F, F] (cheaper than a
+        # reshape and a sum, whose gradient is a tile), and the bias as a broadcast add
+        # (BiasAddGrad with one channel is slow on CPU).
+        summation = tf.constant(np.tile(np.eye(F, dtype=np.float32), (C, 1)), dtype=per_channel.dtype)
+        out = tf.einsum("bhwk,kf->bhwf", per_channel, summation) + tf.cast(self.bias, per_channel.dtype)
+        return self.activation(out)
 
     def compute_output_shape(self, input_shape):
         return tf.TensorShape(input_shape)[:-1].concatenate([self.filters])

@@ -5,7 +5,7 @@ import tensorflow as tf
 from gpflow.keras import tf_keras
 
 from gpflow_svgpvae.networks.conv import (
-    DepthwiseSumConv2D, RepeatUpsampling2D, UpsamplingConv2D, conv_decoder, conv_encoder, phase_taps,
+    DepthwiseSumConv2D, RepeatUpsampling2D, UpsamplingConv2D, conv_decoder, conv_encoder, phase_taps, phase_windows,
 )
 
 
@@ -82,15 +82,18 @@ def _upsample_conv_numpy(x, kernel, bias, factor):
     return out + bias
 
 
-@pytest.mark.parametrize("kernel_size, factor", [(3, 2), (5, 2), (3, 3), (1, 2)])
-def test_upsampling_conv_equals_upsampling_then_conv_numpy(kernel_size, factor):
-    layer = UpsamplingConv2D(4, kernel_size, factor)
+@pytest.mark.parametrize("kernel_size, factor", [(3, 2), (5, 2), (3, 3), (1, 2), (7, 4), (5, 3)])
+@pytest.mark.parametrize("activation", [None, "elu"])
+def test_upsampling_conv_equals_upsampling_then_conv_numpy(kernel_size, factor, activation):
+    layer = UpsamplingConv2D(4, kernel_size, factor, activation=activation)
     x = tf.random.stateless_normal([2, 5, 6, 3], [1, 1])
     out = layer(x)
     layer.bias.assign(tf.random.stateless_normal([4], [2, 2]))
     out = layer(x).numpy()
     expected = _upsample_conv_numpy(x.numpy().astype(np.float64), layer.kernel.numpy().astype(np.float64),
                                     layer.bias.numpy(), factor)
+    if activation == "elu":
+        expected = np.where(expected > 0, expected, np.expm1(expected))
     assert out.shape == (2, 5 * factor, 6 * factor, 4)
     np.testing.assert_allclose(out, expected, rtol=1e-5, atol=1e-5)
     assert layer.compute_output_shape([None, 5, 6, 3]).as_list() == [None, 5 * factor, 6 * factor, 4]
@@ -105,6 +108,23 @@ def test_phase_taps_cover_every_tap_once():
                                                         [[0, 0, 0], [1, 1, 0], [0, 0, 1]]])
     with pytest.raises(ValueError, match="odd"):
         phase_taps(4, 2)
+
+
+def test_phase_windows_hold_every_phase_and_shift_the_phases_alike():
+    """Slot (p + c) % f holds phase p's taps, read from the window starting at row (p + c) // f:
+    placed there, the window's taps are exactly phase p's row of ``phase_taps``."""
+    for k, f in [(3, 2), (5, 2), (3, 3), (1, 2), (7, 4), (5, 3)]:
+        A, _, _ = phase_taps(k, f)
+        S, c = phase_windows(k, f)
+        width = S.shape[1]
+        assert S.shape == (f, width, k) and width <= A.shape[1]
+        for p in range(f):
+            start = (p + c) // f
+            placed = np.zeros_like(A[p])
+            placed[start:start + width] = S[(p + c) % f]
+            np.testing.assert_array_equal(placed, A[p])
+    S, c = phase_windows(3, 2)  # the decoder's layers: 2x2 windows (4 of the 9 taps per phase)
+    assert S.shape == (2, 2, 3) and c == 1
 
 
 def test_default_decoder_equals_the_keras_layers_decoder_with_the_same_seed():
