@@ -40,41 +40,40 @@ ARCHITECTURES = {
 QUICK_ARCHITECTURES = {"1x16": ((16,), "truncated_normal"), "2x16": ((16, 16), "glorot")}
 
 
-def bernoulli_nll_per_video(decoder, paths: np.ndarray, videos: np.ndarray) -> float:
-    """Mean over videos of ``sum_{frames, pixels} softplus(l) - y l`` with logits ``l = decoder(path)``.
+def bernoulli_nll_per_video(decoder, likelihood, paths: np.ndarray, videos: np.ndarray) -> float:
+    """Mean over videos of the negative Bernoulli log-likelihood of the frames given the logits
+    ``decoder(path)`` (the experiment's own ``likelihood``, summed over frames and pixels).
 
     :param paths: ``[V, T, 2]`` true coordinates; :param videos: ``[V, T, K]`` binary frames.
     """
     V, T, K = videos.shape
     logits = decoder(tf.constant(paths.reshape(V * T, 2), tf.float32))
     y = tf.constant(videos.reshape(V * T, K), logits.dtype)
-    per_frame = tf.reduce_sum(tf.nn.sigmoid_cross_entropy_with_logits(labels=y, logits=logits), axis=-1)
-    return float(tf.reduce_sum(per_frame)) / V
+    return -float(tf.reduce_sum(likelihood.log_prob(y, logits))) / V
 
 
 def train_decoder(hidden, network_init, steps, checkpoints, seed, test, learning_rate=1e-3):
     """Train one decoder on the true paths; ``{step: test NLL per video}`` at ``checkpoints`` (and 0)."""
     cfg = dataclasses.replace(Config(), hidden=tuple(hidden), network_init=network_init)
-    decoder = build_model("vae", cfg, seed).decoder
+    model = build_model("vae", cfg, seed)
+    decoder, likelihood = model.decoder, model.likelihood
     optimizer = tf_keras.optimizers.Adam(learning_rate)
 
     @tf.function
     def step(x, y):
         with tf.GradientTape() as tape:
-            logits = decoder(x)
-            loss = tf.reduce_mean(tf.reduce_sum(
-                tf.nn.sigmoid_cross_entropy_with_logits(labels=y, logits=logits), axis=-1))
+            loss = -tf.reduce_mean(likelihood.log_prob(y, decoder(x)))
         grads = tape.gradient(loss, decoder.trainable_variables)
         optimizer.apply_gradients(zip(grads, decoder.trainable_variables))
 
     K = IMAGE_SIZE * IMAGE_SIZE
-    curve = {0: bernoulli_nll_per_video(decoder, test.paths, test.videos)}
+    curve = {0: bernoulli_nll_per_video(decoder, likelihood, test.paths, test.videos)}
     stream = moving_ball_stream(cfg.batch_videos, seed=seed, **cfg.data_options())
     for i in range(1, steps + 1):
         batch = next(stream)
         step(tf.constant(batch.paths.reshape(-1, 2), tf.float32), tf.constant(batch.videos.reshape(-1, K)))
         if i in checkpoints:
-            curve[i] = bernoulli_nll_per_video(decoder, test.paths, test.videos)
+            curve[i] = bernoulli_nll_per_video(decoder, likelihood, test.paths, test.videos)
     return curve
 
 

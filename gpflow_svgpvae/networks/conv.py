@@ -21,11 +21,12 @@ Speed. By default the decoder computes the same function, with the same
 parameters and (for a given seed) the same initial weights, as ``RepeatUpsampling2D``
 + ``Conv2D`` layers, in two faster forms: :class:`UpsamplingConv2D`
 (``upsampling="fused"``) convolves the low-resolution map once, with ``f^2`` kernels
-(one per output phase) summed from the layer's ``k x k`` kernel, and interleaves the
-phases with ``depth_to_space``, so the upsampled map is never formed; the
-one-channel output layer is a :class:`DepthwiseSumConv2D` (``output_layer=
-"depthwise_sum"``), since oneDNN's convolution with one output channel is slow on
-CPU. ``upsampling="repeat", output_layer="conv"`` builds the plain Keras layers.
+(one per output phase, each over the smallest window that holds its taps: 2x2 for a
+3x3 kernel at x2) summed from the layer's ``k x k`` kernel, adds the bias and applies
+the activation on that map (one fused convolution), and interleaves the phases with
+``depth_to_space``, so the upsampled map is never formed; the one-channel output
+layer is a :class:`DepthwiseSumConv2D` (``output_layer="depthwise_sum"``), since
+oneDNN's convolution with one output channel is slow on CPU. ``upsampling="repeat", output_layer="conv"`` builds the plain Keras layers.
 Timings are in ``benchmarks/README.md``.
 """
 from typing import Optional, Sequence, Tuple
