@@ -26,8 +26,9 @@ parameters and (for a given seed) the same initial weights, as ``RepeatUpsamplin
 the activation on that map (one fused convolution), and interleaves the phases with
 ``depth_to_space``, so the upsampled map is never formed; the one-channel output
 layer is a :class:`DepthwiseSumConv2D` (``output_layer="depthwise_sum"``), since
-oneDNN's convolution with one output channel is slow on CPU. ``upsampling="repeat", output_layer="conv"`` builds the plain Keras layers.
-Timings are in ``benchmarks/README.md``.
+oneDNN's convolution with one output channel is slow on CPU.
+``upsampling="repeat", output_layer="conv"`` builds the plain Keras layers. Timings
+are in ``benchmarks/README.md``.
 """
 from typing import Optional, Sequence, Tuple
 
@@ -202,9 +203,11 @@ class UpsamplingConv2D(_ConvLikeLayer):
         out = tf.nn.depth_to_space(out, f)  # [b, f (H + R - R_w), f (W + R - R_w), F]
         H, W = inputs.shape[1], inputs.shape[2]
         if H is None or W is None:
-            H, W = tf.shape(inputs)[1], tf.shape(inputs)[2]
+            size = tf.stack([-1, f * tf.shape(inputs)[1], f * tf.shape(inputs)[2], -1])
+        else:
+            size = [-1, f * H, f * W, -1]
         # tf.slice, not indexing: the gradient of a strided slice of this size costs ~10x more on CPU
-        return tf.slice(out, [0, self._shift, self._shift, 0], tf.stack([-1, f * H, f * W, -1]))
+        return tf.slice(out, [0, self._shift, self._shift, 0], size)
 
     def compute_output_shape(self, input_shape):
         s = tf.TensorShape(input_shape)

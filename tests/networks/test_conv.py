@@ -99,6 +99,18 @@ def test_upsampling_conv_equals_upsampling_then_conv_numpy(kernel_size, factor, 
     assert layer.compute_output_shape([None, 5, 6, 3]).as_list() == [None, 5 * factor, 6 * factor, 4]
 
 
+def test_upsampling_conv_takes_maps_of_unknown_size():
+    """Traced with unknown height and width (one trace for every size), the layer gives the
+    eagerly computed maps."""
+    layer = UpsamplingConv2D(4, 3, 2, activation="elu")
+    traced = tf.function(lambda x: layer(x), input_signature=[tf.TensorSpec([None, None, None, 3])])
+    for shape in ([2, 5, 6, 3], [1, 4, 7, 3]):
+        x = tf.random.stateless_normal(shape, [3, 3])
+        out = traced(x)
+        assert out.shape == (shape[0], 2 * shape[1], 2 * shape[2], 4)
+        np.testing.assert_allclose(out.numpy(), layer(x).numpy(), rtol=1e-6, atol=1e-6)
+
+
 def test_phase_taps_cover_every_tap_once():
     for k, f in [(3, 2), (5, 2), (3, 3), (7, 4)]:
         A, r_min, r_max = phase_taps(k, f)
