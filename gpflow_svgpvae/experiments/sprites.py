@@ -464,6 +464,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--characters-per-batch", type=int, default=None, help="default 10 (x 50 poses = 500); --quick: 6")
     p.add_argument("--latent-dim", type=int, default=64)
     p.add_argument("--num-inducing", type=int, default=72)
+    p.add_argument("--style-dim", type=int, default=16,
+                   help="size of the representation network's style vector (default 16)")
     p.add_argument("--filters", type=int, default=16,
                    help="conv filters per layer of the encoder and decoder (default 16, the paper's)")
     p.add_argument("--style-reduction", choices=("sum", "mean"), default=None,
@@ -503,6 +505,8 @@ def config_from_args(argv: Optional[Sequence[str]] = None) -> Config:
         parser.error(f"--palette-colours must be a positive integer; got {args.palette_colours}")
     if args.filters < 1:
         parser.error(f"--filters must be a positive integer; got {args.filters}")
+    if args.style_dim < 1:
+        parser.error(f"--style-dim must be a positive integer; got {args.style_dim}")
     if args.pose_bias is not None and not args.pose_bias > 0:
         parser.error(f"--pose-bias must be a positive number; got {args.pose_bias}")
     quick = args.quick
@@ -523,6 +527,7 @@ def config_from_args(argv: Optional[Sequence[str]] = None) -> Config:
         characters_per_batch=args.characters_per_batch if args.characters_per_batch is not None else (6 if quick else 10),
         num_latent=args.latent_dim,
         filters=args.filters,
+        style_dim=args.style_dim,
         num_inducing=args.num_inducing,
         style_reduction=args.style_reduction or ("mean" if args.model == "cvae" else "sum"),
         decoder_modulation=args.decoder_modulation,

@@ -25,7 +25,8 @@ def test_quick_defaults_and_paper_defaults():
     assert changed.style_reduction == "mean"  # the CVAE's decoder sees the style's size
     assert sprites.config_from_args(["--model", "cvae", "--style-reduction", "sum"]).style_reduction == "sum"
     assert paper.filters == 16 and sprites.config_from_args(["--filters", "32"]).filters == 32
-    for bad in (["--palette-colours", "0"], ["--pose-bias", "-1"], ["--filters", "0"]):
+    assert paper.style_dim == 16 and sprites.config_from_args(["--style-dim", "64"]).style_dim == 64
+    for bad in (["--palette-colours", "0"], ["--pose-bias", "-1"], ["--filters", "0"], ["--style-dim", "0"]):
         with pytest.raises(SystemExit):  # argparse's one-line error, no traceback
             sprites.config_from_args(bad)
 
