@@ -5,6 +5,8 @@ import numpy as np
 import pytest
 from gpflow.keras import tf_keras
 
+from gpflow_svgpvae.likelihoods import Bernoulli
+
 
 @pytest.fixture(scope="module")
 def capacity(load_example):
@@ -21,8 +23,6 @@ def test_nll_per_video_matches_a_numpy_bernoulli_log_likelihood(capacity):
     logits = paths.reshape(-1, 2).astype(np.float32).astype(np.float64) @ W + b  # [V T, K]
     y = videos.reshape(-1, K)
     reference = np.sum(np.logaddexp(0.0, logits) - y * logits) / V
-    from gpflow_svgpvae.likelihoods import Bernoulli
-
     assert capacity.bernoulli_nll_per_video(decoder, Bernoulli(), paths, videos) == pytest.approx(reference, rel=1e-5)
 
 
