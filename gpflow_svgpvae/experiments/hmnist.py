@@ -111,6 +111,8 @@ class Config:
             raise ValueError(f"kl_warmup_epochs must be >= 0; got {self.kl_warmup_epochs}")
         if self.shared_channels and self.channel_lengthscales is not None:
             raise ValueError("shared_channels and channel_lengthscales are two different kernels; pass one")
+        if not (np.isfinite(self.learning_rate) and self.learning_rate > 0):
+            raise ValueError(f"learning_rate must be a positive number; got {self.learning_rate}")
 
     def data_settings(self) -> dict:
         keys = ["long", "num_train_per_class", "num_test_per_class", "sequences_per_digit", "num_frames"]
@@ -510,6 +512,8 @@ def _parser() -> argparse.ArgumentParser:
                    help="learned models: the KL weight grows linearly from 0 to 1 over this many epochs (default 0)")
     p.add_argument("--site-parametrization", choices=SITE_PARAMETRIZATIONS, default=None,
                    help="GP-prior models' encoder head: site mean and variance (default) or natural parameters")
+    p.add_argument("--learning-rate", type=float, default=None,
+                   help="Adam learning rate of every learned model (default 1e-3); part of each run's cache key")
     p.add_argument("--out", default=None, help="results folder (default results/hmnist[_long][_quick])")
     p.add_argument("--quiet", action="store_true")
     return p
@@ -526,7 +530,7 @@ def config_from_args(argv: Optional[Sequence[str]] = None) -> Config:
             settings.update(num_frames=30, num_inducing=6, frames_per_sequence=10, timing_sequences=20)
     for name in ("methods", "seeds", "epochs", "num_inducing", "num_latent", "hidden", "frames_per_sequence",
                  "channel_lengthscales", "lengthscale", "step_std_degrees", "shared_channels", "kl_warmup_epochs",
-                 "site_parametrization", "fixed_inducing"):
+                 "site_parametrization", "fixed_inducing", "learning_rate"):
         value = getattr(args, name)
         if value is not None:
             settings[name] = value

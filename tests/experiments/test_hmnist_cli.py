@@ -225,3 +225,20 @@ def test_build_model_weights_are_fixed_by_the_seed(method):
     assert all(np.array_equal(a, b) for a, b in zip(first, again))
     other = weights(1)
     assert not all(np.array_equal(a, b) for a, b in zip(first, other) if a.size > 1)
+
+
+def test_learning_rate_option_keys_the_learned_runs_only():
+    """``--learning-rate`` changes the cache key of the learned models (so runs at another rate are
+    not read back as the default's) and leaves the fills' keys and the default key as before."""
+    default = experiment.config_from_args([])
+    assert default.learning_rate == 1e-3
+    faster = experiment.config_from_args(["--learning-rate", "2e-3"])
+    assert faster.learning_rate == 2e-3
+    for method in ("vae", "gpvae", "svgpvae"):
+        assert faster.run_settings(method)["learning_rate"] == 2e-3
+        assert experiment.run_path(faster, method, 0) != experiment.run_path(default, method, 0)
+    for method in ("zero", "mean", "forward"):
+        assert faster.run_settings(method) == default.run_settings(method)
+    for bad in (["--learning-rate", "0"], ["--learning-rate=-1e-3"], ["--learning-rate", "nan"]):
+        with pytest.raises(ValueError):
+            experiment.config_from_args(bad)
