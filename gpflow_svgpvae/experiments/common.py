@@ -19,7 +19,7 @@ from typing import Callable, Iterable, List, Optional, Sequence, TypeVar
 import numpy as np
 
 __all__ = ["SITE_PARAMETRIZATIONS", "git_commit", "run_key", "RunClaim", "claimed_in_order", "waiting_postfix",
-           "write_json", "read_json", "write_csv", "mean_sd", "pyplot"]
+           "write_json", "read_json", "write_csv", "mean_sd", "is_positive_number", "pyplot"]
 
 #: The encoder heads the experiment commands offer (``--site-parametrization``): those of
 #: :class:`~gpflow_svgpvae.networks.GaussianSiteHead`, named here so that parsing a command line
@@ -195,6 +195,11 @@ def mean_sd(values: Iterable[float]) -> dict:
         "n": int(values.size),
         "values": values.tolist(),
     }
+
+
+def is_positive_number(value) -> bool:
+    """Whether a command-line setting is a finite number above 0 (NaN and inf are not)."""
+    return bool(np.isfinite(value) and value > 0)
 
 
 def pyplot():

@@ -46,7 +46,8 @@ from typing import Dict, List, Optional, Sequence
 
 import numpy as np
 
-from .common import SITE_PARAMETRIZATIONS, git_commit, mean_sd, pyplot, read_json, run_key, write_csv, write_json
+from .common import (SITE_PARAMETRIZATIONS, git_commit, is_positive_number, mean_sd, pyplot, read_json, run_key,
+                     write_csv, write_json)
 
 __all__ = ["Config", "QUICK", "LONG", "build_model", "run_method", "run", "main"]
 
@@ -111,7 +112,7 @@ class Config:
             raise ValueError(f"kl_warmup_epochs must be >= 0; got {self.kl_warmup_epochs}")
         if self.shared_channels and self.channel_lengthscales is not None:
             raise ValueError("shared_channels and channel_lengthscales are two different kernels; pass one")
-        if not (np.isfinite(self.learning_rate) and self.learning_rate > 0):
+        if not is_positive_number(self.learning_rate):
             raise ValueError(f"learning_rate must be a positive number; got {self.learning_rate}")
 
     def data_settings(self) -> dict:

@@ -129,7 +129,7 @@ import numpy as np
 
 from ..estimators import inducing_mean_bias
 from . import rotated_mnist as rm
-from .common import git_commit, mean_sd, pyplot, write_csv, write_json
+from .common import git_commit, is_positive_number, mean_sd, pyplot, write_csv, write_json
 from .rotated_mnist_records import PAPER_MSE, cmd_bias, cmd_convergence
 from .rotated_mnist_sweeps import (NUM_ANGLES, QUICK, QUICK_CONFIG, SweepContext, Sweeps, attach_timings, errorbar,
                                    per_angle, run_row, run_sweep, settings_note, summarise_rows, time_settings)
@@ -435,7 +435,7 @@ def _scales(text: str) -> Tuple[Optional[float], ...]:
     values = []
     for v in (v.strip() for v in text.split(",") if v.strip()):
         value = None if v == "paper" else float(v)
-        if value is not None and not (np.isfinite(value) and value > 0):
+        if value is not None and not is_positive_number(value):
             raise argparse.ArgumentTypeError(f"object scales must be 'paper' or positive numbers; got {v!r}")
         values.append(value)
     return tuple(values)

@@ -4,9 +4,7 @@ import os
 from dataclasses import asdict, dataclass, field
 from typing import Dict, Optional, Sequence
 
-import numpy as np
-
-from .common import run_key
+from .common import is_positive_number, run_key
 
 __all__ = ["Config", "MODELS", "EVAL_PLACEMENTS", "run_spec", "run_path"]
 
@@ -61,7 +59,7 @@ class Config:
     def __post_init__(self):
         for name in ("object_scale", "object_learning_rate"):
             value = getattr(self, name)
-            if value is not None and not (np.isfinite(value) and value > 0):
+            if value is not None and not is_positive_number(value):
                 raise ValueError(f"{name} must be a positive number or None; got {value!r}")
         if self.eval_placement not in EVAL_PLACEMENTS:
             raise ValueError(f"eval_placement must be one of {EVAL_PLACEMENTS}; got {self.eval_placement!r}")
