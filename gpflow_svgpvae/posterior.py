@@ -257,6 +257,13 @@ class SVGPVAEPosterior(tf.Module):
             data keep the weight they were built with.
         :param Xnew: ``None`` predicts at the inputs of the conditioning arrays.
         """
+        mean, var, _ = self.predict_latents(Xnew, data, batch_size=batch_size, scale=scale)
+        return mean, var
+
+    def predict_latents(self, Xnew, data=None, batch_size: int = 1024, scale: float = 1.0):
+        """:meth:`predict_f` and the GP inputs of the queries: ``(mean, variance [..., n, L],
+        gp_inputs [..., n, D])`` (``gp_inputs``: ``Xnew`` through the model's input transform,
+        which a decoder with ``decoder_gp_columns`` reads beside the codes)."""
         if Xnew is None:
             Xnew = getattr(self, "_conditioned_inputs", None)
             if Xnew is None:
@@ -266,7 +273,8 @@ class SVGPVAEPosterior(tf.Module):
         posterior, context = self._posterior_with(data, batch_size, scale)
         model = self.model
         X_gp = model.input_transform.map_queries(Xnew, context)
-        return amortized.latent_marginals(model.kernel, model.inducing_variable, posterior, X_gp)
+        mean, var = amortized.latent_marginals(model.kernel, model.inducing_variable, posterior, X_gp)
+        return mean, var, X_gp
 
     def predict_y(self, Xnew, data=None, num_samples: Optional[int] = None, seed: int = 0, scale: float = 1.0):
         """Decoded predictions at ``Xnew``.
@@ -276,8 +284,9 @@ class SVGPVAEPosterior(tf.Module):
         ``[S, ..., n, ...]`` decoded means of latent samples :math:`z \\sim q(z \\mid x)`
         (returns a pair). ``data``, ``scale``: as in :meth:`predict_f`.
         """
-        mean, var = self.predict_f(Xnew, data, scale=scale)
-        return self.model.decode_predictions(mean, var, num_samples=num_samples, seed=seed)
+        mean, var, X_gp = self.predict_latents(Xnew, data, scale=scale)
+        return self.model.decode_predictions(mean, var, num_samples=num_samples, seed=seed,
+                                             condition=self.model.decoder_condition(X_gp))
 
     def export(self, path: str) -> None:
         """Write a SavedModel with signatures ``predict_f`` and ``predict_y``.

@@ -34,7 +34,12 @@ generated from the mean encoding of its context frames and their style.
 Options that are not in the paper (default off): ``--decoder-modulation``
 (FiLM by the code), ``--palette-colours K`` (frames as a mixture of K colours
 computed from the code), ``--pose-bias`` (a constant in the pose kernel, so
-pose-invariant functions are representable).
+pose-invariant functions are representable), ``--decoder-gp-inputs`` (the
+decoder reads ``[code, style]``, ``[code, pose vector]`` or ``[code, style, pose
+vector]``: :class:`~gpflow_svgpvae.SVGPVAE` with ``decoder_gp_columns``; the
+style is then the *mean* of the representation over the character's frames, so
+that the decoder sees the same scale with 50 training and 36 context frames;
+the cosine kernel does not see the difference).
 
 Evaluation. After training (no model selection: the test set is scored once,
 with the final parameters), every test character is generated on its own:
@@ -113,6 +118,20 @@ __all__ = ["Config", "PAPER", "MODELS", "build_model", "generate", "generate_cva
 
 MODELS = ("svgpvae", "cvae")
 
+#: ``--decoder-gp-inputs``: which of the GP inputs ``[style (d), pose vector (Q)]`` the SVGP-VAE's decoder reads.
+DECODER_GP_INPUTS = ("style", "pose", "style_pose")
+
+
+def decoder_gp_columns(choice: Optional[str], style_dim: int, pose_dim: int) -> Optional[list]:
+    """Columns of the GP inputs ``[style, pose vector]`` for ``decoder_gp_inputs`` (``None``: none)."""
+    if choice is None:
+        return None
+    columns = {"style": range(style_dim), "pose": range(style_dim, style_dim + pose_dim),
+               "style_pose": range(style_dim + pose_dim)}
+    if choice not in columns:
+        raise ValueError(f"decoder_gp_inputs must be None or one of {DECODER_GP_INPUTS}; got {choice!r}")
+    return list(columns[choice])
+
 PAPER = {"test_mse": 0.0079, "test_mse_sd": 0.0009, "seconds_per_epoch": 51.8, "hardware": "GPU (paper)"}
 
 
@@ -149,6 +168,7 @@ class Config:
     jit_compile: bool = False
     decoder_modulation: Optional[str] = None  # the code also enters every decoder layer: None, "shift", "scale_shift"
     palette_colours: Optional[int] = None  # decoder output: softmax mixture of K colours from the code; None: paper
+    decoder_gp_inputs: Optional[str] = None  # the decoder also reads these GP inputs: "style", "pose", "style_pose"
     site_parametrization: str = "variance"  # SVGP-VAE encoder head (networks.GaussianSiteHead): or "natural"
     context_scale: Optional[float] = None  # weight of each context frame at test; None: N / batch size (training's)
     frames: str = "memory"  # "memory": uint8 array in RAM; "render": render each batch
@@ -212,9 +232,10 @@ def build_model(cfg: Config, train_frames: np.ndarray, train_characters, train_p
     Z = init_sprites_inducing(pose_init, styles, cfg.num_inducing, seed=cfg.seed)
     kernel = sprites_kernel(list(range(d)), list(range(d, d + Q)), noise_variance=cfg.noise_variance,
                             pose_bias=cfg.pose_bias)
+    columns = decoder_gp_columns(cfg.decoder_gp_inputs, d, Q)
     model = SVGPVAE(
         sprites_encoder(cfg.num_latent, filters=cfg.filters, site_parametrization=cfg.site_parametrization),
-        sprites_decoder(cfg.num_latent, **decoder_options),
+        sprites_decoder(cfg.num_latent + len(columns or ()), **decoder_options),
         kernel,
         Z,
         num_data=C * P,
@@ -222,6 +243,7 @@ def build_model(cfg: Config, train_frames: np.ndarray, train_characters, train_p
         num_latent_gps=cfg.num_latent,
         jitter=cfg.jitter,
         seed=cfg.seed,
+        decoder_gp_columns=columns,
     )
     return model, info
 
@@ -477,6 +499,10 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--palette-colours", type=int, default=None,
                    help="decoder output as a per-pixel mixture of K colours computed from the code "
                         "(networks.sprites_decoder; not in the paper)")
+    p.add_argument("--decoder-gp-inputs", choices=DECODER_GP_INPUTS, default=None,
+                   help="the SVGP-VAE's decoder also reads these GP inputs beside the code, as the CVAE's decoder "
+                        "reads its condition (SVGPVAE(decoder_gp_columns=...); not in the paper; the style is then "
+                        "mean-reduced by default)")
     p.add_argument("--pose-bias", type=float, default=None,
                    help="initial constant added to the pose kernel so that pose-invariant attributes (colours) "
                         "are representable (kernels.sprites_kernel; not in the paper)")
@@ -507,6 +533,8 @@ def config_from_args(argv: Optional[Sequence[str]] = None) -> Config:
         parser.error(f"--filters must be a positive integer; got {args.filters}")
     if args.style_dim < 1:
         parser.error(f"--style-dim must be a positive integer; got {args.style_dim}")
+    if args.decoder_gp_inputs is not None and args.model != "svgpvae":
+        parser.error("--decoder-gp-inputs is an option of the SVGP-VAE (the CVAE's decoder reads its condition)")
     if args.pose_bias is not None and not args.pose_bias > 0:
         parser.error(f"--pose-bias must be a positive number; got {args.pose_bias}")
     quick = args.quick
@@ -529,7 +557,9 @@ def config_from_args(argv: Optional[Sequence[str]] = None) -> Config:
         filters=args.filters,
         style_dim=args.style_dim,
         num_inducing=args.num_inducing,
-        style_reduction=args.style_reduction or ("mean" if args.model == "cvae" else "sum"),
+        style_reduction=args.style_reduction or (
+            "mean" if args.model == "cvae" or (args.decoder_gp_inputs or "").startswith("style") else "sum"),
+        decoder_gp_inputs=args.decoder_gp_inputs,
         decoder_modulation=args.decoder_modulation,
         palette_colours=args.palette_colours,
         pose_bias=args.pose_bias,

@@ -79,6 +79,9 @@ def load_run(run_dir: str):
 
 
 def _decode(model, Z, batch_size: int = 256) -> np.ndarray:
+    if getattr(model, "decoder_gp_columns", ()):
+        raise NotImplementedError("These diagnostics decode codes alone; the model's decoder also reads GP inputs "
+                                  "(decoder_gp_columns).")
     Z = np.asarray(Z)
     flat = Z.reshape(-1, Z.shape[-1])
     out = [model.decode_predictions(tf.constant(flat[s:s + batch_size]), tf.zeros_like(flat[s:s + batch_size])).numpy()

@@ -29,7 +29,8 @@ def generate(model, predictor, context_frames, characters, context_poses, target
 
     :param predictor: the model (condition on the context only) or a posterior of it
         (condition on that posterior's data and the context), anything with
-        ``predict_f(Xnew, data, scale=...)``.
+        ``predict_latents(Xnew, data, scale=...)``. A decoder that reads GP inputs
+        (``decoder_gp_columns``) gets those of the target poses.
     :param scale: the weight of each context frame (:func:`~gpflow_svgpvae.posterior.check_scale`).
     :param context_frames: ``[V, Qc, H, W, C]`` float frames; ``characters [V]`` their ids;
         ``context_poses [V, Qc]``, ``target_poses [V, T]`` pose ids.
@@ -43,21 +44,23 @@ def generate(model, predictor, context_frames, characters, context_poses, target
     def rows(ids, poses):  # [v, n, 2] raw inputs [character id, pose id]
         return np.stack([np.broadcast_to(ids[:, None], poses.shape), poses], -1).astype(np.float64)
 
-    def decode(Z):
-        return model.decode_predictions(tf.constant(Z), tf.zeros_like(Z)).numpy()
+    def decode(Z, condition):
+        return model.decode_predictions(tf.constant(Z), tf.zeros_like(Z), condition=condition).numpy()
 
     for start in range(0, len(characters), int(characters_per_chunk)):
         sl = slice(start, min(len(characters), start + int(characters_per_chunk)))
         ids = characters[sl]
         context = (rows(ids, np.asarray(context_poses[sl])), np.asarray(context_frames[sl], np.float32))
-        z_mean, z_var = (t.numpy() for t in predictor.predict_f(rows(ids, np.asarray(target_poses[sl])), context,
-                                                                  scale=scale))
-        out["mean"].append(decode(z_mean))
+        z_mean, z_var, gp_inputs = predictor.predict_latents(rows(ids, np.asarray(target_poses[sl])), context,
+                                                             scale=scale)
+        z_mean, z_var = z_mean.numpy(), z_var.numpy()
+        condition = model.decoder_condition(gp_inputs)  # [v, T, C] or None
+        out["mean"].append(decode(z_mean, condition))
         out["z_mean"].append(z_mean)
         out["z_var"].append(z_var)
         if num_samples:
             eps = gen.standard_normal((int(num_samples),) + z_mean.shape)
-            out["samples"].append(decode(z_mean[None] + np.sqrt(np.maximum(z_var, 0.0))[None] * eps))
+            out["samples"].append(decode(z_mean[None] + np.sqrt(np.maximum(z_var, 0.0))[None] * eps, condition))
     result = {key: np.concatenate(vals, axis=0) for key, vals in out.items() if key != "samples"}
     if num_samples:
         result["samples"] = np.concatenate(out["samples"], axis=1)

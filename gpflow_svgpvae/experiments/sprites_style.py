@@ -57,6 +57,9 @@ def reconstruction_style(model, ds, train_frames, *, num_frames: int = 1000, see
                          batch_size: int = 500) -> dict:
     """Decode the encoder means of a seeded sample of training frames and score their style.
 
+    A decoder that reads GP inputs (``decoder_gp_columns``) gets each frame's GP inputs as in
+    training: the style of all its character's training frames and its pose vector.
+
     :param train_frames: ``[C, P, 64, 64, 3]`` uint8 frames of ``ds.train_characters`` in ``ds.train_poses``.
     :returns: ``{"num_frames", "mse", "style_accuracy"}``.
     """
@@ -66,8 +69,11 @@ def reconstruction_style(model, ds, train_frames, *, num_frames: int = 1000, see
     ci, pi = np.divmod(rows, P)
     frames = train_frames[ci, pi].astype(np.float32) / np.float32(255.0)
     means = model.encode_all(frames, batch_size=batch_size)[0].numpy()
+    conditions = _training_decoder_conditions(model, ds, train_frames, ci, pi)
     decoded = np.concatenate([
-        np.asarray(model.decode_predictions(means[s:s + batch_size], np.zeros_like(means[s:s + batch_size])))
+        np.asarray(model.decode_predictions(
+            means[s:s + batch_size], np.zeros_like(means[s:s + batch_size]),
+            condition=None if conditions is None else conditions[s:s + batch_size]))
         for s in range(0, len(rows), int(batch_size))
     ])
     return {
@@ -77,6 +83,27 @@ def reconstruction_style(model, ds, train_frames, *, num_frames: int = 1000, see
         "mse": float(np.mean((decoded.astype(np.float64) - frames) ** 2)),
         "style_accuracy": style_scores(ds, decoded, ds.train_characters[ci], ds.train_poses[ci, pi]),
     }
+
+
+def _training_decoder_conditions(model, ds, train_frames, ci, pi, characters_per_chunk: int = 10):
+    """What the decoder reads beside the code for training frames ``(ci, pi)`` (indices into
+    ``train_frames``), ``[n, C]``: GP inputs mapped from whole characters as in a training batch;
+    ``None`` for a decoder that reads the code alone."""
+    decoder_condition = getattr(model, "decoder_condition", None)
+    if decoder_condition is None or not getattr(model, "decoder_gp_columns", ()):
+        return None
+    P = train_frames.shape[1]
+    out = np.zeros((len(ci), len(model.decoder_gp_columns)), np.float64)
+    characters = np.unique(ci)
+    for start in range(0, len(characters), int(characters_per_chunk)):
+        chunk = characters[start:start + int(characters_per_chunk)]
+        X = np.stack([np.repeat(ds.train_characters[chunk], P), ds.train_poses[chunk].ravel()], -1).astype(np.float64)
+        Y = train_frames[chunk].reshape((-1,) + train_frames.shape[2:]).astype(np.float32) / np.float32(255.0)
+        mapped = decoder_condition(model.map_inputs(X, Y, training=False)).numpy().reshape(len(chunk), P, -1)
+        for k, c in enumerate(chunk):
+            picked = ci == c
+            out[picked] = mapped[k, pi[picked]]
+    return out
 
 
 def unit_rows(vectors) -> np.ndarray:

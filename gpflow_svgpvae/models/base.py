@@ -234,6 +234,11 @@ class LatentVariableAutoencoder(InputChecks, BayesianModel, ExternalDataTraining
         the decoder a condition override this)."""
         return num_latent
 
+    def decoder_condition(self, X_gp: tf.Tensor) -> Optional[tf.Tensor]:
+        """What the decoder reads beside the codes from the GP inputs ``X_gp [..., b, D]``
+        (``[..., b, C]``), or ``None`` (the default: the codes alone)."""
+        return None
+
     def _known_latent_dim(self) -> Optional[int]:
         """:math:`L` if the constructor arguments fix it, else ``None``."""
         for name in ("expected_num_latent", "num_latent_gps"):
@@ -310,18 +315,21 @@ class LatentVariableAutoencoder(InputChecks, BayesianModel, ExternalDataTraining
         return tf.reshape(means, shape), tf.reshape(variances, shape)
 
     def reconstruct(self, Y: tf.Tensor, z_mean: tf.Tensor, z_var: tf.Tensor, training: Optional[bool] = None,
-                    mask: Optional[tf.Tensor] = None):
+                    mask: Optional[tf.Tensor] = None, condition: Optional[tf.Tensor] = None):
         r""":math:`\sum_i E_q[\log p(y_i\mid z_i)]` (Monte Carlo) over all rows of ``Y [..., b, ...]``
         given latent marginals ``[..., b, L]``, and the decoded means of the sampled codes, shaped like ``Y``.
 
         :param mask: optional entry mask of ``Y``'s shape (1 = observed): the log density
-            is summed over the observed entries only."""
+            is summed over the observed entries only.
+        :param condition: optional ``[..., b, C]``: the decoder reads ``[z_i, condition_i]``."""
         num_leading = z_mean.shape.rank - 1
         L = z_mean.shape[-1] if z_mean.shape[-1] is not None else tf.shape(z_mean)[-1]
-        masked = {} if mask is None else {"mask": _flatten_leading(mask, num_leading)}
+        extra = {} if mask is None else {"mask": _flatten_leading(mask, num_leading)}
+        if condition is not None:
+            extra["condition"] = _flatten_leading(condition, num_leading)
         reconstruction, decoded = self._reconstruction(
             _flatten_leading(Y, num_leading), tf.reshape(z_mean, [-1, L]), tf.reshape(z_var, [-1, L]),
-            training=training, **masked,
+            training=training, **extra,
         )
         return reconstruction, (decoded if num_leading == 1 else tf.reshape(decoded, tf.shape(Y)))
 
@@ -334,15 +342,18 @@ class LatentVariableAutoencoder(InputChecks, BayesianModel, ExternalDataTraining
             variances.append(v)
         return tf.concat(means, 0), tf.concat(variances, 0)
 
-    def decode(self, Z: tf.Tensor, training: Optional[bool] = None) -> tf.Tensor:
-        """Decoder output (likelihood parameters) for latent codes ``Z [b, L]``."""
+    def decode(self, Z: tf.Tensor, training: Optional[bool] = None, condition: Optional[tf.Tensor] = None) -> tf.Tensor:
+        """Decoder output (likelihood parameters) for latent codes ``Z [b, L]``; with a
+        ``condition [b, C]`` the decoder reads ``[Z, condition]`` (width ``L + C``)."""
         Z = tf.cast(Z, self._network_dtype(self.decoder))
+        if condition is not None:
+            Z = tf.concat([Z, tf.cast(condition, Z.dtype)], axis=-1)
         out = self.decoder(Z, training=training) if _accepts_training(self.decoder) else self.decoder(Z)
         # A mixed-precision decoder returns 16-bit floats: predictions and the likelihood get float32 or wider.
         return tf.cast(out, tf.float32) if out.dtype in (tf.bfloat16, tf.float16) else out
 
     def decode_predictions(self, mean: tf.Tensor, var: tf.Tensor, num_samples: Optional[int] = None,
-                           seed: int = 0, stream: int = 0, decode=None):
+                           seed: int = 0, stream: int = 0, decode=None, condition: Optional[tf.Tensor] = None):
         r"""Decode latent predictions: the likelihood mean at the latent mean, and optionally
         the likelihood means of ``S`` latent samples :math:`z = m + \sqrt{v}\,\epsilon`.
 
@@ -351,16 +362,27 @@ class LatentVariableAutoencoder(InputChecks, BayesianModel, ExternalDataTraining
         :param seed: seed of the stateless draws (same seed, same samples).
         :param stream: second seed word, so that models draw distinct streams.
         :param decode: ``Z [n, L] -> decoder outputs`` (default: :meth:`decode`).
+        :param condition: optional ``[..., n, C]`` read by the decoder beside each code (the
+            same for every sample of a point); not with ``decode``.
         :return: decoded mean ``[..., n, ...]`` (in the decoder's dtype), or the pair
             ``(mean, samples [S, ..., n, ...])`` when ``num_samples`` is given.
         """
-        decode = decode or (lambda Z: self.decode(Z, training=False))
+        if decode is not None and condition is not None:
+            raise ValueError("decode_predictions takes a decode function or a condition, not both.")
+        decode = decode or (lambda Z, c=None: self.decode(Z, training=False, condition=c))
         dtype = gpflow.default_float()
         lead = tf.shape(mean)[:-1]
         L = mean.shape[-1] if mean.shape[-1] is not None else tf.shape(mean)[-1]
+        if condition is not None:
+            condition = tf.convert_to_tensor(condition)
+            C = condition.shape[-1] if condition.shape[-1] is not None else tf.shape(condition)[-1]
 
         def decoded_means(Z):  # [..., L] -> [..., ...]
-            params = decode(tf.reshape(Z, [-1, L]))
+            if condition is None:
+                params = decode(tf.reshape(Z, [-1, L]))
+            else:  # samples [S, ..., n, L] share their point's condition [..., n, C]
+                rows = tf.broadcast_to(condition, tf.concat([tf.shape(Z)[:-1], [C]], 0))
+                params = decode(tf.reshape(Z, [-1, L]), tf.reshape(rows, [-1, C]))
             out = tf.cast(self.likelihood.mean(tf.cast(params, dtype)), params.dtype)
             return tf.reshape(out, tf.concat([tf.shape(Z)[:-1], tf.shape(out)[1:]], 0))
 
@@ -458,14 +480,20 @@ class LatentVariableAutoencoder(InputChecks, BayesianModel, ExternalDataTraining
         eps = eps[:, offset : offset + b]
         return mean + tf.sqrt(var) * eps
 
-    def _reconstruction(self, Y: tf.Tensor, z_mean: tf.Tensor, z_var: tf.Tensor, training=None, mask=None):
+    def _reconstruction(self, Y: tf.Tensor, z_mean: tf.Tensor, z_var: tf.Tensor, training=None, mask=None,
+                        condition=None):
         r""":math:`\sum_i E_q[\log p(y_i \mid z_i)]` by Monte Carlo, and the decoded mean of
         the samples (for GECO's reconstruction constraint). ``mask`` (``Y``'s shape, optional):
-        sum over the observed entries only."""
+        sum over the observed entries only. ``condition`` (``[b, C]``, optional): the decoder
+        reads ``[z_i, condition_i]``."""
         Z = self._sample_normal(z_mean, z_var)  # [S, b, L]
         S = self.num_samples
         Z_flat = tf.reshape(Z, [-1, tf.shape(Z)[-1]])  # [S*b, L]
-        params = self.likelihood.check_decoder_output(self.decode(Z_flat, training=training), Y)  # [S*b, ...]
+        if condition is not None:
+            condition = tf.tile(condition, [S, 1])  # [S*b, C]
+        params = self.likelihood.check_decoder_output(
+            self.decode(Z_flat, training=training, condition=condition), Y
+        )  # [S*b, ...]
         multiples = tf.concat([[S], tf.ones([tf.rank(Y) - 1], tf.int32)], 0)
         Y_rep = tf.tile(Y, multiples)
         if mask is None:

@@ -152,8 +152,7 @@ class CVAE(LatentVariableAutoencoder):
 
     def decode_conditional(self, Z, condition, training=None) -> tf.Tensor:
         """Decoder output for codes ``Z [n, L]`` and conditions ``[n, H]``."""
-        inputs = tf.concat([tf.cast(Z, tf.float32), tf.cast(condition, tf.float32)], axis=-1)
-        return self.decoder(inputs, training=training)
+        return self.decode(Z, training=training, condition=condition)
 
     def objective_terms(self, data, training: Optional[bool] = True):
         X, Y = data

@@ -131,7 +131,8 @@ def _fitter(model, predict_latents: LatentPredictor, num_rows: int, learning_rat
                 mean, var = predict_latents(X_gp, *latent_args)  # [n, L]
                 if objective == "decoded_mean":  # every Monte Carlo sample is the mean
                     var = tf.zeros_like(var)
-                reconstruction, _ = model._reconstruction(Y, mean, var, training=False)
+                condition = model.decoder_condition(X_gp)  # [n, C] or None
+                reconstruction, _ = model._reconstruction(Y, mean, var, training=False, condition=condition)
                 loss = -reconstruction
             optimizer.apply_gradients([(tape.gradient(loss, rows), rows)])
             return loss

@@ -60,7 +60,7 @@ sequences one by one (each a latent dataset with :math:`s = 1`). (With
 ``num_data > T`` the padded frames count as missing frames of a longer
 sequence: :math:`s = N/T` for every sequence.)
 """
-from typing import Optional, Union
+from typing import Optional, Sequence, Union
 
 import numpy as np
 import tensorflow as tf
@@ -117,6 +117,14 @@ class SVGPVAE(LatentVariableAutoencoder):
         need a mask, ``data = (X, Y, mask)``); ``"nan"``: NaN entries of ``Y`` are missing.
     :param encoder_sees_mask: feed the encoder ``concat([Y zero-filled, mask], -1)``
         (last axis twice as wide) instead of the zero-filled ``Y`` alone.
+    :param decoder_gp_columns: columns ``c_1..c_C`` of the GP inputs (after the input
+        transform) that the decoder reads beside the code, :math:`p(y_i \mid z_i, x_{i,c})`
+        with decoder input ``[z_i, x_{i,c_1}, ..., x_{i,c_C}]`` (width :math:`L + C`), in
+        training, :meth:`predict_y`, the posterior's ``predict_y`` and :meth:`impute`.
+        E.g. SPRITES' ``[style, pose vector]`` inputs: the style columns give the decoder the
+        character's style directly, as a conditional VAE's decoder gets it. Gradients flow
+        into the input transform through this path too. ``None`` (default): the decoder reads
+        the code alone (the paper's model).
     """
 
     _builds_networks_after_init = True
@@ -139,6 +147,7 @@ class SVGPVAE(LatentVariableAutoencoder):
         seed: int = 0,
         missing_values: Optional[str] = None,
         encoder_sees_mask: bool = False,
+        decoder_gp_columns: Optional[Sequence[int]] = None,
         name: Optional[str] = None,
     ):
         super().__init__(
@@ -168,7 +177,18 @@ class SVGPVAE(LatentVariableAutoencoder):
                 f"({type(self.input_transform).__name__}) maps to {mapped}."
             )
         check_input_dim(kernel, gp_dim)
+        self.decoder_gp_columns = _columns(decoder_gp_columns, gp_dim)
         self.build_networks()  # L is known now
+
+    def _decoder_input_width(self, num_latent: int) -> int:
+        return num_latent + len(self.decoder_gp_columns)
+
+    def decoder_condition(self, X_gp: tf.Tensor) -> Optional[tf.Tensor]:
+        """The GP-input columns ``[..., b, C]`` the decoder reads beside the codes
+        (``decoder_gp_columns``), or ``None`` when it reads the codes alone."""
+        if not self.decoder_gp_columns:
+            return None
+        return tf.gather(X_gp, list(self.decoder_gp_columns), axis=-1)
 
     @property
     def gp_input_dim(self) -> Optional[int]:
@@ -243,7 +263,7 @@ class SVGPVAE(LatentVariableAutoencoder):
             self.kernel, self.inducing_variable, X, means, variances, n, self.jitter, reduce_statistics=reduce,
             weights=weights,
         )
-        return Y, mask, batch
+        return X, Y, mask, batch
 
     def batch_posterior(self, data, num_data=None, training: Optional[bool] = None) -> amortized.BatchPosterior:
         r"""The amortised posterior of a batch ``data = (X, Y)`` or ``(X, Y, mask)``: :math:`q(u)`,
@@ -252,13 +272,14 @@ class SVGPVAE(LatentVariableAutoencoder):
 
         :param num_data: :math:`N` for the scale :math:`N/b` (default: the model's).
         """
-        return self._batch(data, num_data=num_data, training=training)[2]
+        return self._batch(data, num_data=num_data, training=training)[3]
 
     def objective_terms(self, data, training: Optional[bool] = True):
         """The ELBO terms of a batch ``(X, Y)`` or ``(X, Y, mask)``; with missing entries also
         ``mask`` (the entry mask, ``Y``'s shape) for objectives that compare ``decoded`` with ``Y``."""
-        Y, mask, batch = self._batch(data, training=training)
-        reconstruction, decoded = self.reconstruct(Y, batch.mean, batch.variance, training=training, mask=mask)
+        X_gp, Y, mask, batch = self._batch(data, training=training)
+        reconstruction, decoded = self.reconstruct(Y, batch.mean, batch.variance, training=training, mask=mask,
+                                                   condition=self.decoder_condition(X_gp))
         kl = tf.reduce_sum(batch.kl)
         if batch.mean.shape.rank > 2:  # independent datasets split across replicas
             (kl,) = distribute.sum_across_replicas([kl])
@@ -341,6 +362,12 @@ class SVGPVAE(LatentVariableAutoencoder):
         inputs). For repeated predictions from large data use :meth:`posterior`."""
         return self._predict_f(self._queries(Xnew, data), data, scale)
 
+    def predict_latents(self, Xnew, data=None, scale: float = 1.0):
+        """:meth:`predict_f` and the GP inputs of the queries, ``(mean, variance [..., R, L],
+        gp_inputs [..., R, D])``; see
+        :meth:`SVGPVAEPosterior.predict_latents <gpflow_svgpvae.posterior.SVGPVAEPosterior.predict_latents>`."""
+        return self.posterior(data, scale=scale).predict_latents(self._queries(Xnew, data))
+
     def predict_y(self, Xnew, data=None, num_samples: Optional[int] = None, seed: int = 0, scale: float = 1.0):
         """Decoded predictions at ``Xnew`` conditioned on ``data``; see
         :meth:`SVGPVAEPosterior.predict_y <gpflow_svgpvae.posterior.SVGPVAEPosterior.predict_y>`."""
@@ -391,6 +418,30 @@ class SVGPVAE(LatentVariableAutoencoder):
         :param batch_size: chunk size of the encoder pass that builds the cached posterior.
         """
         return super().impute(data, num_samples=num_samples, seed=seed, batch_size=batch_size)
+
+
+def _columns(columns, width: Optional[int]) -> tuple:
+    """Checked ``decoder_gp_columns``: a tuple of distinct non-negative column indices (negative
+    ones count from the end of the ``width`` GP-input columns)."""
+    if columns is None:
+        return ()
+    if isinstance(columns, (str, bytes)) or not hasattr(columns, "__iter__"):
+        raise TypeError(f"decoder_gp_columns must be a sequence of column indices; got {columns!r}")
+    checked = []
+    for column in columns:
+        if isinstance(column, (bool, np.bool_)) or not isinstance(column, (int, np.integer)):
+            raise TypeError(f"decoder_gp_columns must hold integer column indices; got {column!r}")
+        column = int(column)
+        if width is not None and not -width <= column < width:
+            raise ValueError(f"decoder_gp_columns: column {column} is outside the {width} GP-input columns.")
+        if column < 0:
+            if width is None:
+                raise ValueError("decoder_gp_columns: negative columns need a known GP-input width.")
+            column += width
+        checked.append(column)
+    if len(set(checked)) != len(checked):
+        raise ValueError(f"decoder_gp_columns repeats a column: {list(columns)}")
+    return tuple(checked)
 
 
 def _with_mask(X, Y, mask):
