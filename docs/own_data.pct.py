@@ -220,3 +220,7 @@ print(f"new object, vector fitted to its context: SVGP-VAE {mse_fit:.4f} (affine
 #   every sequence gets its own posterior over the shared inducing inputs.
 # * Unseen objects placed by their own observations: `GroupRepresentation`,
 #   composed with `Concatenate`/`Chain`/`SelectColumns`.
+# * A decoder that also reads some GP inputs (after the transform), e.g. the
+#   object's vector or style: `SVGPVAE(..., decoder_gp_columns=[...])`; the
+#   decoder then takes `[z, those columns]` (width `L + C`) in training,
+#   predictions and imputation.

@@ -208,3 +208,52 @@ def test_inducing_span_counts_the_bilinear_functions():
     # a product grid of 2 styles x 3 poses spans exactly 2 x 3 bilinear functions
     grid = np.array([np.concatenate([s, p]) for s in np.eye(4)[:2] for p in np.eye(3)])
     assert inducing_span(grid, 4) == {"rank": 6, "full": 12, "num_inducing": 6}
+
+
+def test_decoder_gp_inputs_option_and_its_refusals():
+    assert sprites.config_from_args([]).decoder_gp_inputs is None  # the paper's decoder reads the code alone
+    reading = sprites.config_from_args(["--decoder-gp-inputs", "style_pose"])
+    assert reading.decoder_gp_inputs == "style_pose"
+    assert reading.style_reduction == "mean"  # the decoder sees the style's size: 50 training, 36 context frames
+    assert sprites.config_from_args(["--decoder-gp-inputs", "pose"]).style_reduction == "sum"
+    assert sprites.decoder_gp_columns("style", 3, 2) == [0, 1, 2]
+    assert sprites.decoder_gp_columns("pose", 3, 2) == [3, 4]
+    assert sprites.decoder_gp_columns(None, 3, 2) is None
+    with pytest.raises(ValueError, match="decoder_gp_inputs must be"):
+        sprites.decoder_gp_columns("colour", 3, 2)
+    for bad in (["--decoder-gp-inputs", "colour"], ["--model", "cvae", "--decoder-gp-inputs", "style"]):
+        with pytest.raises(SystemExit):
+            sprites.config_from_args(bad)
+
+
+def test_svgpvae_decoder_reading_style_and_pose_generates_and_reconstructs_from_them():
+    """With --decoder-gp-inputs style_pose the frame of an unseen character at a target pose is the
+    decoder at [GP predictive mean, mean representation features of its context frames, pose vector],
+    and a training frame is reconstructed at [encoder mean, mean features of its character's training
+    frames, its pose vector]: both assembled here from the pieces."""
+    from gpflow_svgpvae.datasets.sprites import sprites as make_sprites
+    from gpflow_svgpvae.experiments.sprites_style import _training_decoder_conditions
+
+    cfg = sprites.Config(num_characters=5, num_train_characters=3, pretrain_epochs=0, num_latent=4,
+                         num_context_poses=6, num_inducing=8, style_reduction="mean",
+                         decoder_gp_inputs="style_pose")
+    ds = make_sprites(5, seed=0, num_train_characters=3, train_poses_per_character=4, num_context_poses=6)
+    frames = ds.frames_for(ds.train_characters[:, None], ds.train_poses, dtype=np.uint8)
+    model, _ = sprites.build_model(cfg, frames, ds.train_characters, ds.train_poses)
+    d, Q = cfg.style_dim, cfg.pose_dim
+    assert model.decoder_gp_columns == tuple(range(d + Q))
+    context = ds.test_context_frames(dtype=np.float32)  # [2, 6, 64, 64, 3]
+    targets = ds.test_target_poses[:, :3]
+    out = sprites.generate(model, model, context, ds.test_characters, ds.test_context_poses, targets, num_samples=2)
+    assert out["samples"].shape == (2,) + out["mean"].shape
+    representation = model.input_transform.transforms[0].representation
+    poses = sprites.pose_table_vectors(model)
+    for v in range(2):
+        style = representation.frame_features(context[v]).numpy().mean(0)
+        inputs = np.concatenate([out["z_mean"][v], np.tile(style, (3, 1)), poses[targets[v]]], 1)
+        np.testing.assert_allclose(out["mean"][v], model.decoder(inputs.astype(np.float32)).numpy(), atol=2e-5)
+    ci, pi = np.array([2, 0, 2]), np.array([1, 3, 0])
+    conditions = _training_decoder_conditions(model, ds, frames, ci, pi)
+    for row, (c, p) in enumerate(zip(ci, pi)):
+        style = representation.frame_features(frames[c].astype(np.float32) / 255).numpy().mean(0)
+        np.testing.assert_allclose(conditions[row], np.r_[style, poses[ds.train_poses[c, p]]], rtol=1e-5, atol=1e-6)
