@@ -447,7 +447,7 @@ def run(cfg: Config, progress: bool = True) -> dict:
         "final_train_mse": (history["geco_constraint"][-1] + cfg.kappa_squared) if history else None,
         "history": {k: [float(v) for v in vals] for k, vals in history.items()},
         "paper": PAPER,
-        "grid": grid,
+        "grid": os.path.basename(grid),  # in the run's folder (the folder may move)
     }
     write_json(os.path.join(cfg.out, "metrics.json"), metrics)
     if progress:

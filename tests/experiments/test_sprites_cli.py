@@ -49,6 +49,7 @@ def test_quick_cli_smoke_writes_config_metrics_and_grid(tmp_path):
     assert saved["num_test_characters"] == 2 and len(saved["epoch_seconds"]) == 2
     assert len(saved["history"]["geco_lambda"]) == 2 and saved["pretrain"]["epochs"] == 1
     assert metrics["test_mse_mean"] == saved["test_mse_mean"]
+    assert saved["grid"] == "sprites_generation.png"  # relative to the run's folder
     assert saved["context_scale"] == 4 * 50 / 100  # N / batch size
     assert np.isfinite(saved["given_context_scale_1"]["test_mse_mean"])
     assert np.isfinite(saved["nearest_context_frame"]["test_mse"])
