@@ -353,7 +353,7 @@ class LatentVariableAutoencoder(InputChecks, BayesianModel, ExternalDataTraining
         return tf.cast(out, tf.float32) if out.dtype in (tf.bfloat16, tf.float16) else out
 
     def decode_predictions(self, mean: tf.Tensor, var: tf.Tensor, num_samples: Optional[int] = None,
-                           seed: int = 0, stream: int = 0, decode=None, condition: Optional[tf.Tensor] = None):
+                           seed: int = 0, stream: int = 0, condition: Optional[tf.Tensor] = None):
         r"""Decode latent predictions: the likelihood mean at the latent mean, and optionally
         the likelihood means of ``S`` latent samples :math:`z = m + \sqrt{v}\,\epsilon`.
 
@@ -361,15 +361,11 @@ class LatentVariableAutoencoder(InputChecks, BayesianModel, ExternalDataTraining
         :param num_samples: ``S`` (``None``: only the decoded mean).
         :param seed: seed of the stateless draws (same seed, same samples).
         :param stream: second seed word, so that models draw distinct streams.
-        :param decode: ``Z [n, L] -> decoder outputs`` (default: :meth:`decode`).
         :param condition: optional ``[..., n, C]`` read by the decoder beside each code (the
-            same for every sample of a point); not with ``decode``.
+            same for every sample of a point; :meth:`decode`).
         :return: decoded mean ``[..., n, ...]`` (in the decoder's dtype), or the pair
             ``(mean, samples [S, ..., n, ...])`` when ``num_samples`` is given.
         """
-        if decode is not None and condition is not None:
-            raise ValueError("decode_predictions takes a decode function or a condition, not both.")
-        decode = decode or (lambda Z, c=None: self.decode(Z, training=False, condition=c))
         dtype = gpflow.default_float()
         lead = tf.shape(mean)[:-1]
         L = mean.shape[-1] if mean.shape[-1] is not None else tf.shape(mean)[-1]
@@ -378,11 +374,10 @@ class LatentVariableAutoencoder(InputChecks, BayesianModel, ExternalDataTraining
             C = condition.shape[-1] if condition.shape[-1] is not None else tf.shape(condition)[-1]
 
         def decoded_means(Z):  # [..., L] -> [..., ...]
-            if condition is None:
-                params = decode(tf.reshape(Z, [-1, L]))
-            else:  # samples [S, ..., n, L] share their point's condition [..., n, C]
-                rows = tf.broadcast_to(condition, tf.concat([tf.shape(Z)[:-1], [C]], 0))
-                params = decode(tf.reshape(Z, [-1, L]), tf.reshape(rows, [-1, C]))
+            rows = None
+            if condition is not None:  # samples [S, ..., n, L] share their point's condition [..., n, C]
+                rows = tf.reshape(tf.broadcast_to(condition, tf.concat([tf.shape(Z)[:-1], [C]], 0)), [-1, C])
+            params = self.decode(tf.reshape(Z, [-1, L]), training=False, condition=rows)
             out = tf.cast(self.likelihood.mean(tf.cast(params, dtype)), params.dtype)
             return tf.reshape(out, tf.concat([tf.shape(Z)[:-1], tf.shape(out)[1:]], 0))
 

@@ -236,9 +236,4 @@ class CVAE(LatentVariableAutoencoder):
         """
         mean, var = self.predict_f(Xnew, data)
         condition = self.query_condition(Xnew, data)  # [N, H]
-
-        def decode(Z):  # Z [k N, L]: k copies of the N rows
-            copies = tf.shape(Z)[0] // tf.shape(condition)[0]
-            return self.decode_conditional(Z, tf.tile(condition, [copies, 1]), training=False)
-
-        return self.decode_predictions(mean, var, num_samples=num_samples, seed=seed, stream=1, decode=decode)
+        return self.decode_predictions(mean, var, num_samples=num_samples, seed=seed, stream=1, condition=condition)
