@@ -89,8 +89,7 @@ def _training_decoder_conditions(model, ds, train_frames, ci, pi, characters_per
     """What the decoder reads beside the code for training frames ``(ci, pi)`` (indices into
     ``train_frames``), ``[n, C]``: GP inputs mapped from whole characters as in a training batch;
     ``None`` for a decoder that reads the code alone."""
-    decoder_condition = getattr(model, "decoder_condition", None)
-    if decoder_condition is None or not getattr(model, "decoder_gp_columns", ()):
+    if not getattr(model, "decoder_gp_columns", ()):
         return None
     P = train_frames.shape[1]
     out = np.zeros((len(ci), len(model.decoder_gp_columns)), np.float64)
@@ -99,7 +98,7 @@ def _training_decoder_conditions(model, ds, train_frames, ci, pi, characters_per
         chunk = characters[start:start + int(characters_per_chunk)]
         X = np.stack([np.repeat(ds.train_characters[chunk], P), ds.train_poses[chunk].ravel()], -1).astype(np.float64)
         Y = train_frames[chunk].reshape((-1,) + train_frames.shape[2:]).astype(np.float32) / np.float32(255.0)
-        mapped = decoder_condition(model.map_inputs(X, Y, training=False)).numpy().reshape(len(chunk), P, -1)
+        mapped = model.decoder_condition(model.map_inputs(X, Y, training=False)).numpy().reshape(len(chunk), P, -1)
         for k, c in enumerate(chunk):
             picked = ci == c
             out[picked] = mapped[k, pi[picked]]

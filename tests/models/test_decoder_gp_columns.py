@@ -12,21 +12,9 @@ from gpflow.keras import tf_keras
 import gpflow_svgpvae as gv
 from gpflow_svgpvae.networks import mlp_decoder, mlp_encoder
 from gpflow_svgpvae.transforms import SelectColumns
+from tests.models.sites import FixedSites
 
 N, L, K = 24, 2, 6
-
-
-class FixedSites(tf.Module):
-    """An 'encoder' returning given site means/variances, looked up by ``Y[:, 0]`` (an index)."""
-
-    def __init__(self, means, variances):
-        super().__init__()
-        self.means = tf.constant(means, tf.float64)
-        self.variances = tf.constant(variances, tf.float64)
-
-    def __call__(self, Y):
-        idx = tf.cast(tf.round(Y[:, 0]), tf.int32)
-        return tf.gather(self.means, idx), tf.gather(self.variances, idx)
 
 
 class PassThrough(tf.Module):

@@ -11,19 +11,7 @@ from gpflow_svgpvae.datasets.synthetic import gp_bump_images
 from gpflow_svgpvae.networks import mlp_decoder, mlp_encoder
 from gpflow_svgpvae.training import train
 from tests.conftest import make_tiny_model
-
-
-class FixedSites(tf.Module):
-    """An 'encoder' returning given site means/variances (a tf.Module callable)."""
-
-    def __init__(self, means, variances):
-        super().__init__()
-        self.means = tf.constant(means, tf.float64)
-        self.variances = tf.constant(variances, tf.float64)
-
-    def __call__(self, Y):
-        idx = tf.cast(Y[:, 0], tf.int32)
-        return tf.gather(self.means, idx), tf.gather(self.variances, idx)
+from tests.models.sites import FixedSites
 
 
 class LinearDecoder(tf.Module):
