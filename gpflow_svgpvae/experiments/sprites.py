@@ -43,9 +43,14 @@ the cosine kernel does not see the difference).
 
 Evaluation. After training (no model selection: the test set is scored once,
 with the final parameters), every test character is generated on its own:
-style from its 36 context frames, GP posterior conditioned on exactly those
-encoded frames (``test_mse_*``), decoder mean at the predictive mean for the 36
-target poses. Reported: MSE per pixel over all test target frames for the
+style from its 36 context frames, GP posterior conditioned on those encoded
+frames, each weighted :math:`s` (``test_mse_*``), decoder mean at the predictive
+mean for the 36 target poses. The weight is :math:`s = N/b` (the training
+minibatches'), or ``--context-scale``, or the one of ``--context-scale-grid``
+with the smallest generation MSE on held-out *validation* characters (styles
+that are neither training nor test characters, split into context and target
+poses the same way; ``context_scale_choice`` in the metrics), so the test
+characters still select nothing. Reported: MSE per pixel over all test target frames for the
 decoded mean and for one decoded sample of the latent posterior, and the
 *style accuracy* of the decoded means (``style_accuracy``; see
 :mod:`~gpflow_svgpvae.experiments.sprites_style`): per frame and colour
@@ -98,18 +103,19 @@ from ..training import GECO, train
 from .common import SITE_PARAMETRIZATIONS, git_commit, write_json
 from .sprites_generation import (  # re-exported: generation is part of the experiment's API
     _mse,
+    choose_context_scale,
     generate,
     generate_cvae,
     nearest_context_frames,
     plot_generation,
     pose_table_vectors,
+    svgpvae_variants,
 )
 from .sprites_style import (
     STYLE_RULE,
     format_style,
     inducing_span,
     pose_constant_fit,
-    reconstruction_style,
     style_probe,
     style_scores,
 )
@@ -171,6 +177,8 @@ class Config:
     decoder_gp_inputs: Optional[str] = None  # the decoder also reads these GP inputs: "style", "pose", "style_pose"
     site_parametrization: str = "variance"  # SVGP-VAE encoder head (networks.GaussianSiteHead): or "natural"
     context_scale: Optional[float] = None  # weight of each context frame at test; None: N / batch size (training's)
+    context_scale_grid: Optional[Sequence[float]] = None  # choose the weight among these on validation characters
+    num_validation_characters: int = 100  # held-out characters (not train, not test) for context_scale_grid
     frames: str = "memory"  # "memory": uint8 array in RAM; "render": render each batch
     num_reconstruction_frames: int = 1000  # training frames sampled for the reconstruction style diagnostic
     num_plot_characters: int = 6
@@ -248,39 +256,6 @@ def build_model(cfg: Config, train_frames: np.ndarray, train_characters, train_p
     return model, info
 
 
-def _svgpvae_variants(model, cfg: Config, ds, train_frames, context, test_rows, target, generated,
-                      context_scale: float):
-    """What only the SVGP-VAE has beside generation from the context (the CVAE has no posterior):
-    the context weighted s = 1, the whole training set plus the context, and reconstructions of
-    training frames (no GP: where the style is lost). Returns the generated means by variant, their
-    metrics, and the reconstruction diagnostic."""
-    generated_s1 = generated if context_scale == 1.0 else generate(model, model, context, *test_rows, seed=cfg.seed)
-    t0 = time.perf_counter()
-    train_posterior = model.posterior(character_batches(
-        ds.train_characters, ds.train_poses, train_frames, characters_per_batch=cfg.characters_per_batch,
-        shuffle=False,
-    ))
-    with_train = generate(model, train_posterior, context, *test_rows, num_samples=1, seed=cfg.seed)
-    extra = {
-        "given_context_scale_1": {
-            "description": "each test character conditioned on its 36 context frames with scale s = 1",
-            "test_mse_mean": _mse(generated_s1["mean"], target),
-        },
-        "train_and_context": {
-            "description": "each test character conditioned on the whole training set and its 36 context frames",
-            "test_mse_mean": _mse(with_train["mean"], target),
-            "test_mse_sample": _mse(with_train["samples"][0], target),
-            "eval_seconds": time.perf_counter() - t0,
-        },
-    }
-    t0 = time.perf_counter()
-    reconstruction = reconstruction_style(model, ds, train_frames, num_frames=cfg.num_reconstruction_frames,
-                                          seed=cfg.seed)
-    reconstruction["seconds"] = time.perf_counter() - t0
-    variants = {"given_train_and_context": with_train["mean"], "given_context_scale_1": generated_s1["mean"]}
-    return variants, extra, reconstruction
-
-
 # ----------------------------------------------------------------------------- run
 def run(cfg: Config, progress: bool = True) -> dict:
     """Data, pretraining, training, test generation; writes config, metrics and the grid."""
@@ -294,6 +269,7 @@ def run(cfg: Config, progress: bool = True) -> dict:
         num_train_characters=cfg.num_train_characters,
         train_poses_per_character=cfg.train_poses_per_character,
         num_context_poses=cfg.num_context_poses,
+        num_validation_characters=cfg.num_validation_characters if cfg.context_scale_grid else 0,
     )
     C, P = ds.train_poses.shape
     steps_per_epoch = int(np.ceil(C / cfg.characters_per_batch))
@@ -344,12 +320,21 @@ def run(cfg: Config, progress: bool = True) -> dict:
     train_seconds = time.perf_counter() - t_train
 
     # Test: each unseen character conditioned on its own 36 context frames.
-    t0 = time.perf_counter()
     context = ds.test_context_frames(dtype=np.float32)
     target = ds.test_target_frames(dtype=np.float32)
     test_rows = (ds.test_characters, ds.test_context_poses, ds.test_target_poses)
     is_cvae = isinstance(model, CVAE)
     context_scale = float(cfg.context_scale) if cfg.context_scale is not None else (C * P) / derived["batch_size"]
+    context_choice = None
+    if cfg.context_scale_grid and not is_cvae:
+        context_choice = choose_context_scale(model, ds, cfg.context_scale_grid)
+        context_scale = context_choice["chosen"]
+        if progress:
+            print(f"context weight s chosen on {context_choice['num_characters']} validation characters: "
+                  f"{context_scale:g} (validation MSE " + ", ".join(
+                      f"s={sc:g}: {m:.5f}" for sc, m in zip(context_choice["scales"], context_choice["validation_mse"]))
+                  + ")", flush=True)
+    t0 = time.perf_counter()
     if is_cvae:
         generated = generate_cvae(model, context, *test_rows, num_samples=1, seed=cfg.seed)
     else:
@@ -372,7 +357,7 @@ def run(cfg: Config, progress: bool = True) -> dict:
     examples = {"generated": generated["mean"][:npc, :npp]}
     extra, reconstruction = {}, None
     if not is_cvae:
-        variants, extra, reconstruction = _svgpvae_variants(model, cfg, ds, train_frames, context, test_rows, target,
+        variants, extra, reconstruction = svgpvae_variants(model, cfg, ds, train_frames, context, test_rows, target,
                                                             generated, context_scale)
         t0 = time.perf_counter()
         for name, mean in variants.items():
@@ -410,6 +395,7 @@ def run(cfg: Config, progress: bool = True) -> dict:
         "test_mse_sample": _mse(generated["samples"][0], target),
         "test_mse_per_character_sd": float(np.std(per_character, ddof=1)) if len(per_character) > 1 else 0.0,
         "context_scale": None if is_cvae else context_scale,
+        **({} if context_choice is None else {"context_scale_choice": context_choice}),
         **extra,
         "nearest_context_frame": {
             "description": "baseline: per target pose the character's context frame with the closest learned "
@@ -509,6 +495,11 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--context-scale", type=float, default=None,
                    help="weight s of each test context frame in the posterior (default: N / batch size, the "
                         "training minibatches' weight; 1 conditions on exactly the 36 frames)")
+    p.add_argument("--context-scale-grid", type=float, nargs="+", default=None, metavar="S",
+                   help="choose the context weight s among these by the generation MSE of held-out validation "
+                        "characters (not training, not test; --num-validation-characters)")
+    p.add_argument("--num-validation-characters", type=int, default=None,
+                   help="validation characters for --context-scale-grid (default 100; --quick: 6)")
     p.add_argument("--site-parametrization", choices=SITE_PARAMETRIZATIONS, default="variance",
                    help="SVGP-VAE encoder head: site mean and variance (the paper's) or natural parameters")
     p.add_argument("--learning-rate", type=float, default=1e-3)
@@ -535,6 +526,15 @@ def config_from_args(argv: Optional[Sequence[str]] = None) -> Config:
         parser.error(f"--style-dim must be a positive integer; got {args.style_dim}")
     if args.decoder_gp_inputs is not None and args.model != "svgpvae":
         parser.error("--decoder-gp-inputs is an option of the SVGP-VAE (the CVAE's decoder reads its condition)")
+    if args.context_scale_grid is not None:
+        if args.model != "svgpvae":
+            parser.error("--context-scale-grid is an option of the SVGP-VAE (the CVAE has no context weight)")
+        if args.context_scale is not None:
+            parser.error("give --context-scale or --context-scale-grid, not both")
+        if not all(np.isfinite(s) and s > 0 for s in args.context_scale_grid):
+            parser.error(f"--context-scale-grid takes positive numbers; got {args.context_scale_grid}")
+        if args.num_validation_characters is not None and args.num_validation_characters < 1:
+            parser.error(f"--num-validation-characters must be a positive integer; got {args.num_validation_characters}")
     if args.pose_bias is not None and not args.pose_bias > 0:
         parser.error(f"--pose-bias must be a positive number; got {args.pose_bias}")
     quick = args.quick
@@ -564,6 +564,9 @@ def config_from_args(argv: Optional[Sequence[str]] = None) -> Config:
         palette_colours=args.palette_colours,
         pose_bias=args.pose_bias,
         context_scale=args.context_scale,
+        context_scale_grid=args.context_scale_grid,
+        num_validation_characters=(args.num_validation_characters if args.num_validation_characters is not None
+                                   else (6 if quick else 100)),
         site_parametrization=args.site_parametrization,
         learning_rate=args.learning_rate,
         kappa_squared=args.kappa_squared,

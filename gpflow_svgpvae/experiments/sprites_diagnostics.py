@@ -64,14 +64,16 @@ __all__ = [
 ]
 
 
-def load_run(run_dir: str):
-    """``(cfg, ds, train_frames, model)`` of a finished sprites run (the model restored from its checkpoint)."""
+def load_run(run_dir: str, *, num_validation_characters: int = 0):
+    """``(cfg, ds, train_frames, model)`` of a finished sprites run (the model restored from its checkpoint);
+    ``ds`` with ``num_validation_characters`` held-out characters beside the run's own split."""
     with open(os.path.join(run_dir, "config.json")) as f:
         saved = json.load(f)
     fields = {k: v for k, v in saved.items() if k in experiment.Config.__dataclass_fields__}
     cfg = experiment.Config(**{**fields, "pretrain_epochs": 0})  # the checkpoint holds the trained weights
     ds = sprites(cfg.num_characters, seed=cfg.data_seed, num_train_characters=cfg.num_train_characters,
-                 train_poses_per_character=cfg.train_poses_per_character, num_context_poses=cfg.num_context_poses)
+                 train_poses_per_character=cfg.train_poses_per_character, num_context_poses=cfg.num_context_poses,
+                 num_validation_characters=num_validation_characters)
     train_frames = ds.frames_for(ds.train_characters[:, None], ds.train_poses, dtype=np.uint8)
     model, _ = experiment.build_model(cfg, train_frames, ds.train_characters, ds.train_poses)
     tf.train.Checkpoint(model=model).read(os.path.join(run_dir, "model")).expect_partial().assert_existing_objects_matched()

@@ -2,23 +2,28 @@
 
 * :func:`generate` -- the SVGP-VAE: GP posterior on the context frames (weighted ``scale``),
   decoded at the target poses;
+* :func:`choose_context_scale` -- the weight ``scale`` chosen on held-out validation characters;
 * :func:`generate_cvae` -- the CVAE baseline: decoder at the mean context code, style and pose;
 * :func:`nearest_context_frames` -- the copy baseline;
 * :func:`plot_generation` -- the grid of truth and generations;
 * :func:`pose_table_vectors` -- the learned pose vectors of a model of the experiment.
 """
 import textwrap
-from typing import Dict, Optional
+import time
+from typing import Dict, Optional, Sequence
 
 import numpy as np
 import tensorflow as tf
 
 from ..auxiliary import ObjectVectors
+from ..datasets.sprites import character_batches
 from ..models.cvae import CVAE
+from ..posterior import check_scale
 from .common import pyplot
-from .sprites_style import find_transform, unit_rows
+from .sprites_style import find_transform, reconstruction_style, style_scores, unit_rows
 
-__all__ = ["generate", "generate_cvae", "nearest_context_frames", "plot_generation", "pose_table_vectors"]
+__all__ = ["generate", "choose_context_scale", "generate_cvae", "nearest_context_frames", "plot_generation",
+           "pose_table_vectors"]
 
 
 # ----------------------------------------------------------------------- generation
@@ -65,6 +70,79 @@ def generate(model, predictor, context_frames, characters, context_poses, target
     if num_samples:
         result["samples"] = np.concatenate(out["samples"], axis=1)
     return result
+
+
+def choose_context_scale(model, ds, scales: Sequence[float], *, characters_per_chunk: int = 16) -> dict:
+    """The context weight ``s`` among ``scales`` whose generations of the *validation* characters
+    (``ds.validation_*``, held out of training and test) have the smallest MSE per pixel of the
+    decoded latent mean: the test's protocol (36 context frames, the other poses generated) on
+    characters that the test does not score.
+
+    :param ds: a :class:`~gpflow_svgpvae.datasets.sprites.SpritesDataset` with validation characters
+        (``sprites(..., num_validation_characters=V)``).
+    :return: ``{"chosen", "scales", "validation_mse", "validation_style_accuracy", "num_characters", ...}``.
+    :raises ValueError: without validation characters, or with no or non-positive ``scales``.
+    """
+    scales = [float(s) for s in np.atleast_1d(np.asarray(scales, dtype=np.float64))]
+    if not scales:
+        raise ValueError("scales must name at least one context weight")
+    for s in scales:
+        check_scale(s)
+    V = len(ds.validation_characters)
+    if V == 0:
+        raise ValueError("the dataset has no validation characters; build it with "
+                         "sprites(..., num_validation_characters=V)")
+    t0 = time.perf_counter()
+    rows = (ds.validation_characters, ds.validation_context_poses, ds.validation_target_poses)
+    context = ds.validation_context_frames(dtype=np.float32)
+    target = ds.validation_target_frames(dtype=np.float32)
+    mse, style = [], []
+    for s in scales:
+        mean = generate(model, model, context, *rows, scale=s, characters_per_chunk=characters_per_chunk)["mean"]
+        mse.append(_mse(mean, target))
+        style.append(style_scores(ds, mean, ds.validation_characters[:, None], ds.validation_target_poses))
+    return {
+        "description": "context weight s with the smallest MSE (decoded mean) on held-out validation characters "
+                       "(not training, not test), each generated from its own context frames",
+        "num_characters": int(V),
+        "scales": scales,
+        "validation_mse": mse,
+        "validation_style_accuracy": style,
+        "chosen": scales[int(np.argmin(mse))],
+        "seconds": time.perf_counter() - t0,
+    }
+
+
+def svgpvae_variants(model, cfg, ds, train_frames, context, test_rows, target, generated, context_scale: float):
+    """What only the SVGP-VAE has beside generation from the context (the CVAE has no posterior):
+    the context weighted s = 1, the whole training set plus the context, and reconstructions of
+    training frames (no GP: where the style is lost). Returns the generated means by variant, their
+    metrics, and the reconstruction diagnostic."""
+    generated_s1 = generated if context_scale == 1.0 else generate(model, model, context, *test_rows, seed=cfg.seed)
+    t0 = time.perf_counter()
+    train_posterior = model.posterior(character_batches(
+        ds.train_characters, ds.train_poses, train_frames, characters_per_batch=cfg.characters_per_batch,
+        shuffle=False,
+    ))
+    with_train = generate(model, train_posterior, context, *test_rows, num_samples=1, seed=cfg.seed)
+    extra = {
+        "given_context_scale_1": {
+            "description": "each test character conditioned on its 36 context frames with scale s = 1",
+            "test_mse_mean": _mse(generated_s1["mean"], target),
+        },
+        "train_and_context": {
+            "description": "each test character conditioned on the whole training set and its 36 context frames",
+            "test_mse_mean": _mse(with_train["mean"], target),
+            "test_mse_sample": _mse(with_train["samples"][0], target),
+            "eval_seconds": time.perf_counter() - t0,
+        },
+    }
+    t0 = time.perf_counter()
+    reconstruction = reconstruction_style(model, ds, train_frames, num_frames=cfg.num_reconstruction_frames,
+                                          seed=cfg.seed)
+    reconstruction["seconds"] = time.perf_counter() - t0
+    variants = {"given_train_and_context": with_train["mean"], "given_context_scale_1": generated_s1["mean"]}
+    return variants, extra, reconstruction
 
 
 def generate_cvae(model: CVAE, context_frames, characters, context_poses, target_poses, *,

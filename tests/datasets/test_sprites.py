@@ -137,6 +137,38 @@ def test_paper_protocol_split_sizes():
         ds.train_poses[0, 0] = 1
 
 
+def test_validation_characters_leave_the_paper_split_unchanged():
+    plain = S.sprites(60, num_train_characters=40)
+    ds = S.sprites(60, num_train_characters=40, num_validation_characters=7, num_context_poses=30)
+    ref = S.sprites(60, num_train_characters=40, num_context_poses=30)
+    for name in ("train_characters", "test_characters", "train_poses", "test_context_poses", "test_target_poses"):
+        assert np.array_equal(getattr(ds, name), getattr(ref, name)), name
+    assert np.array_equal(ds.train_poses, plain.train_poses)
+    assert plain.validation_characters.shape == (0,)
+    # ids after the first 60; styles the next ones of the same permutation, so distinct from all 60
+    assert np.array_equal(ds.validation_characters, np.arange(60, 67)) and ds.num_characters == 67
+    assert np.array_equal(ds.attributes[:60], plain.attributes)
+    assert np.array_equal(ds.attributes, S.sprites(67, num_train_characters=40).attributes)
+    assert len({tuple(a) for a in ds.attributes}) == 67
+    assert ds.validation_context_poses.shape == (7, 30) and ds.validation_target_poses.shape == (7, 42)
+    both = np.concatenate([ds.validation_context_poses, ds.validation_target_poses], axis=1)
+    assert all(np.array_equal(np.sort(row), np.arange(72)) for row in both)
+    assert not ds.validation_context_poses.flags.writeable
+    # frames are those of the characters' styles, rendered independently
+    frames = ds.validation_target_frames(dtype=np.uint8)
+    c, p = 3, ds.validation_target_poses[3, 5]
+    expected = S.render_sprites([S.SpriteStyle(*ds.attributes[63])], [p], dtype=np.uint8)[0]
+    assert np.array_equal(frames[c, 5], expected)
+    assert ds.validation_context_frames().shape == (7, 30, 64, 64, 3)
+
+
+def test_validation_characters_bad_counts():
+    with pytest.raises(ValueError, match="num_validation_characters must be >= 0"):
+        S.sprites(10, num_train_characters=5, num_validation_characters=-1)
+    with pytest.raises(ValueError, match="at most 58320"):
+        S.sprites(58320, num_train_characters=5, num_validation_characters=1)
+
+
 def test_generator_is_deterministic_by_seed():
     kw = dict(num_train_characters=15, train_poses_per_character=10, num_context_poses=30)
     a, b, c = S.sprites(20, seed=3, **kw), S.sprites(20, seed=3, **kw), S.sprites(20, seed=4, **kw)

@@ -76,6 +76,16 @@ def test_quick_cli_smoke_writes_config_metrics_and_grid(tmp_path):
     np.testing.assert_allclose(sweep["1"]["test_mse"], saved["given_context_scale_1"]["test_mse_mean"], rtol=1e-5)
     np.testing.assert_allclose(sweep["2"]["test_mse"], saved["test_mse_mean"], rtol=1e-5)
     assert os.path.exists(os.path.join(out, "diagnostics", "metrics.json"))
+    # The context weight of the finished run chosen on validation characters; at the run's s the
+    # test scores are the run's own.
+    from gpflow_svgpvae.experiments import sprites_context_scale
+
+    chosen = sprites_context_scale.main(["--run", out, "--scales", "1", "50", "--num-validation-characters", "2",
+                                         "--quiet"])
+    assert chosen["context_scale_choice"]["chosen"] in (1.0, 50.0)
+    assert chosen["test"]["run"]["scale"] == 2.0
+    np.testing.assert_allclose(chosen["test"]["run"]["test_mse_mean"], saved["test_mse_mean"], rtol=1e-5)
+    assert os.path.exists(os.path.join(out, "context_scale", "metrics.json"))
     assert diagnosed["autoencoder"]["steps"] == 1 * 1  # 2 characters x 50 poses in one batch of 100
     assert diagnosed["autoencoder"]["filters"] == 8
     for name in attributes:
@@ -258,3 +268,76 @@ def test_svgpvae_decoder_reading_style_and_pose_generates_and_reconstructs_from_
     for row, (c, p) in enumerate(zip(ci, pi)):
         style = representation.frame_features(frames[c].astype(np.float32) / 255).numpy().mean(0)
         np.testing.assert_allclose(conditions[row], np.r_[style, poses[ds.train_poses[c, p]]], rtol=1e-5, atol=1e-6)
+
+
+def test_context_scale_is_chosen_on_validation_characters_only():
+    """choose_context_scale: per s, the MSE of the decoded generations of the validation characters
+    (from their own context frames, rendered here by the dataset), the s with the smallest one, and
+    the test characters never read."""
+    from gpflow_svgpvae.datasets.sprites import sprites as make_sprites
+    from gpflow_svgpvae.experiments.sprites_generation import choose_context_scale
+    from gpflow_svgpvae.experiments.sprites_style import style_scores
+
+    cfg = sprites.Config(num_characters=5, num_train_characters=3, pretrain_epochs=0, num_latent=4,
+                         num_context_poses=6, num_inducing=8)
+    ds = make_sprites(5, seed=0, num_train_characters=3, train_poses_per_character=4, num_context_poses=6,
+                      num_validation_characters=3)
+    frames = ds.frames_for(ds.train_characters[:, None], ds.train_poses, dtype=np.uint8)
+    model, _ = sprites.build_model(cfg, frames, ds.train_characters, ds.train_poses)
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the test characters were read")
+
+    for name in ("test_context_frames", "test_target_frames"):
+        object.__setattr__(ds, name, refuse)
+    scales = [1.0, 30.0, 1000.0]
+    choice = choose_context_scale(model, ds, scales, characters_per_chunk=2)
+    ids = np.arange(5, 8)
+    context = ds.frames_for(ids[:, None], ds.validation_context_poses)
+    target = ds.frames_for(ids[:, None], ds.validation_target_poses)
+    expected = []
+    for s, style in zip(scales, choice["validation_style_accuracy"]):
+        mean = sprites.generate(model, model, context, ids, ds.validation_context_poses, ds.validation_target_poses,
+                                scale=s)["mean"]
+        expected.append(np.mean((mean.astype(np.float64) - target) ** 2))
+        assert style == style_scores(ds, mean, ids[:, None], ds.validation_target_poses)
+    np.testing.assert_allclose(choice["validation_mse"], expected, rtol=1e-6)
+    assert len(set(np.round(expected, 12))) == 3  # the weight matters, so a wrong s would show
+    assert choice["chosen"] == scales[int(np.argmin(expected))]
+    assert choice["num_characters"] == 3 and choice["scales"] == scales
+    with pytest.raises(ValueError, match="no validation characters"):
+        choose_context_scale(model, make_sprites(5, num_train_characters=3), [1.0])
+    for bad in ([], [0.0], [-2.0]):
+        with pytest.raises(ValueError):
+            choose_context_scale(model, ds, bad)
+
+
+def test_context_scale_grid_option_and_its_refusals():
+    cfg = sprites.config_from_args(["--context-scale-grid", "100", "1000"])
+    assert cfg.context_scale_grid == [100.0, 1000.0] and cfg.num_validation_characters == 100
+    assert cfg.context_scale is None
+    assert sprites.config_from_args(["--quick", "--context-scale-grid", "1"]).num_validation_characters == 6
+    assert sprites.config_from_args(["--context-scale-grid", "1", "--num-validation-characters", "9"]
+                                    ).num_validation_characters == 9
+    assert sprites.config_from_args([]).context_scale_grid is None
+    for bad in (["--model", "cvae", "--context-scale-grid", "1"], ["--context-scale", "3", "--context-scale-grid", "1"],
+                ["--context-scale-grid", "0"], ["--context-scale-grid", "-1", "2"], ["--context-scale-grid"],
+                ["--context-scale-grid", "1", "--num-validation-characters", "0"]):
+        with pytest.raises(SystemExit):
+            sprites.config_from_args(bad)
+
+
+def test_context_scale_command_refuses_bad_input(tmp_path, capsys):
+    from gpflow_svgpvae.experiments import sprites_context_scale
+
+    run = tmp_path / "run"
+    run.mkdir()
+    cases = [(["--run", str(tmp_path / "missing"), "--scales", "1"], "no config.json"),
+             (["--run", str(run), "--scales", "0"], "positive numbers"),
+             (["--run", str(run), "--scales", "1", "--num-validation-characters", "0"], "positive integer")]
+    (run / "config.json").write_text(json.dumps({"model": "cvae"}))
+    cases.append((["--run", str(run), "--scales", "1"], "not an SVGP-VAE run"))
+    for argv, message in cases:
+        with pytest.raises(SystemExit):
+            sprites_context_scale.main(argv)
+        assert message in capsys.readouterr().err

@@ -9,6 +9,12 @@ Each training character gets ``train_poses_per_character`` (50) distinct
 random poses; each test character gets its own random split of the 72 poses
 into ``num_context_poses`` (36) context and 72 - 36 target poses. Index arrays
 are sorted along their last axis and read-only.
+
+Validation characters (``num_validation_characters`` > 0) take the styles that
+follow the first ``num_characters`` in the style permutation, so they are
+disjoint from the training and the test characters and the train/test splits
+are those of the dataset without them. Their context/target pose splits come
+from a fourth stream (spawn key 3), drawn like the test characters'.
 """
 from __future__ import annotations
 
@@ -22,7 +28,7 @@ from .poses import IMAGE_SIZE, NUM_POSES
 from .render import _check_dtype, _label_bank, _palette_as, _render_into
 from .scoring import label_maps as _label_maps
 from .scoring import style_accuracy as _style_accuracy
-from .styles import SpriteStyle, _streams, _style_array
+from .styles import NUM_STYLES, SpriteStyle, _streams, _style_array
 
 __all__ = ["SpritesDataset", "sprites"]
 
@@ -63,7 +69,7 @@ class SpritesDataset:
     ``[C, 72, 64, 64, 3]`` is held unless :meth:`all_frames` or :attr:`frames`
     is called.
 
-    :ivar num_characters: ``C``.
+    :ivar num_characters: ``C``, the validation characters included.
     :ivar train_characters: ``[n_train]`` character ids (sorted).
     :ivar test_characters: ``[n_test]`` character ids (sorted, disjoint from train).
     :ivar train_poses: ``[n_train, P]`` distinct pose indices per training character
@@ -73,6 +79,10 @@ class SpritesDataset:
     :ivar attributes: ``[C, A]`` integer labels (procedural: the 7 style
         attributes, see :class:`SpriteStyle`) or ``None``.
     :ivar source: ``"procedural"`` or the directory the arrays were loaded from.
+    :ivar validation_characters: ``[n_val]`` held-out character ids for choosing settings
+        without looking at the test characters (procedural only; may be empty). Character ids
+        run over ``[0, num_characters)``, validation characters included.
+    :ivar validation_context_poses: ``[n_val, Q]``; ``validation_target_poses``: ``[n_val, 72 - Q]``.
     """
 
     num_characters: int
@@ -84,6 +94,9 @@ class SpritesDataset:
     attributes: Optional[np.ndarray]
     source: str
     _frames: object = field(repr=False)
+    validation_characters: np.ndarray = field(default_factory=lambda: _readonly(np.zeros(0, np.int64)))
+    validation_context_poses: np.ndarray = field(default_factory=lambda: _readonly(np.zeros((0, 0), np.int64)))
+    validation_target_poses: np.ndarray = field(default_factory=lambda: _readonly(np.zeros((0, 0), np.int64)))
 
     num_poses = NUM_POSES
     image_shape = (IMAGE_SIZE, IMAGE_SIZE, 3)
@@ -161,6 +174,14 @@ class SpritesDataset:
         """``[n_test, 72 - Q, 64, 64, 3]``: the poses to generate for the test characters."""
         return self.frames_for(self.test_characters[:, None], self.test_target_poses, dtype=dtype)
 
+    def validation_context_frames(self, *, dtype=np.float32) -> np.ndarray:
+        """``[n_val, Q, 64, 64, 3]``: the observed poses of the validation characters."""
+        return self.frames_for(self.validation_characters[:, None], self.validation_context_poses, dtype=dtype)
+
+    def validation_target_frames(self, *, dtype=np.float32) -> np.ndarray:
+        """``[n_val, 72 - Q, 64, 64, 3]``: the poses to generate for the validation characters."""
+        return self.frames_for(self.validation_characters[:, None], self.validation_target_poses, dtype=dtype)
+
 
 def _pose_splits(rng: np.random.Generator, n_train: int, n_test: int,
                  train_poses_per_character: int, num_context_poses: int):
@@ -179,6 +200,7 @@ def _pose_splits(rng: np.random.Generator, n_train: int, n_test: int,
 
 def sprites(num_characters: int = 1296, *, seed: int = 0, num_train_characters: int = 1000,
             train_poses_per_character: int = 50, num_context_poses: int = 36,
+            num_validation_characters: int = 0,
             background: Tuple[int, int, int] = _DEFAULT_BACKGROUND) -> SpritesDataset:
     """Procedural SPRITES-like data with the SVGP-VAE protocol.
 
@@ -188,21 +210,32 @@ def sprites(num_characters: int = 1296, *, seed: int = 0, num_train_characters: 
         ``C - num_train_characters`` are test characters.
     :param train_poses_per_character: random poses per training character (paper: 50).
     :param num_context_poses: observed poses per test character (paper: 36).
+    :param num_validation_characters: extra held-out characters (ids ``num_characters`` and up),
+        split into context and target poses like the test characters; training and test
+        characters, styles and pose splits are unchanged by them (module docstring).
     :param background: RGB background, 0..255 (default white).
     :returns: a :class:`SpritesDataset` that renders frames on demand.
     """
     if not 1 <= num_train_characters <= num_characters:
         raise ValueError(f"num_train_characters must be in [1, num_characters={num_characters}], "
                          f"got {num_train_characters}")
-    styles = _style_array(num_characters, seed)
+    V = int(num_validation_characters)
+    if V < 0:
+        raise ValueError(f"num_validation_characters must be >= 0, got {num_validation_characters}")
+    if num_characters + V > NUM_STYLES:
+        raise ValueError(f"num_characters + num_validation_characters must be at most {NUM_STYLES} (the distinct "
+                         f"styles), got {num_characters} + {V}")
+    styles = _style_array(num_characters + V, seed)  # smaller sets are prefixes: the first C unchanged
     _, split_rng, pose_rng = _streams(seed)
     perm = split_rng.permutation(num_characters)
     train_c = np.sort(perm[:num_train_characters])
     test_c = np.sort(perm[num_train_characters:])
     tr, ctx, tgt = _pose_splits(pose_rng, train_c.size, test_c.size,
                                 train_poses_per_character, num_context_poses)
+    validation_rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(3,)))
+    _, val_ctx, val_tgt = _pose_splits(validation_rng, 0, V, train_poses_per_character, num_context_poses)
     return SpritesDataset(
-        num_characters=num_characters,
+        num_characters=num_characters + V,
         train_characters=_readonly(train_c),
         test_characters=_readonly(test_c),
         train_poses=_readonly(tr),
@@ -211,4 +244,7 @@ def sprites(num_characters: int = 1296, *, seed: int = 0, num_train_characters: 
         attributes=_readonly(styles),
         source="procedural",
         _frames=_ProceduralFrames(styles, background),
+        validation_characters=_readonly(np.arange(num_characters, num_characters + V)),
+        validation_context_poses=_readonly(val_ctx),
+        validation_target_poses=_readonly(val_tgt),
     )
