@@ -80,13 +80,17 @@ def load_run(run_dir: str, *, num_validation_characters: int = 0):
     return cfg, ds, train_frames, model
 
 
-def _decode(model, Z, batch_size: int = 256) -> np.ndarray:
-    if getattr(model, "decoder_gp_columns", ()):
-        raise NotImplementedError("These diagnostics decode codes alone; the model's decoder also reads GP inputs "
-                                  "(decoder_gp_columns).")
+def _decode(model, Z, condition=None, batch_size: int = 256) -> np.ndarray:
+    """Decoded codes ``Z [..., L]``; ``condition [..., C]``: what a decoder that reads GP inputs
+    (``decoder_gp_columns``) reads beside each code."""
+    if getattr(model, "decoder_gp_columns", ()) and condition is None:
+        raise ValueError("the model's decoder also reads GP inputs (decoder_gp_columns): pass their condition")
     Z = np.asarray(Z)
     flat = Z.reshape(-1, Z.shape[-1])
-    out = [model.decode_predictions(tf.constant(flat[s:s + batch_size]), tf.zeros_like(flat[s:s + batch_size])).numpy()
+    flat_condition = None if condition is None else np.asarray(condition).reshape(len(flat), -1)
+    out = [model.decode_predictions(
+               tf.constant(flat[s:s + batch_size]), tf.zeros_like(flat[s:s + batch_size]),
+               condition=None if flat_condition is None else tf.constant(flat_condition[s:s + batch_size])).numpy()
            for s in range(0, len(flat), batch_size)]
     out = np.concatenate(out)
     return out.reshape(Z.shape[:-1] + out.shape[1:])
@@ -111,7 +115,13 @@ def conditioning_scale_sweep(model, ds, scales: Sequence[float], num_characters:
     target = ds.test_target_frames(dtype=np.float32)[:V]
     pairs = (ids[:, None], ds.test_target_poses[:V])
     mu_target = _encode_means(model, target).astype(np.float64)  # [V, T, L]
-    autoencoded = _decode(model, mu_target)
+    outputs = {}
+    for s in (float(s) for s in scales):
+        # the experiment's own generation path (model.predict_f with the context weighted by s)
+        outputs[s] = experiment.generate(model, model, context, ids, ds.test_context_poses[:V],
+                                         ds.test_target_poses[:V], characters_per_chunk=characters_per_chunk, scale=s)
+    # a decoder reading GP inputs reads those of the target poses (the same for every s)
+    autoencoded = _decode(model, mu_target, next(iter(outputs.values())).get("condition"))
     result = {
         "num_characters": V,
         "autoencoded_targets": {
@@ -121,10 +131,7 @@ def conditioning_scale_sweep(model, ds, scales: Sequence[float], num_characters:
         },
         "scales": {},
     }
-    for s in (float(s) for s in scales):
-        # the experiment's own generation path (model.predict_f with the context weighted by s)
-        out = experiment.generate(model, model, context, ids, ds.test_context_poses[:V], ds.test_target_poses[:V],
-                                  characters_per_chunk=characters_per_chunk, scale=s)
+    for s, out in outputs.items():
         m, generated = out["z_mean"], out["mean"]
         result["scales"][f"{s:g}"] = {
             "test_mse": experiment._mse(generated, target),
@@ -174,8 +181,11 @@ def training_posterior(model, ds, train_frames, *, num_characters: int = 10, see
     X = np.stack([np.repeat(ds.train_characters[rows], P), ds.train_poses[rows].ravel()], -1).astype(np.float64)
     Y = train_frames[rows].reshape((-1,) + train_frames.shape[2:]).astype(np.float32) / np.float32(255.0)
     mean, var = (t.numpy() for t in model.predict_f(X, (X, Y), scale=C / len(rows)))
+    condition = model.decoder_condition(model.map_inputs(X, Y, training=False))  # None: the decoder reads codes only
+    condition = None if condition is None else condition.numpy()
     eps = np.random.default_rng(seed).standard_normal(mean.shape)
-    decoded = {"mean": _decode(model, mean), "sample": _decode(model, mean + np.sqrt(np.maximum(var, 0.0)) * eps)}
+    decoded = {"mean": _decode(model, mean, condition),
+               "sample": _decode(model, mean + np.sqrt(np.maximum(var, 0.0)) * eps, condition)}
     site_var = model.encode(tf.constant(Y))[1].numpy()
     shape = (len(rows), P) + Y.shape[1:]
     pairs = (ds.train_characters[rows][:, None], ds.train_poses[rows])

@@ -40,10 +40,11 @@ def generate(model, predictor, context_frames, characters, context_poses, target
     :param context_frames: ``[V, Qc, H, W, C]`` float frames; ``characters [V]`` their ids;
         ``context_poses [V, Qc]``, ``target_poses [V, T]`` pose ids.
     :return: ``{"mean": [V, T, H, W, C]}`` (decoded latent mean), ``"z_mean"``, ``"z_var"``,
-        and ``"samples": [S, V, T, H, W, C]`` (decoded latent samples, numpy draws seeded by ``seed``).
+        ``"samples": [S, V, T, H, W, C]`` (decoded latent samples, numpy draws seeded by ``seed``),
+        and for a decoder that reads GP inputs the ``"condition": [V, T, C]`` it read.
     """
     characters = np.asarray(characters, dtype=np.float64)
-    out = {"mean": [], "z_mean": [], "z_var": [], "samples": []}
+    out = {"mean": [], "z_mean": [], "z_var": [], "samples": [], "condition": []}
     gen = np.random.default_rng(seed)
 
     def rows(ids, poses):  # [v, n, 2] raw inputs [character id, pose id]
@@ -63,10 +64,12 @@ def generate(model, predictor, context_frames, characters, context_poses, target
         out["mean"].append(decode(z_mean, condition))
         out["z_mean"].append(z_mean)
         out["z_var"].append(z_var)
+        if condition is not None:
+            out["condition"].append(condition.numpy())
         if num_samples:
             eps = gen.standard_normal((int(num_samples),) + z_mean.shape)
             out["samples"].append(decode(z_mean[None] + np.sqrt(np.maximum(z_var, 0.0))[None] * eps, condition))
-    result = {key: np.concatenate(vals, axis=0) for key, vals in out.items() if key != "samples"}
+    result = {key: np.concatenate(vals, axis=0) for key, vals in out.items() if key != "samples" and vals}
     if num_samples:
         result["samples"] = np.concatenate(out["samples"], axis=1)
     return result

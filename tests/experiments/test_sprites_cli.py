@@ -1,4 +1,5 @@
 """`python -m gpflow_svgpvae.experiments.sprites --quick` on tiny settings."""
+import dataclasses
 import json
 import os
 
@@ -163,6 +164,7 @@ def test_cvae_baseline_generates_from_the_context_code_style_and_pose():
         style = representation.frame_features(context[v]).numpy().sum(0)
         inputs = np.concatenate([np.tile(code, (3, 1)), np.tile(style, (3, 1)), poses[targets[v]]], 1)
         np.testing.assert_allclose(out["mean"][v], model.decoder(inputs.astype(np.float32)).numpy(), atol=2e-5)
+        np.testing.assert_allclose(out["condition"][v], inputs[:, 4:], rtol=1e-5, atol=1e-6)
     with pytest.raises(ValueError, match="model must be one of"):
         sprites.build_model(sprites.Config(model="vae", pretrain_epochs=0), frames, ds.train_characters,
                             ds.train_poses)
@@ -237,6 +239,18 @@ def test_decoder_gp_inputs_option_and_its_refusals():
             sprites.config_from_args(bad)
 
 
+def conditions_of(model, ds, frames, num_characters):
+    """[style (mean features of the character's training frames), pose vector] of the training
+    frames of the first characters, assembled from the representation and the pose table."""
+    representation = model.input_transform.transforms[0].representation
+    poses = sprites.pose_table_vectors(model)
+    rows = []
+    for c in range(num_characters):
+        style = representation.frame_features(frames[c].astype(np.float32) / 255).numpy().mean(0)
+        rows += [np.r_[style, poses[p]] for p in ds.train_poses[c]]
+    return np.array(rows)
+
+
 def test_svgpvae_decoder_reading_style_and_pose_generates_and_reconstructs_from_them():
     """With --decoder-gp-inputs style_pose the frame of an unseen character at a target pose is the
     decoder at [GP predictive mean, mean representation features of its context frames, pose vector],
@@ -263,11 +277,34 @@ def test_svgpvae_decoder_reading_style_and_pose_generates_and_reconstructs_from_
         style = representation.frame_features(context[v]).numpy().mean(0)
         inputs = np.concatenate([out["z_mean"][v], np.tile(style, (3, 1)), poses[targets[v]]], 1)
         np.testing.assert_allclose(out["mean"][v], model.decoder(inputs.astype(np.float32)).numpy(), atol=2e-5)
+        np.testing.assert_allclose(out["condition"][v], inputs[:, 4:], rtol=1e-5, atol=1e-6)
     ci, pi = np.array([2, 0, 2]), np.array([1, 3, 0])
     conditions = _training_decoder_conditions(model, ds, frames, ci, pi)
     for row, (c, p) in enumerate(zip(ci, pi)):
         style = representation.frame_features(frames[c].astype(np.float32) / 255).numpy().mean(0)
         np.testing.assert_allclose(conditions[row], np.r_[style, poses[ds.train_poses[c, p]]], rtol=1e-5, atol=1e-6)
+    # The load-run diagnostics decode with the same conditions: the true targets' encoder means at
+    # the target poses' GP inputs, and a training batch's GP posterior mean at its own.
+    from gpflow_svgpvae.experiments import sprites_diagnostics
+
+    sweep = sprites_diagnostics.conditioning_scale_sweep(model, ds, [1.0, 5.0])
+    target = ds.test_target_frames()
+    codes = model.encode_all(target.reshape((-1, 64, 64, 3)))[0].numpy()
+    full = sprites.generate(model, model, context, ds.test_characters, ds.test_context_poses, ds.test_target_poses)
+    decoded = model.decoder(np.concatenate([codes, full["condition"].reshape(len(codes), -1)], 1).astype(np.float32))
+    np.testing.assert_allclose(sweep["autoencoded_targets"]["test_mse"],
+                               np.mean((decoded.numpy().reshape(target.shape) - target) ** 2), rtol=1e-4)
+    plain, _ = sprites.build_model(dataclasses.replace(cfg, decoder_gp_inputs=None), frames, ds.train_characters,
+                                   ds.train_poses)
+    assert "condition" not in sprites.generate(plain, plain, context[:1], ds.test_characters[:1],
+                                               ds.test_context_poses[:1], targets[:1])
+    posterior = sprites_diagnostics.training_posterior(model, ds, frames, num_characters=2)
+    X = np.stack([np.repeat(ds.train_characters[:2], 4), ds.train_poses[:2].ravel()], -1).astype(np.float64)
+    Y = frames[:2].reshape((-1, 64, 64, 3)).astype(np.float32) / 255
+    mean = model.predict_f(X, (X, Y), scale=1.5)[0].numpy()
+    own = np.concatenate([mean, conditions_of(model, ds, frames, 2)], 1).astype(np.float32)
+    np.testing.assert_allclose(posterior["decoded_mean"]["mse"], np.mean((model.decoder(own).numpy() - Y) ** 2),
+                               rtol=1e-4)
 
 
 def test_context_scale_is_chosen_on_validation_characters_only():
