@@ -50,9 +50,9 @@ minibatches'), or ``--context-scale``, or the one of ``--context-scale-grid``
 with the smallest generation MSE on held-out *validation* characters (styles
 that are neither training nor test characters, split into context and target
 poses the same way; ``context_scale_choice`` in the metrics), so the test
-characters still select nothing. Reported: MSE per pixel over all test target frames for the
-decoded mean and for one decoded sample of the latent posterior, and the
-*style accuracy* of the decoded means (``style_accuracy``; see
+characters still select nothing. Reported: MSE per pixel over all test target
+frames for the decoded mean and for one decoded sample of the latent posterior,
+and the *style accuracy* of the decoded means (``style_accuracy``; see
 :mod:`~gpflow_svgpvae.experiments.sprites_style`): per frame and colour
 attribute (skin, hair, top, bottom), is the mean generated colour over the
 pixels the true label map assigns to the attribute nearest to the true one of
