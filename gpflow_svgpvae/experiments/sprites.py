@@ -138,6 +138,13 @@ def decoder_gp_columns(choice: Optional[str], style_dim: int, pose_dim: int) -> 
         raise ValueError(f"decoder_gp_inputs must be None or one of {DECODER_GP_INPUTS}; got {choice!r}")
     return list(columns[choice])
 
+def run_context_scale(cfg: "Config", num_train_characters: int) -> float:
+    """The context weight of a run: ``cfg.context_scale``, else N / b (the training minibatches')."""
+    if cfg.context_scale is not None:
+        return float(cfg.context_scale)
+    return num_train_characters / cfg.characters_per_batch  # (C P) / (characters per batch x P)
+
+
 PAPER = {"test_mse": 0.0079, "test_mse_sd": 0.0009, "seconds_per_epoch": 51.8, "hardware": "GPU (paper)"}
 
 
@@ -324,7 +331,7 @@ def run(cfg: Config, progress: bool = True) -> dict:
     target = ds.test_target_frames(dtype=np.float32)
     test_rows = (ds.test_characters, ds.test_context_poses, ds.test_target_poses)
     is_cvae = isinstance(model, CVAE)
-    context_scale = float(cfg.context_scale) if cfg.context_scale is not None else (C * P) / derived["batch_size"]
+    context_scale = run_context_scale(cfg, C)
     context_choice = None
     if cfg.context_scale_grid and not is_cvae:
         context_choice = choose_context_scale(model, ds, cfg.context_scale_grid)

@@ -29,6 +29,7 @@ from typing import Optional, Sequence
 import numpy as np
 
 from .common import git_commit, write_json
+from .sprites import run_context_scale
 from .sprites_diagnostics import load_run
 from .sprites_generation import _mse, choose_context_scale, generate
 from .sprites_style import format_style, style_scores
@@ -68,8 +69,7 @@ def main(argv: Optional[Sequence[str]] = None) -> dict:
     choice = choose_context_scale(model, ds, args.scales)
     for s, mse, style in zip(choice["scales"], choice["validation_mse"], choice["validation_style_accuracy"]):
         say(f"validation, s = {s:g}: MSE {mse:.5f}; {format_style(style)}")
-    C, P = ds.train_poses.shape
-    run_scale = float(cfg.context_scale) if cfg.context_scale is not None else C / cfg.characters_per_batch
+    run_scale = run_context_scale(cfg, len(ds.train_characters))
     context = ds.test_context_frames(dtype=np.float32)
     target = ds.test_target_frames(dtype=np.float32)
     rows = (ds.test_characters, ds.test_context_poses, ds.test_target_poses)
