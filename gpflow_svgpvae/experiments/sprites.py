@@ -41,8 +41,9 @@ style is then the *mean* of the representation over the character's frames, so
 that the decoder sees the same scale with 50 training and 36 context frames;
 the cosine kernel does not see the difference).
 
-Evaluation. After training (no model selection: the test set is scored once,
-with the final parameters), every test character is generated on its own:
+Evaluation. After training (by default no model selection: the test set is scored
+once, with the final parameters; with ``--eval-every K`` the parameters of the epoch
+whose validation characters were generated best, see below), every test character is generated on its own:
 style from its 36 context frames, GP posterior conditioned on those encoded
 frames, each weighted :math:`s` (``test_mse_*``), decoder mean at the predictive
 mean for the 36 target poses. The weight is :math:`s = N/b` (the training
@@ -50,7 +51,11 @@ minibatches'), or ``--context-scale``, or the one of ``--context-scale-grid``
 with the smallest generation MSE on held-out *validation* characters (styles
 that are neither training nor test characters, split into context and target
 poses the same way; ``context_scale_choice`` in the metrics), so the test
-characters still select nothing. Reported: MSE per pixel over all test target
+characters still select nothing. With ``--eval-every K`` the validation
+characters are generated every K epochs and after the last (at each weight of the grid,
+or at the run's s), the model of the epoch with the smallest validation MSE is kept
+(``best_epoch_model.*``) and tested, with its s; ``epoch_selection`` in the metrics holds
+the validation curve and the last epoch's test scores. Reported: MSE per pixel over all test target
 frames for the decoded mean and for one decoded sample of the latent posterior,
 and the *style accuracy* of the decoded means (``style_accuracy``; see
 :mod:`~gpflow_svgpvae.experiments.sprites_style`): per frame and colour
@@ -110,6 +115,7 @@ from .sprites_generation import (  # re-exported: generation is part of the expe
     plot_generation,
     pose_table_vectors,
     svgpvae_variants,
+    validation_generation,
 )
 from .sprites_style import (
     STYLE_RULE,
@@ -185,7 +191,8 @@ class Config:
     site_parametrization: str = "variance"  # SVGP-VAE encoder head (networks.GaussianSiteHead): or "natural"
     context_scale: Optional[float] = None  # weight of each context frame at test; None: N / batch size (training's)
     context_scale_grid: Optional[Sequence[float]] = None  # choose the weight among these on validation characters
-    num_validation_characters: int = 100  # held-out characters (not train, not test) for context_scale_grid
+    num_validation_characters: int = 100  # held-out characters (not train, not test) for context_scale_grid, eval_every
+    eval_every: Optional[int] = None  # score the validation characters every K epochs; test the best epoch's model
     frames: str = "memory"  # "memory": uint8 array in RAM; "render": render each batch
     num_reconstruction_frames: int = 1000  # training frames sampled for the reconstruction style diagnostic
     num_plot_characters: int = 6
@@ -276,7 +283,7 @@ def run(cfg: Config, progress: bool = True) -> dict:
         num_train_characters=cfg.num_train_characters,
         train_poses_per_character=cfg.train_poses_per_character,
         num_context_poses=cfg.num_context_poses,
-        num_validation_characters=cfg.num_validation_characters if cfg.context_scale_grid else 0,
+        num_validation_characters=cfg.num_validation_characters if cfg.context_scale_grid or cfg.eval_every else 0,
     )
     C, P = ds.train_poses.shape
     steps_per_epoch = int(np.ceil(C / cfg.characters_per_batch))
@@ -312,13 +319,38 @@ def run(cfg: Config, progress: bool = True) -> dict:
     optimizer = tf_keras.optimizers.Adam(cfg.learning_rate)
     epoch_seconds = []
     clock = {"start": time.perf_counter()}
+    is_cvae = isinstance(model, CVAE)
+    scales = None if is_cvae else (cfg.context_scale_grid or [run_context_scale(cfg, C)])
+    selection = None if not cfg.eval_every else {
+        "description": "every eval_every epochs (and after the last) the generation MSE of the validation "
+                       "characters (decoded mean; the SVGP-VAE's at the best of the context weights 'scales'); "
+                       "the test scores the model of the epoch with the smallest one",
+        "eval_every": int(cfg.eval_every), "scales": scales, "num_characters": cfg.num_validation_characters,
+        "epochs": [], "validation_mse": [], "chosen_scale": [], "seconds": [],
+        "best_epoch": None, "best_validation_mse": float("inf"),
+    }
+    best_path = os.path.join(cfg.out, "best_epoch_model")
+    best_choice = {}
 
     def callback(epoch, logs):
         epoch_seconds.append(time.perf_counter() - clock["start"])
+        line = (f"  epoch {epoch + 1}/{cfg.epochs}: {epoch_seconds[-1]:.1f} s, train MSE "
+                f"{logs.get('geco_constraint', np.nan) + cfg.kappa_squared:.4f}, KL {logs['kl']:.4g}, "
+                f"lambda {logs.get('geco_lambda', np.nan):.3g}")
+        if selection is not None and ((epoch + 1) % cfg.eval_every == 0 or epoch + 1 == cfg.epochs):
+            choice = validation_generation(model, ds, scales)
+            value = min(choice["validation_mse"])
+            for key, item in (("epochs", epoch + 1), ("validation_mse", value), ("chosen_scale", choice["chosen"]),
+                              ("seconds", choice["seconds"])):
+                selection[key].append(item)
+            if value < selection["best_validation_mse"]:
+                selection.update(best_epoch=epoch + 1, best_validation_mse=value)
+                best_choice.update(choice)
+                tf.train.Checkpoint(model=model).write(best_path)
+            line += (f", validation MSE {value:.5f}" + ("" if is_cvae else f" (s = {choice['chosen']:g})")
+                     + f" (best {selection['best_validation_mse']:.5f} @ {selection['best_epoch']})")
         if progress:
-            print(f"  epoch {epoch + 1}/{cfg.epochs}: {epoch_seconds[-1]:.1f} s, train MSE "
-                  f"{logs.get('geco_constraint', np.nan) + cfg.kappa_squared:.4f}, KL {logs['kl']:.4g}, "
-                  f"lambda {logs.get('geco_lambda', np.nan):.3g}", flush=True)
+            print(line, flush=True)
         clock["start"] = time.perf_counter()
 
     t_train = time.perf_counter()
@@ -330,10 +362,25 @@ def run(cfg: Config, progress: bool = True) -> dict:
     context = ds.test_context_frames(dtype=np.float32)
     target = ds.test_target_frames(dtype=np.float32)
     test_rows = (ds.test_characters, ds.test_context_poses, ds.test_target_poses)
-    is_cvae = isinstance(model, CVAE)
     context_scale = run_context_scale(cfg, C)
     context_choice = None
-    if cfg.context_scale_grid and not is_cvae:
+    if selection is not None and selection["best_epoch"] is not None:
+        # What the selection changes: the last epoch's model scored on the test as well, before the restore.
+        final_scale = selection["chosen_scale"][-1] if not is_cvae else None
+        if is_cvae:
+            final_mean = generate_cvae(model, context, *test_rows)["mean"]
+        else:
+            final_mean = generate(model, model, context, *test_rows, scale=final_scale)["mean"]
+        selection["last_epoch"] = {"test_mse_mean": _mse(final_mean, target), "context_scale": final_scale,
+                                   "style_accuracy": style_scores(ds, final_mean, ds.test_characters[:, None],
+                                                                  ds.test_target_poses)}
+        del final_mean
+        if selection["best_epoch"] != cfg.epochs:
+            tf.train.Checkpoint(model=model).read(best_path).expect_partial()
+        if cfg.context_scale_grid and not is_cvae:
+            context_choice = best_choice
+            context_scale = best_choice["chosen"]
+    elif cfg.context_scale_grid and not is_cvae:
         context_choice = choose_context_scale(model, ds, cfg.context_scale_grid)
         context_scale = context_choice["chosen"]
         if progress:
@@ -403,6 +450,7 @@ def run(cfg: Config, progress: bool = True) -> dict:
         "test_mse_per_character_sd": float(np.std(per_character, ddof=1)) if len(per_character) > 1 else 0.0,
         "context_scale": None if is_cvae else context_scale,
         **({} if context_choice is None else {"context_scale_choice": context_choice}),
+        **({} if selection is None else {"epoch_selection": selection}),
         **extra,
         "nearest_context_frame": {
             "description": "baseline: per target pose the character's context frame with the closest learned "
@@ -506,7 +554,12 @@ def _parser() -> argparse.ArgumentParser:
                    help="choose the context weight s among these by the generation MSE of held-out validation "
                         "characters (not training, not test; --num-validation-characters)")
     p.add_argument("--num-validation-characters", type=int, default=None,
-                   help="validation characters for --context-scale-grid (default 100; --quick: 6)")
+                   help="validation characters for --context-scale-grid and --eval-every (default 100; --quick: 6)")
+    p.add_argument("--eval-every", type=int, default=None, metavar="K",
+                   help="score the generations of the validation characters every K epochs and after the last "
+                        "(the SVGP-VAE's at the best s of --context-scale-grid, else at the run's s), and test the "
+                        "model of the epoch with the smallest validation MSE (default: no selection, the last "
+                        "epoch's model)")
     p.add_argument("--site-parametrization", choices=SITE_PARAMETRIZATIONS, default="variance",
                    help="SVGP-VAE encoder head: site mean and variance (the paper's) or natural parameters")
     p.add_argument("--learning-rate", type=float, default=1e-3)
@@ -540,8 +593,10 @@ def config_from_args(argv: Optional[Sequence[str]] = None) -> Config:
             parser.error("give --context-scale or --context-scale-grid, not both")
         if not all(np.isfinite(s) and s > 0 for s in args.context_scale_grid):
             parser.error(f"--context-scale-grid takes positive numbers; got {args.context_scale_grid}")
-        if args.num_validation_characters is not None and args.num_validation_characters < 1:
-            parser.error(f"--num-validation-characters must be a positive integer; got {args.num_validation_characters}")
+    if args.eval_every is not None and args.eval_every < 1:
+        parser.error(f"--eval-every must be a positive integer; got {args.eval_every}")
+    if args.num_validation_characters is not None and args.num_validation_characters < 1:
+        parser.error(f"--num-validation-characters must be a positive integer; got {args.num_validation_characters}")
     if args.pose_bias is not None and not args.pose_bias > 0:
         parser.error(f"--pose-bias must be a positive number; got {args.pose_bias}")
     quick = args.quick
@@ -572,6 +627,7 @@ def config_from_args(argv: Optional[Sequence[str]] = None) -> Config:
         pose_bias=args.pose_bias,
         context_scale=args.context_scale,
         context_scale_grid=args.context_scale_grid,
+        eval_every=args.eval_every,
         num_validation_characters=(args.num_validation_characters if args.num_validation_characters is not None
                                    else (6 if quick else 100)),
         site_parametrization=args.site_parametrization,

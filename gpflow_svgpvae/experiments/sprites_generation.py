@@ -3,6 +3,7 @@
 * :func:`generate` -- the SVGP-VAE: GP posterior on the context frames (weighted ``scale``),
   decoded at the target poses;
 * :func:`choose_context_scale` -- the weight ``scale`` chosen on held-out validation characters;
+* :func:`validation_generation` -- the validation characters' generation MSE of either model;
 * :func:`generate_cvae` -- the CVAE baseline: decoder at the mean context code, style and pose;
 * :func:`nearest_context_frames` -- the copy baseline;
 * :func:`plot_generation` -- the grid of truth and generations;
@@ -22,7 +23,7 @@ from ..posterior import check_scale
 from .common import pyplot
 from .sprites_style import find_transform, reconstruction_style, style_scores, unit_rows
 
-__all__ = ["generate", "choose_context_scale", "generate_cvae", "nearest_context_frames", "plot_generation",
+__all__ = ["generate", "choose_context_scale", "validation_generation", "generate_cvae", "nearest_context_frames", "plot_generation",
            "pose_table_vectors"]
 
 
@@ -112,6 +113,33 @@ def choose_context_scale(model, ds, scales: Sequence[float], *, characters_per_c
         "validation_mse": mse,
         "validation_style_accuracy": style,
         "chosen": scales[int(np.argmin(mse))],
+        "seconds": time.perf_counter() - t0,
+    }
+
+
+def validation_generation(model, ds, scales: Optional[Sequence[float]] = None) -> dict:
+    """The generation MSE of the validation characters: the SVGP-VAE's at each of ``scales``
+    (:func:`choose_context_scale`), or the CVAE's (:func:`generate_cvae`; ``scales`` must be
+    ``None``), in the same form (``"validation_mse"`` a list, ``"chosen"`` the weight, ``None`` for the CVAE)."""
+    if not isinstance(model, CVAE):
+        if scales is None:
+            raise ValueError("the SVGP-VAE's validation generation needs the context weights 'scales'")
+        return choose_context_scale(model, ds, scales)
+    if scales is not None:
+        raise ValueError("the CVAE has no context weight; pass scales=None")
+    if len(ds.validation_characters) == 0:
+        raise ValueError("the dataset has no validation characters; build it with "
+                         "sprites(..., num_validation_characters=V)")
+    t0 = time.perf_counter()
+    mean = generate_cvae(model, ds.validation_context_frames(dtype=np.float32), ds.validation_characters,
+                         ds.validation_context_poses, ds.validation_target_poses)["mean"]
+    return {
+        "num_characters": int(len(ds.validation_characters)),
+        "scales": None,
+        "validation_mse": [_mse(mean, ds.validation_target_frames(dtype=np.float32))],
+        "validation_style_accuracy": [style_scores(ds, mean, ds.validation_characters[:, None],
+                                                   ds.validation_target_poses)],
+        "chosen": None,
         "seconds": time.perf_counter() - t0,
     }
 
