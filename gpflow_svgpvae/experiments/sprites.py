@@ -114,8 +114,8 @@ from .sprites_generation import (  # re-exported: generation is part of the expe
     nearest_context_frames,
     plot_generation,
     pose_table_vectors,
+    EpochSelection,
     svgpvae_variants,
-    validation_generation,
 )
 from .sprites_style import (
     STYLE_RULE,
@@ -321,34 +321,20 @@ def run(cfg: Config, progress: bool = True) -> dict:
     clock = {"start": time.perf_counter()}
     is_cvae = isinstance(model, CVAE)
     scales = None if is_cvae else (cfg.context_scale_grid or [run_context_scale(cfg, C)])
-    selection = None if not cfg.eval_every else {
-        "description": "every eval_every epochs (and after the last) the generation MSE of the validation "
-                       "characters (decoded mean; the SVGP-VAE's at the best of the context weights 'scales'); "
-                       "the test scores the model of the epoch with the smallest one",
-        "eval_every": int(cfg.eval_every), "scales": scales, "num_characters": cfg.num_validation_characters,
-        "epochs": [], "validation_mse": [], "chosen_scale": [], "seconds": [],
-        "best_epoch": None, "best_validation_mse": float("inf"),
-    }
-    best_path = os.path.join(cfg.out, "best_epoch_model")
-    best_choice = {}
+    selection = None if not cfg.eval_every else EpochSelection(
+        model, ds, scales, every=cfg.eval_every, epochs=cfg.epochs, path=os.path.join(cfg.out, "best_epoch_model"))
 
     def callback(epoch, logs):
         epoch_seconds.append(time.perf_counter() - clock["start"])
         line = (f"  epoch {epoch + 1}/{cfg.epochs}: {epoch_seconds[-1]:.1f} s, train MSE "
                 f"{logs.get('geco_constraint', np.nan) + cfg.kappa_squared:.4f}, KL {logs['kl']:.4g}, "
                 f"lambda {logs.get('geco_lambda', np.nan):.3g}")
-        if selection is not None and ((epoch + 1) % cfg.eval_every == 0 or epoch + 1 == cfg.epochs):
-            choice = validation_generation(model, ds, scales)
-            value = min(choice["validation_mse"])
-            for key, item in (("epochs", epoch + 1), ("validation_mse", value), ("chosen_scale", choice["chosen"]),
-                              ("seconds", choice["seconds"])):
-                selection[key].append(item)
-            if value < selection["best_validation_mse"]:
-                selection.update(best_epoch=epoch + 1, best_validation_mse=value)
-                best_choice.update(choice)
-                tf.train.Checkpoint(model=model).write(best_path)
-            line += (f", validation MSE {value:.5f}" + ("" if is_cvae else f" (s = {choice['chosen']:g})")
-                     + f" (best {selection['best_validation_mse']:.5f} @ {selection['best_epoch']})")
+        choice = None if selection is None else selection(epoch)
+        if choice is not None:
+            best = selection.record
+            line += (f", validation MSE {min(choice['validation_mse']):.5f}"
+                     + ("" if is_cvae else f" (s = {choice['chosen']:g})")
+                     + f" (best {best['best_validation_mse']:.5f} @ {best['best_epoch']})")
         if progress:
             print(line, flush=True)
         clock["start"] = time.perf_counter()
@@ -364,22 +350,22 @@ def run(cfg: Config, progress: bool = True) -> dict:
     test_rows = (ds.test_characters, ds.test_context_poses, ds.test_target_poses)
     context_scale = run_context_scale(cfg, C)
     context_choice = None
-    if selection is not None and selection["best_epoch"] is not None:
+    if selection is not None and selection.record["best_epoch"] is not None:
         # What the selection changes: the last epoch's model scored on the test as well, before the restore.
-        final_scale = selection["chosen_scale"][-1] if not is_cvae else None
+        final_scale = selection.record["chosen_scale"][-1]
         if is_cvae:
             final_mean = generate_cvae(model, context, *test_rows)["mean"]
         else:
             final_mean = generate(model, model, context, *test_rows, scale=final_scale)["mean"]
-        selection["last_epoch"] = {"test_mse_mean": _mse(final_mean, target), "context_scale": final_scale,
-                                   "style_accuracy": style_scores(ds, final_mean, ds.test_characters[:, None],
-                                                                  ds.test_target_poses)}
+        selection.record["last_epoch"] = {
+            "test_mse_mean": _mse(final_mean, target), "context_scale": final_scale,
+            "style_accuracy": style_scores(ds, final_mean, ds.test_characters[:, None], ds.test_target_poses),
+        }
         del final_mean
-        if selection["best_epoch"] != cfg.epochs:
-            tf.train.Checkpoint(model=model).read(best_path).expect_partial()
+        selection.restore()
         if cfg.context_scale_grid and not is_cvae:
-            context_choice = best_choice
-            context_scale = best_choice["chosen"]
+            context_choice = selection.best_choice
+            context_scale = context_choice["chosen"]
     elif cfg.context_scale_grid and not is_cvae:
         context_choice = choose_context_scale(model, ds, cfg.context_scale_grid)
         context_scale = context_choice["chosen"]
@@ -450,7 +436,7 @@ def run(cfg: Config, progress: bool = True) -> dict:
         "test_mse_per_character_sd": float(np.std(per_character, ddof=1)) if len(per_character) > 1 else 0.0,
         "context_scale": None if is_cvae else context_scale,
         **({} if context_choice is None else {"context_scale_choice": context_choice}),
-        **({} if selection is None else {"epoch_selection": selection}),
+        **({} if selection is None else {"epoch_selection": selection.record}),
         **extra,
         "nearest_context_frame": {
             "description": "baseline: per target pose the character's context frame with the closest learned "

@@ -4,6 +4,7 @@
   decoded at the target poses;
 * :func:`choose_context_scale` -- the weight ``scale`` chosen on held-out validation characters;
 * :func:`validation_generation` -- the validation characters' generation MSE of either model;
+* :class:`EpochSelection` -- the epoch whose model generates the validation characters best;
 * :func:`generate_cvae` -- the CVAE baseline: decoder at the mean context code, style and pose;
 * :func:`nearest_context_frames` -- the copy baseline;
 * :func:`plot_generation` -- the grid of truth and generations;
@@ -23,7 +24,7 @@ from ..posterior import check_scale
 from .common import pyplot
 from .sprites_style import find_transform, reconstruction_style, style_scores, unit_rows
 
-__all__ = ["generate", "choose_context_scale", "validation_generation", "generate_cvae", "nearest_context_frames", "plot_generation",
+__all__ = ["generate", "choose_context_scale", "validation_generation", "EpochSelection", "generate_cvae", "nearest_context_frames", "plot_generation",
            "pose_table_vectors"]
 
 
@@ -142,6 +143,55 @@ def validation_generation(model, ds, scales: Optional[Sequence[float]] = None) -
         "chosen": None,
         "seconds": time.perf_counter() - t0,
     }
+
+
+class EpochSelection:
+    """The model of the epoch whose validation characters are generated best
+    (:func:`validation_generation`, the smallest MSE over ``scales``), checkpointed to ``path``.
+
+    Call it after every epoch (0-based ``epoch``); it scores every ``every`` epochs and after the
+    last of ``epochs``. :meth:`restore` loads the best epoch's parameters into the model.
+    ``record`` holds the validation curve, the weight chosen at each scored epoch and the best epoch.
+    """
+
+    def __init__(self, model, ds, scales: Optional[Sequence[float]], *, every: int, epochs: int, path: str):
+        if int(every) < 1:
+            raise ValueError(f"every must be a positive integer; got {every}")
+        self.model, self.ds, self.scales, self.every, self.epochs, self.path = (
+            model, ds, scales, int(every), int(epochs), path)
+        self.best_choice: dict = {}
+        self.record = {
+            "description": "every eval_every epochs (and after the last) the generation MSE of the validation "
+                           "characters (decoded mean; the SVGP-VAE's at the best of the context weights 'scales'); "
+                           "the test scores the model of the epoch with the smallest one",
+            "eval_every": self.every, "scales": None if scales is None else [float(v) for v in scales],
+            "num_characters": int(len(ds.validation_characters)),
+            "epochs": [], "validation_mse": [], "chosen_scale": [], "seconds": [],
+            "best_epoch": None, "best_validation_mse": float("inf"),
+        }
+
+    def __call__(self, epoch: int) -> Optional[dict]:
+        """Score the model after 0-based ``epoch`` if due; returns the :func:`validation_generation` result or None."""
+        done = int(epoch) + 1
+        if done % self.every and done != self.epochs:
+            return None
+        choice = validation_generation(self.model, self.ds, self.scales)
+        value = min(choice["validation_mse"])
+        for key, item in (("epochs", done), ("validation_mse", value), ("chosen_scale", choice["chosen"]),
+                          ("seconds", choice["seconds"])):
+            self.record[key].append(item)
+        if value < self.record["best_validation_mse"]:
+            self.record.update(best_epoch=done, best_validation_mse=value)
+            self.best_choice = choice
+            tf.train.Checkpoint(model=self.model).write(self.path)
+        return choice
+
+    def restore(self) -> None:
+        """Load the best epoch's parameters (nothing to do when it is the last scored epoch)."""
+        if self.record["best_epoch"] is None:
+            raise ValueError("no epoch has been scored yet")
+        if self.record["best_epoch"] != self.record["epochs"][-1]:
+            tf.train.Checkpoint(model=self.model).read(self.path).expect_partial()
 
 
 def svgpvae_variants(model, cfg, ds, train_frames, context, test_rows, target, generated, context_scale: float):

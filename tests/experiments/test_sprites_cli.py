@@ -5,6 +5,7 @@ import os
 
 import numpy as np
 import pytest
+import tensorflow as tf
 from gpflow.keras import tf_keras
 
 from gpflow_svgpvae.experiments import sprites
@@ -377,3 +378,77 @@ def test_context_scale_command_refuses_bad_input(tmp_path, capsys):
         with pytest.raises(SystemExit):
             sprites_context_scale.main(argv)
         assert message in capsys.readouterr().err
+
+
+def _tiny(model="svgpvae"):
+    from gpflow_svgpvae.datasets.sprites import sprites as make_sprites
+
+    cfg = sprites.Config(model=model, num_characters=5, num_train_characters=3, pretrain_epochs=0, num_latent=4,
+                         num_context_poses=6, num_inducing=8, filters=4, style_reduction="mean")
+    ds = make_sprites(5, seed=0, num_train_characters=3, train_poses_per_character=4, num_context_poses=6,
+                      num_validation_characters=2)
+    frames = ds.frames_for(ds.train_characters[:, None], ds.train_poses, dtype=np.uint8)
+    return sprites.build_model(cfg, frames, ds.train_characters, ds.train_poses)[0], ds
+
+
+def test_validation_generation_of_the_cvae_is_its_generation_of_the_validation_characters():
+    from gpflow_svgpvae.experiments.sprites_generation import validation_generation
+
+    model, ds = _tiny("cvae")
+    ids = np.arange(5, 7)
+    context = ds.frames_for(ids[:, None], ds.validation_context_poses)
+    target = ds.frames_for(ids[:, None], ds.validation_target_poses)
+    mean = sprites.generate_cvae(model, context, ids, ds.validation_context_poses, ds.validation_target_poses)["mean"]
+    result = validation_generation(model, ds)
+    np.testing.assert_allclose(result["validation_mse"], [np.mean((mean.astype(np.float64) - target) ** 2)],
+                               rtol=1e-6)
+    assert result["chosen"] is None and result["num_characters"] == 2
+    with pytest.raises(ValueError, match="no context weight"):
+        validation_generation(model, ds, [1.0])
+    svgpvae, _ = _tiny()
+    with pytest.raises(ValueError, match="needs the context weights"):
+        validation_generation(svgpvae, ds)
+
+
+def test_epoch_selection_scores_every_k_epochs_and_restores_the_best_epochs_parameters(tmp_path, monkeypatch):
+    """With scripted validation MSEs, the selection scores epochs K, 2K, ... and the last, keeps the
+    smallest, and restore() puts back the parameters the model had at that epoch."""
+    from gpflow_svgpvae.experiments import sprites_generation
+
+    model, ds = _tiny()
+    variable = model.decoder.trainable_variables[0]
+    script = iter([(0.3, 1.0), (0.1, 30.0), (0.2, 1000.0)])
+    seen = {}
+
+    def scripted(m, d, scales):
+        assert m is model and d is ds and scales == [1.0, 30.0, 1000.0]
+        value, chosen = next(script)
+        return {"validation_mse": [value + 0.5, value], "chosen": chosen, "seconds": 0.0}
+
+    monkeypatch.setattr(sprites_generation, "validation_generation", scripted)
+    selection = sprites_generation.EpochSelection(model, ds, [1.0, 30.0, 1000.0], every=2, epochs=5,
+                                                  path=str(tmp_path / "best"))
+    for epoch in range(5):  # 0-based; a "training epoch" changes the parameters
+        variable.assign(tf.fill(variable.shape, float(epoch)))
+        choice = selection(epoch)
+        assert (choice is None) == (epoch not in (1, 3, 4))
+        if choice is not None:
+            seen[epoch + 1] = variable.numpy().copy()
+    record = selection.record
+    assert record["epochs"] == [2, 4, 5] and record["validation_mse"] == [0.3, 0.1, 0.2]
+    assert record["chosen_scale"] == [1.0, 30.0, 1000.0]
+    assert record["best_epoch"] == 4 and record["best_validation_mse"] == 0.1
+    assert selection.best_choice["chosen"] == 30.0
+    selection.restore()
+    np.testing.assert_array_equal(variable.numpy(), seen[4])
+    with pytest.raises(ValueError, match="positive integer"):
+        sprites_generation.EpochSelection(model, ds, [1.0], every=0, epochs=5, path=str(tmp_path / "x"))
+
+
+def test_eval_every_option_and_its_refusals():
+    assert sprites.config_from_args([]).eval_every is None
+    cfg = sprites.config_from_args(["--eval-every", "2", "--model", "cvae"])
+    assert cfg.eval_every == 2 and cfg.num_validation_characters == 100
+    for bad in (["--eval-every", "0"], ["--eval-every", "2", "--num-validation-characters", "0"]):
+        with pytest.raises(SystemExit):
+            sprites.config_from_args(bad)
