@@ -55,7 +55,7 @@ characters still select nothing. With ``--eval-every K`` the validation
 characters are generated every K epochs and after the last (at each weight of the grid,
 or at the run's s), the model of the epoch with the smallest validation MSE is kept
 (``best_epoch_model.*``) and tested, with its s; ``epoch_selection`` in the metrics holds
-the validation curve and the last epoch's test scores. Reported: MSE per pixel over all test target
+the validation curve and the last epoch's test scores, ``epoch_selection.png`` plots it. Reported: MSE per pixel over all test target
 frames for the decoded mean and for one decoded sample of the latent posterior,
 and the *style accuracy* of the decoded means (``style_accuracy``; see
 :mod:`~gpflow_svgpvae.experiments.sprites_style`): per frame and colour
@@ -115,6 +115,7 @@ from .sprites_generation import (  # re-exported: generation is part of the expe
     plot_generation,
     pose_table_vectors,
     EpochSelection,
+    plot_epoch_selection,
     svgpvae_variants,
 )
 from .sprites_style import (
@@ -477,6 +478,10 @@ def run(cfg: Config, progress: bool = True) -> dict:
         "grid": os.path.basename(grid),  # in the run's folder (the folder may move)
     }
     write_json(os.path.join(cfg.out, "metrics.json"), metrics)
+    if selection is not None:
+        plot_epoch_selection(os.path.join(cfg.out, "epoch_selection.png"), selection.record, metrics["history"],
+                             cfg.kappa_squared, title=f"{name}, validation characters scored every "
+                                                      f"{cfg.eval_every} epochs")
     if progress:
         print(f"{name}: test MSE per pixel ({derived['num_test_characters']} characters x {target.shape[1]} poses), "
               f"given {given}: decoded mean {metrics['test_mse_mean']:.5f}, decoded sample "

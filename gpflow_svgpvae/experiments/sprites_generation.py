@@ -4,7 +4,8 @@
   decoded at the target poses;
 * :func:`choose_context_scale` -- the weight ``scale`` chosen on held-out validation characters;
 * :func:`validation_generation` -- the validation characters' generation MSE of either model;
-* :class:`EpochSelection` -- the epoch whose model generates the validation characters best;
+* :class:`EpochSelection` -- the epoch whose model generates the validation characters best, and
+  :func:`plot_epoch_selection`, its validation curve beside the training history;
 * :func:`generate_cvae` -- the CVAE baseline: decoder at the mean context code, style and pose;
 * :func:`nearest_context_frames` -- the copy baseline;
 * :func:`plot_generation` -- the grid of truth and generations;
@@ -24,7 +25,7 @@ from ..posterior import check_scale
 from .common import pyplot
 from .sprites_style import find_transform, reconstruction_style, style_scores, unit_rows
 
-__all__ = ["generate", "choose_context_scale", "validation_generation", "EpochSelection", "generate_cvae", "nearest_context_frames", "plot_generation",
+__all__ = ["generate", "choose_context_scale", "validation_generation", "EpochSelection", "plot_epoch_selection", "generate_cvae", "nearest_context_frames", "plot_generation",
            "pose_table_vectors"]
 
 
@@ -319,3 +320,34 @@ def nearest_context_frames(context_frames, context_poses, target_poses, pose_vec
 
 def _mse(a, b) -> float:
     return float(np.mean((np.asarray(a, np.float64) - np.asarray(b, np.float64)) ** 2))
+
+
+def plot_epoch_selection(path: str, selection: dict, history: Dict[str, Sequence[float]], kappa_squared: float,
+                         title: str = ""):
+    """The validation curve of an :class:`EpochSelection` (``selection``: its ``record``) beside the
+    training history: validation generation MSE per scored epoch (best epoch marked), training MSE
+    (GECO's constraint + ``kappa_squared``) and GECO's lambda per epoch."""
+    plt = pyplot()
+    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.6))
+    epochs = np.asarray(selection["epochs"])
+    left.plot(epochs, selection["validation_mse"], "o-", label="validation generation MSE (given the context)")
+    if "geco_constraint" in history:
+        train_mse = np.asarray(history["geco_constraint"]) + kappa_squared
+        left.plot(np.arange(1, len(train_mse) + 1), train_mse, "-", color="grey", label="training MSE (epoch mean)")
+        left.axhline(kappa_squared, color="grey", ls=":", lw=1, label=r"GECO $\kappa^2$")
+    if selection.get("best_epoch") is not None:
+        left.axvline(selection["best_epoch"], color="C3", ls="--", lw=1,
+                     label=f"best epoch {selection['best_epoch']}")
+    left.set_xlabel("epoch")
+    left.set_ylabel("MSE per pixel")
+    left.legend(fontsize=7)
+    if "geco_lambda" in history:
+        lam = np.asarray(history["geco_lambda"])
+        right.semilogy(np.arange(1, len(lam) + 1), lam, "-", color="C2")
+        right.set_ylabel(r"GECO $\lambda$")
+    right.set_xlabel("epoch")
+    if title:
+        fig.suptitle(title, fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)

@@ -38,9 +38,11 @@ def test_quick_cli_smoke_writes_config_metrics_and_grid(tmp_path):
     out = str(tmp_path / "sprites")
     metrics = sprites.main(
         ["--quick", "--num-characters", "6", "--num-train-characters", "4", "--epochs", "2", "--pretrain-epochs", "1",
-         "--characters-per-batch", "2", "--latent-dim", "8", "--out", out, "--quiet"]
+         "--characters-per-batch", "2", "--latent-dim", "8", "--eval-every", "1", "--num-validation-characters", "2",
+         "--out", out, "--quiet"]
     )
-    for name in ("config.json", "metrics.json", "sprites_generation.png", "generation_examples.npz", "model.index"):
+    for name in ("config.json", "metrics.json", "sprites_generation.png", "generation_examples.npz", "model.index",
+                 "epoch_selection.png", "best_epoch_model.index"):
         assert os.path.exists(os.path.join(out, name)), name
     config = json.load(open(os.path.join(out, "config.json")))
     assert config["epochs"] == 2 and config["num_characters"] == 6 and config["num_inducing"] == 72
@@ -51,6 +53,12 @@ def test_quick_cli_smoke_writes_config_metrics_and_grid(tmp_path):
     assert saved["num_test_characters"] == 2 and len(saved["epoch_seconds"]) == 2
     assert len(saved["history"]["geco_lambda"]) == 2 and saved["pretrain"]["epochs"] == 1
     assert metrics["test_mse_mean"] == saved["test_mse_mean"]
+    selection = saved["epoch_selection"]  # scored after both epochs, at the run's s; the best one tested
+    assert selection["epochs"] == [1, 2] and selection["scales"] == [2.0] and selection["num_characters"] == 2
+    assert selection["best_validation_mse"] == min(selection["validation_mse"])
+    assert selection["best_epoch"] == 1 + int(np.argmin(selection["validation_mse"]))
+    if selection["best_epoch"] == 2:  # no restore: the last epoch's test score is the run's
+        np.testing.assert_allclose(selection["last_epoch"]["test_mse_mean"], saved["test_mse_mean"], rtol=1e-6)
     assert saved["grid"] == "sprites_generation.png"  # relative to the run's folder
     assert saved["context_scale"] == 4 * 50 / 100  # N / batch size
     assert np.isfinite(saved["given_context_scale_1"]["test_mse_mean"])
