@@ -105,7 +105,7 @@ from ..transforms import representation_and_table
 from ..networks.representation import StyleRepresentation, pretrain_representation, representation_network
 from ..networks.sprites import sprites_decoder, sprites_encoder
 from ..training import GECO, train
-from .common import SITE_PARAMETRIZATIONS, git_commit, write_json
+from .common import SITE_PARAMETRIZATIONS, git_commit, is_positive_number, write_json
 from .sprites_generation import (  # re-exported: generation is part of the experiment's API
     _mse,
     choose_context_scale,
@@ -582,7 +582,7 @@ def config_from_args(argv: Optional[Sequence[str]] = None) -> Config:
             parser.error("--context-scale-grid is an option of the SVGP-VAE (the CVAE has no context weight)")
         if args.context_scale is not None:
             parser.error("give --context-scale or --context-scale-grid, not both")
-        if not all(np.isfinite(s) and s > 0 for s in args.context_scale_grid):
+        if not all(map(is_positive_number, args.context_scale_grid)):
             parser.error(f"--context-scale-grid takes positive numbers; got {args.context_scale_grid}")
     if args.eval_every is not None and args.eval_every < 1:
         parser.error(f"--eval-every must be a positive integer; got {args.eval_every}")

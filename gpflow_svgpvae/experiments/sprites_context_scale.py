@@ -28,7 +28,7 @@ from typing import Optional, Sequence
 
 import numpy as np
 
-from .common import git_commit, write_json
+from .common import git_commit, is_positive_number, write_json
 from .sprites import run_context_scale
 from .sprites_diagnostics import load_run
 from .sprites_generation import _mse, choose_context_scale, generate
@@ -52,7 +52,7 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: Optional[Sequence[str]] = None) -> dict:
     parser = _parser()
     args = parser.parse_args(argv)
-    if not all(np.isfinite(s) and s > 0 for s in args.scales):
+    if not all(map(is_positive_number, args.scales)):
         parser.error(f"--scales takes positive numbers; got {args.scales}")
     if args.num_validation_characters < 1:
         parser.error(f"--num-validation-characters must be a positive integer; got {args.num_validation_characters}")
