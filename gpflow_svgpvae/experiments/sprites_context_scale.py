@@ -29,7 +29,7 @@ from typing import Optional, Sequence
 import numpy as np
 
 from .common import git_commit, is_positive_number, write_json
-from .sprites import run_context_scale
+from .sprites_settings import run_context_scale
 from .sprites_diagnostics import load_run
 from .sprites_generation import _mse, choose_context_scale, generate
 from .sprites_style import format_style, style_scores
