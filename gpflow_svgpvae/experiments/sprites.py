@@ -288,8 +288,11 @@ def run(cfg: Config, progress: bool = True) -> dict:
     test_rows = (ds.test_characters, ds.test_context_poses, ds.test_target_poses)
     context_scale = run_context_scale(cfg, C)
     context_choice = None
-    if selection is not None and selection.record["best_epoch"] is not None:
-        # What the selection changes: the last epoch's model scored on the test as well, before the restore.
+    selected = selection is not None and selection.record["best_epoch"] is not None
+    last_is_best = selected and selection.record["best_epoch"] == cfg.epochs
+    if selected and not last_is_best:
+        # What the selection changes: the last epoch's model scored on the test as well, before the restore
+        # (when the last epoch is the best, the run's own test scores below are the last epoch's).
         final_scale = selection.record["chosen_scale"][-1]
         if is_cvae:
             final_mean = generate_cvae(model, context, *test_rows)["mean"]
@@ -301,9 +304,9 @@ def run(cfg: Config, progress: bool = True) -> dict:
         }
         del final_mean
         selection.restore()
-        if cfg.context_scale_grid and not is_cvae:
-            context_choice = selection.best_choice
-            context_scale = context_choice["chosen"]
+    if selected and cfg.context_scale_grid and not is_cvae:
+        context_choice = selection.best_choice
+        context_scale = context_choice["chosen"]
     elif cfg.context_scale_grid and not is_cvae:
         context_choice = choose_context_scale(model, ds, cfg.context_scale_grid)
         context_scale = context_choice["chosen"]
@@ -329,6 +332,10 @@ def run(cfg: Config, progress: bool = True) -> dict:
         "nearest_context_frame": style_scores(ds, nearest, *test_pairs),
     }
     style_seconds = time.perf_counter() - t0
+    if last_is_best:
+        selection.record["last_epoch"] = {"test_mse_mean": _mse(generated["mean"], target),
+                                          "context_scale": None if is_cvae else context_scale,
+                                          "style_accuracy": style["given_context"], "is_best_epoch": True}
     npc, npp = min(cfg.num_plot_characters, len(target)), min(cfg.num_plot_poses, target.shape[1])
     test_mse = _mse(generated["mean"], target)
     shown = {"given context": generated["mean"][:npc, :npp]}

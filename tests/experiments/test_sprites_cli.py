@@ -57,7 +57,8 @@ def test_quick_cli_smoke_writes_config_metrics_and_grid(tmp_path):
     assert selection["epochs"] == [1, 2] and selection["scales"] == [2.0] and selection["num_characters"] == 2
     assert selection["best_validation_mse"] == min(selection["validation_mse"])
     assert selection["best_epoch"] == 1 + int(np.argmin(selection["validation_mse"]))
-    if selection["best_epoch"] == 2:  # no restore: the last epoch's test score is the run's
+    assert selection["last_epoch"].get("is_best_epoch", False) == (selection["best_epoch"] == 2)
+    if selection["best_epoch"] == 2:  # no restore and no second generation: the last epoch's test score is the run's
         np.testing.assert_allclose(selection["last_epoch"]["test_mse_mean"], saved["test_mse_mean"], rtol=1e-6)
     assert saved["grid"] == "sprites_generation.png"  # relative to the run's folder
     assert saved["context_scale"] == 4 * 50 / 100  # N / batch size
