@@ -78,6 +78,16 @@ def generate(model, predictor, context_frames, characters, context_poses, target
     return result
 
 
+def _validation_frames(ds):
+    """``context [V, ...], target [V, ...], (characters, context poses, target poses)`` of the validation
+    characters (float32 frames); refused when the dataset has none."""
+    if len(ds.validation_characters) == 0:
+        raise ValueError("the dataset has no validation characters; build it with "
+                         "sprites(..., num_validation_characters=V)")
+    rows = (ds.validation_characters, ds.validation_context_poses, ds.validation_target_poses)
+    return ds.validation_context_frames(dtype=np.float32), ds.validation_target_frames(dtype=np.float32), rows
+
+
 def choose_context_scale(model, ds, scales: Sequence[float], *, characters_per_chunk: int = 16) -> dict:
     """The context weight ``s`` among ``scales`` whose generations of the *validation* characters
     (``ds.validation_*``, held out of training and test) have the smallest MSE per pixel of the
@@ -95,13 +105,8 @@ def choose_context_scale(model, ds, scales: Sequence[float], *, characters_per_c
     for s in scales:
         check_scale(s)
     V = len(ds.validation_characters)
-    if V == 0:
-        raise ValueError("the dataset has no validation characters; build it with "
-                         "sprites(..., num_validation_characters=V)")
     t0 = time.perf_counter()
-    rows = (ds.validation_characters, ds.validation_context_poses, ds.validation_target_poses)
-    context = ds.validation_context_frames(dtype=np.float32)
-    target = ds.validation_target_frames(dtype=np.float32)
+    context, target, rows = _validation_frames(ds)
     mse, style = [], []
     for s in scales:
         mean = generate(model, model, context, *rows, scale=s, characters_per_chunk=characters_per_chunk)["mean"]
@@ -129,16 +134,13 @@ def validation_generation(model, ds, scales: Optional[Sequence[float]] = None) -
         return choose_context_scale(model, ds, scales)
     if scales is not None:
         raise ValueError("the CVAE has no context weight; pass scales=None")
-    if len(ds.validation_characters) == 0:
-        raise ValueError("the dataset has no validation characters; build it with "
-                         "sprites(..., num_validation_characters=V)")
     t0 = time.perf_counter()
-    mean = generate_cvae(model, ds.validation_context_frames(dtype=np.float32), ds.validation_characters,
-                         ds.validation_context_poses, ds.validation_target_poses)["mean"]
+    context, target, rows = _validation_frames(ds)
+    mean = generate_cvae(model, context, *rows)["mean"]
     return {
         "num_characters": int(len(ds.validation_characters)),
         "scales": None,
-        "validation_mse": [_mse(mean, ds.validation_target_frames(dtype=np.float32))],
+        "validation_mse": [_mse(mean, target)],
         "validation_style_accuracy": [style_scores(ds, mean, ds.validation_characters[:, None],
                                                    ds.validation_target_poses)],
         "chosen": None,
