@@ -190,6 +190,7 @@ class ChoiceAccuracy:
     All arrays have the leading shape of the scored frames (e.g. ``[V, T]``).
 
     :ivar predicted: int64, the nearest option (-1 where skipped).
+    :ivar true: int64, the true option.
     :ivar correct: bool, ``predicted == true`` (False where skipped).
     :ivar scored: bool, False for skipped frames (the attribute covers no pixel).
     :ivar pixels: int64, pixels used per frame (0 where skipped).
@@ -197,6 +198,7 @@ class ChoiceAccuracy:
     """
 
     predicted: np.ndarray
+    true: np.ndarray
     correct: np.ndarray
     scored: np.ndarray
     pixels: np.ndarray
@@ -215,9 +217,19 @@ class ChoiceAccuracy:
         """Fraction of scored frames that are correct (NaN if none was scored)."""
         return self.num_correct / self.num_scored if self.num_scored else float("nan")
 
+    def confusion(self) -> np.ndarray:
+        """``[K, K]`` int64 counts of scored frames: row the true option, column the predicted one
+        (the diagonal sums to :attr:`num_correct`)."""
+        K = self.num_choices
+        pairs = self.true[self.scored] * K + self.predicted[self.scored]
+        return np.bincount(pairs.ravel(), minlength=K * K).reshape(K, K).astype(np.int64)
+
     def summary(self) -> dict:
-        """JSON-ready totals: accuracy, counts of correct/scored/skipped frames, pixels, chance."""
+        """JSON-ready totals: accuracy, counts of correct/scored/skipped frames, pixels, chance, and the
+        confusion matrix (rows: true option, columns: predicted) with each true option's accuracy."""
         scored = self.num_scored
+        confusion = self.confusion()
+        per_option = confusion.diagonal() / np.maximum(confusion.sum(axis=1), 1)
         return {
             "accuracy": self.accuracy if scored else None,
             "num_correct": self.num_correct,
@@ -226,6 +238,9 @@ class ChoiceAccuracy:
             "num_pixels": int(np.sum(self.pixels)),
             "mean_pixels_per_scored_frame": float(np.sum(self.pixels) / scored) if scored else None,
             "chance": 1.0 / self.num_choices,
+            "confusion": confusion.tolist(),
+            "accuracy_per_true_option": [float(a) if n else None
+                                         for a, n in zip(per_option, confusion.sum(axis=1))],
         }
 
 
@@ -261,6 +276,7 @@ def _result(predicted, true, scored, pixels, lead_shape, num_choices) -> ChoiceA
     predicted = np.where(scored, predicted, -1).astype(np.int64)
     return ChoiceAccuracy(
         predicted=predicted.reshape(lead_shape),
+        true=np.broadcast_to(true, scored.shape).astype(np.int64).reshape(lead_shape),
         correct=(scored & (predicted == true)).reshape(lead_shape),
         scored=scored.reshape(lead_shape),
         pixels=np.where(scored, pixels, 0).astype(np.int64).reshape(lead_shape),

@@ -51,7 +51,9 @@ def test_palette_colour_accuracy_uses_the_rendered_shaded_means():
     assert result.accuracy == 0.5 and result.num_scored == 2 and result.num_correct == 1
     summary = result.summary()
     assert summary == {"accuracy": 0.5, "num_correct": 1, "num_scored": 2, "num_skipped": 1, "num_pixels": 5,
-                       "mean_pixels_per_scored_frame": 2.5, "chance": 1 / 3}
+                       "mean_pixels_per_scored_frame": 2.5, "chance": 1 / 3,
+                       "confusion": [[1, 0, 0], [0, 0, 0], [0, 1, 0]],  # true 0 -> 0; true 2 -> 1
+                       "accuracy_per_true_option": [1.0, None, 0.0]}
     json.dumps(summary)
 
 
@@ -69,6 +71,17 @@ def test_palette_colour_accuracy_matches_a_naive_implementation(rng):
     assert np.array_equal(result.correct, (expected == true) & (expected >= 0))
     assert np.array_equal(result.pixels, np.isin(labels, slots).sum(axis=(-1, -2)))
     assert result.summary()["num_skipped"] == 1
+    # Confusion matrix counted in numpy: rows true, columns predicted, scored frames only.
+    expected_confusion = np.zeros((6, 6), int)
+    for t, p in zip(true.ravel(), expected.ravel()):
+        if p >= 0:
+            expected_confusion[t, p] += 1
+    assert np.array_equal(result.confusion(), expected_confusion)
+    summary = result.summary()
+    assert summary["confusion"] == expected_confusion.tolist()
+    for k, a in enumerate(summary["accuracy_per_true_option"]):
+        n = expected_confusion[k].sum()
+        assert (a is None) if n == 0 else a == expected_confusion[k, k] / n
     # No scored frame: accuracy NaN, summary None.
     empty = palette_colour_accuracy(generated[:1, :1], np.zeros((1, 1, 5, 5), int), slots, choices, true[:1, :1])
     assert np.isnan(empty.accuracy) and empty.summary()["accuracy"] is None
@@ -222,6 +235,10 @@ def test_another_character_of_the_same_shapes_scores_exactly_the_shared_colours(
         assert np.array_equal(result.predicted[result.scored], partner_colour[result.scored]), name
         shared = (styles[partners, col] == styles[chars, col])[:, None] & result.scored
         assert result.num_correct == shared.sum() and result.accuracy == shared.sum() / result.num_scored
+        confusion = np.zeros((6, 6), int)  # true colour x the partner's colour, over scored frames
+        np.add.at(confusion, (np.broadcast_to(styles[chars, col][:, None], poses.shape)[result.scored],
+                              partner_colour[result.scored]), 1)
+        assert np.array_equal(result.confusion(), confusion), name
         assert _binomial_ok(np.mean(styles[partners, col] == styles[chars, col]), 1 / 6, len(chars)), name
 
 
