@@ -332,12 +332,11 @@ def run(cfg: Config, progress: bool = True) -> dict:
         "nearest_context_frame": style_scores(ds, nearest, *test_pairs),
     }
     style_seconds = time.perf_counter() - t0
-    if last_is_best:
-        selection.record["last_epoch"] = {"test_mse_mean": _mse(generated["mean"], target),
-                                          "context_scale": None if is_cvae else context_scale,
-                                          "style_accuracy": style["given_context"], "is_best_epoch": True}
     npc, npp = min(cfg.num_plot_characters, len(target)), min(cfg.num_plot_poses, target.shape[1])
     test_mse = _mse(generated["mean"], target)
+    if last_is_best:
+        selection.record["last_epoch"] = {"test_mse_mean": test_mse, "context_scale": None if is_cvae else context_scale,
+                                          "style_accuracy": style["given_context"], "is_best_epoch": True}
     shown = {"given context": generated["mean"][:npc, :npp]}
     examples = {"generated": generated["mean"][:npc, :npp]}
     extra, reconstruction = {}, None
