@@ -77,11 +77,15 @@ def machine() -> dict:
         "python": platform.python_version(),
         "load_average": os.getloadavg(),
         "niceness": os.nice(0),
+        "tf_enable_onednn_opts": os.environ.get("TF_ENABLE_ONEDNN_OPTS", "1 (benchmark default)"),
     }
     try:
         with open("/proc/cpuinfo") as f:
             names = [l.split(":", 1)[1].strip() for l in f if l.startswith("model name")]
         info["cpu_model"] = names[0] if names else None
+        with open("/proc/cpuinfo") as f:
+            flags = next((l.split(":", 1)[1].split() for l in f if l.startswith("flags")), [])
+        info["cpu_avx512f"] = "avx512f" in flags  # TensorFlow's oneDNN default follows such features
         with open("/proc/meminfo") as f:
             info["mem_total_gb"] = round(int(f.readline().split()[1]) / 2**20, 1)
     except OSError:
@@ -100,6 +104,7 @@ def child(task: str, spec: dict, timeout: float = 1800) -> dict:
     if key in _MEMO:
         return _MEMO[key]
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONHASHSEED="0")
+    env.setdefault("TF_ENABLE_ONEDNN_OPTS", "1")  # as the svgpvae command (experiments.cli.prefer_onednn)
     cmd = [sys.executable, os.path.abspath(__file__), "_child", task, json.dumps(spec)]
     t = time.perf_counter()
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout, cwd=ROOT)

@@ -20,7 +20,8 @@ import sys
 import tempfile
 from typing import Dict, List, NamedTuple, Optional, Sequence
 
-__all__ = ["SUBCOMMANDS", "EXPERIMENTS", "STARTUP_NOISE", "help_text", "import_tensorflow_quietly", "main"]
+__all__ = ["SUBCOMMANDS", "EXPERIMENTS", "STARTUP_NOISE", "help_text", "prefer_onednn", "import_tensorflow_quietly",
+           "main"]
 
 
 class Experiment(NamedTuple):
@@ -118,6 +119,18 @@ def help_text() -> str:
     return "\n".join(lines) + "\n"
 
 
+def prefer_onednn() -> None:
+    """Ask TensorFlow for its oneDNN CPU kernels (``TF_ENABLE_ONEDNN_OPTS=1``) unless the user chose.
+
+    TensorFlow 2.21 turns them on by default only on CPUs with AVX-512 and similar
+    features; on an AVX2 CPU (as on one host type of this project's machines) they are
+    off, and the SPRITES training step then takes about twice as long: 1095 against
+    561 ms (``benchmarks/README.md``). Takes effect only before TensorFlow is imported.
+    oneDNN may change float32 results by round-off (a different order of operations).
+    """
+    os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "1")
+
+
 def import_tensorflow_quietly() -> None:
     """Import TensorFlow without its start-up lines on stderr.
 
@@ -125,11 +138,12 @@ def import_tensorflow_quietly() -> None:
     ``sys.stderr``, so fd 2 itself points to a temporary file during the import; then the
     captured lines other than :data:`STARTUP_NOISE` are written to ``sys.stderr``. Sets
     ``TF_CPP_MIN_LOG_LEVEL=2`` unless the user chose a level, which quietens TensorFlow's
-    later informational logging in the same way.
+    later informational logging in the same way, and :func:`prefer_onednn`.
     """
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     if "tensorflow" in sys.modules:
         return
+    prefer_onednn()
     try:
         saved = os.dup(2)
     except OSError:  # no fd 2 (stderr closed): nothing can reach the user anyway

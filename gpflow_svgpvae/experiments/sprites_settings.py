@@ -63,7 +63,7 @@ class Config:
     pose_bias: Optional[float] = None  # constant added to the pose kernel (kernels.sprites_kernel); None: paper
     jitter: float = 1e-6
     jit_compile: bool = False
-    decoder_modulation: Optional[str] = None  # the code also enters every decoder layer: None, "shift", "scale_shift"
+    decoder_modulation: Optional[str] = None  # the code also enters every decoder layer: "shift", "scale_shift", "mix"
     palette_colours: Optional[int] = None  # decoder output: softmax mixture of K colours from the code; None: paper
     decoder_gp_inputs: Optional[str] = None  # the decoder also reads these GP inputs: "style", "pose", "style_pose"
     site_parametrization: str = "variance"  # SVGP-VAE encoder head (networks.GaussianSiteHead): or "natural"

@@ -11,9 +11,9 @@ from gpflow.keras import tf_keras
 
 from .heads import GaussianSiteHead
 
-__all__ = ["sprites_encoder", "sprites_decoder", "LatentModulation", "PaletteOutput", "MODULATIONS"]
+__all__ = ["sprites_encoder", "sprites_decoder", "LatentModulation", "LatentMixing", "PaletteOutput", "MODULATIONS"]
 
-MODULATIONS = (None, "shift", "scale_shift")
+MODULATIONS = (None, "shift", "scale_shift", "mix")
 
 
 class LatentModulation(tf_keras.layers.Layer):
@@ -48,6 +48,47 @@ class LatentModulation(tf_keras.layers.Layer):
 
     def get_config(self):
         return {**super().get_config(), "scale": self.scale}
+
+
+class LatentMixing(tf_keras.layers.Layer):
+    r"""Channel mixing by a code: a 1x1 convolution whose kernel the code generates,
+
+    .. math::
+
+        [a\ [b, H, W, C],\ z\ [b, L]] \mapsto a\,(I + M(z)) + z W_b + c_b,\qquad
+        M(z) = \mathrm{reshape}(z W_M + c_M,\ [C, C]),
+
+    per example (broadcast over the map). :class:`LatentModulation`'s scale is the
+    diagonal of :math:`M`; the full matrix can also *rotate* a channel's direction,
+    so a channel that marks a region (the top, the hair) can be painted in a colour
+    that the code chooses, not only brightened or dimmed. The weights start at zero,
+    so the layer starts as the identity. Cost: :math:`C^2` multiply-adds per pixel
+    (a 3x3 convolution: :math:`9 C^2`) and :math:`L C^2` per example for :math:`M`.
+    """
+
+    def build(self, input_shape):
+        channels, latent = int(input_shape[0][-1]), int(input_shape[1][-1])
+        zeros = tf_keras.initializers.Zeros()
+        self.channels = channels
+        self.mix_kernel = self.add_weight(name="mix_kernel", shape=(latent, channels * channels), initializer=zeros)
+        self.mix_bias = self.add_weight(name="mix_bias", shape=(channels * channels,), initializer=zeros)
+        self.shift_kernel = self.add_weight(name="shift_kernel", shape=(latent, channels), initializer=zeros)
+        self.shift_bias = self.add_weight(name="shift_bias", shape=(channels,), initializer=zeros)
+        super().build(input_shape)
+
+    def call(self, inputs):
+        a, z = inputs
+        z = tf.cast(z, a.dtype)
+        C = self.channels
+        mix = tf.matmul(z, tf.cast(self.mix_kernel, a.dtype)) + tf.cast(self.mix_bias, a.dtype)
+        mix = tf.reshape(mix, [-1, C, C])  # [b, C, C]
+        shape = tf.shape(a)
+        flat = tf.reshape(a, [shape[0], -1, C])  # [b, H W, C]
+        mixed = tf.reshape(tf.matmul(flat, mix), shape)  # a M(z), [b, H, W, C]
+        shift = tf.matmul(z, tf.cast(self.shift_kernel, a.dtype)) + tf.cast(self.shift_bias, a.dtype)  # [b, C]
+        out = a + mixed + shift[:, None, None, :]
+        out.set_shape(a.shape)
+        return out
 
 
 class PaletteOutput(tf_keras.layers.Layer):
@@ -153,7 +194,12 @@ def sprites_decoder(
         decoder starts as the plain one. Attributes of the whole frame, such as a
         character's colours, then reach every layer without passing through the
         spatial bottleneck; with the scale, a channel that marks a region (the top,
-        the hair) gets its colour from the code. (Not in the paper.)
+        the hair) gets its brightness from the code. ``"mix"``: each hidden layer's
+        pre-activation goes through :class:`LatentMixing`,
+        :math:`h \leftarrow \mathrm{act}(a (I + M(z)) + \beta(z))` with a full
+        code-generated channel matrix :math:`M(z)`, so a region channel can take any
+        colour direction the code chooses (the output layer is not modulated).
+        (Not in the paper.)
     :param palette_colours: ``K``: the output layer draws ``K`` logits per pixel instead of
         ``C`` values, and the frame is their softmax mixture of ``K`` colours computed from
         the code (:class:`PaletteOutput`); ``output_activation`` is then not used. ``None``:
@@ -171,11 +217,14 @@ def sprites_decoder(
         raise ValueError(f"latent_modulation must be one of {MODULATIONS}; got {latent_modulation!r}")
 
     def modulated(h, act, layer_name, scale):
-        if latent_modulation is not None:
+        if latent_modulation == "mix":
+            if scale:  # hidden layers; the output layer is not modulated
+                h = LatentMixing(name=f"{layer_name}_modulation")([h, z])
+        elif latent_modulation is not None:
             h = LatentModulation(scale=scale, name=f"{layer_name}_modulation")([h, z])
         return h if act is None else tf_keras.layers.Activation(act, name=f"{layer_name}_act")(h)
 
-    scale = latent_modulation == "scale_shift"
+    scale = latent_modulation in ("scale_shift", "mix")
     for i, s in enumerate(strides):
         if int(s) == 1:
             layer_name = f"conv{i}"

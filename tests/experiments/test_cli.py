@@ -257,3 +257,14 @@ def test_package_unknown_attribute_raises_attribute_error():
     assert not hasattr(gv, "__wrapped__")
     with pytest.raises(ImportError):
         exec("from gpflow_svgpvae import frobnicate", {})
+
+
+def test_prefer_onednn_sets_the_default_and_keeps_the_users_choice(monkeypatch):
+    from gpflow_svgpvae.experiments import cli as cli_module
+
+    monkeypatch.delenv("TF_ENABLE_ONEDNN_OPTS", raising=False)
+    cli_module.prefer_onednn()
+    assert os.environ["TF_ENABLE_ONEDNN_OPTS"] == "1"
+    monkeypatch.setenv("TF_ENABLE_ONEDNN_OPTS", "0")
+    cli_module.prefer_onednn()
+    assert os.environ["TF_ENABLE_ONEDNN_OPTS"] == "0"

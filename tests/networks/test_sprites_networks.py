@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 from gpflow_svgpvae.networks import sprites_decoder
-from gpflow_svgpvae.networks.sprites import LatentModulation, PaletteOutput
+from gpflow_svgpvae.networks.sprites import LatentMixing, LatentModulation, PaletteOutput
 
 
 def _copy_plain_weights(plain, modulated):
@@ -95,3 +95,49 @@ def test_palette_decoder_shapes_range_and_bad_input():
     assert out.shape == (7, 16, 16, 3) and out.min() >= 0.0 and out.max() <= 1.0
     with pytest.raises(ValueError, match="palette_colours must be a positive integer"):
         sprites_decoder(4, (16, 16, 3), filters=4, palette_colours=0)
+
+
+def test_mixing_layer_matches_numpy():
+    rng = np.random.default_rng(2)
+    a = rng.normal(size=(3, 5, 4, 6)).astype(np.float32)
+    z = rng.normal(size=(3, 2)).astype(np.float32)
+    layer = LatentMixing()
+    np.testing.assert_array_equal(layer([a, z]), a)  # zero weights: the identity
+    Wm, cm, Wb, cb = (rng.normal(size=w.shape).astype(np.float32) for w in
+                      (layer.mix_kernel, layer.mix_bias, layer.shift_kernel, layer.shift_bias))
+    layer.set_weights([Wm, cm, Wb, cb])
+    M = (z @ Wm + cm).reshape(3, 6, 6)
+    expected = np.einsum("bhwf,bfg->bhwg", a, np.eye(6) + M) + (z @ Wb + cb)[:, None, None, :]
+    np.testing.assert_allclose(layer([a, z]), expected, rtol=1e-4, atol=1e-4)
+
+
+def test_mixing_with_a_diagonal_matrix_is_the_scale_and_shift_modulation():
+    rng = np.random.default_rng(3)
+    a = rng.normal(size=(2, 3, 3, 4)).astype(np.float32)
+    z = rng.normal(size=(2, 5)).astype(np.float32)
+    film, mixing = LatentModulation(scale=True), LatentMixing()
+    film([a, z]), mixing([a, z])
+    Wb, cb, Wg, cg = (rng.normal(size=w.shape).astype(np.float32) for w in
+                      (film.shift_kernel, film.shift_bias, film.scale_kernel, film.scale_bias))
+    film.set_weights([Wb, cb, Wg, cg])
+    diagonal = np.zeros((5, 4, 4), np.float32)
+    diagonal[:, np.arange(4), np.arange(4)] = Wg
+    diagonal_bias = np.diag(cg).astype(np.float32)
+    mixing.set_weights([diagonal.reshape(5, 16), diagonal_bias.reshape(16), Wb, cb])
+    np.testing.assert_allclose(mixing([a, z]), film([a, z]), rtol=1e-5, atol=1e-5)
+
+
+def test_mixed_decoder_starts_as_the_plain_decoder_and_mixes_every_hidden_layer():
+    plain = sprites_decoder(4, (16, 16, 3), filters=4)
+    mixed = sprites_decoder(4, (16, 16, 3), filters=4, latent_modulation="mix")
+    mixing = [layer for layer in mixed.layers if isinstance(layer, LatentMixing)]
+    assert len(mixing) == 6  # the six hidden conv layers; the output layer is not modulated
+    _copy_plain_weights(plain, mixed)
+    z = np.random.default_rng(0).normal(size=(5, 4)).astype(np.float32)
+    np.testing.assert_allclose(mixed(z), plain(z), atol=1e-6)
+    # The code's gradient reaches the mixing weights.
+    import tensorflow as tf
+    with tf.GradientTape() as tape:
+        loss = tf.reduce_sum(mixed(z) ** 2)
+    grads = tape.gradient(loss, [layer.mix_kernel for layer in mixing])
+    assert all(g is not None and float(tf.reduce_max(tf.abs(g))) > 0 for g in grads)
