@@ -68,7 +68,8 @@ SUBCOMMANDS: Dict[str, Experiment] = {
         },
     ),
     "sprites": Experiment("conditional generation of unseen characters on procedural SPRITES", {}),
-    "sprites_diagnostics": Experiment("where a trained sprites run loses the characters' style (--run DIR)", {}),
+    "sprites_diagnostics": Experiment(
+        "where a trained sprites run loses the characters' style (--run DIR; or --decoder-study-only)", {}),
     "sprites_context_scale": Experiment("a finished sprites run's context weight, chosen on validation characters",
                                         {}),
     "hmnist": Experiment("imputation on Healing MNIST (--long: T = 100; --timing: s/epoch vs T)", {}),

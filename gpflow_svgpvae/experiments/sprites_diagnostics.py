@@ -30,9 +30,15 @@ Usage::
   colours at all, GP aside?);
 * ``decoder_from_true_codes`` (``--decoder-study-epochs`` > 0) -- the decoder
   alone, trained from the *true* code of each frame (one-hot pose, one-hot
-  colour of each attribute, one-hot hair shape) to the frame, for the plain
-  decoder and the FiLM-modulated one (``latent_modulation="scale_shift"``),
-  scored on unseen attribute combinations: is the decoder the bottleneck?
+  colour of each attribute, one-hot hair shape) to the frame, for each of
+  ``--decoder-modulations`` (default: the plain decoder and the FiLM-modulated
+  one, ``latent_modulation="scale_shift"``; also ``"mix"``, code-generated
+  channel mixing), scored on unseen attribute combinations (every
+  ``--decoder-study-score-every`` epochs: a learning curve): is the decoder the
+  bottleneck? ``--decoder-study-only`` runs this study alone, without ``--run``::
+
+      svgpvae sprites_diagnostics --decoder-study-only --decoder-study-epochs 36 \
+          --decoder-study-score-every 6 --decoder-modulations plain scale_shift mix
 """
 import argparse
 import json
@@ -53,7 +59,10 @@ from . import sprites as experiment
 from .common import git_commit, write_json
 from .sprites_style import _cv_accuracy, format_style, pose_constant_fit, style_scores
 
+DECODER_VARIANTS = ("plain", "shift", "scale_shift", "mix")
+
 __all__ = [
+    "DECODER_VARIANTS",
     "load_run",
     "conditioning_scale_sweep",
     "encoder_probe",
@@ -300,35 +309,62 @@ def true_codes(ds, characters, poses) -> np.ndarray:
 
 def decoder_study(ds, *, modulation: Optional[str] = None, epochs: int = 12, num_characters: int = 200,
                   batch_size: int = 100, learning_rate: float = 1e-3, seed: int = 0,
-                  palette_colours: Optional[int] = None, progress: bool = True) -> dict:
+                  palette_colours: Optional[int] = None, filters: int = 16, score_every: Optional[int] = None,
+                  progress: bool = True) -> dict:
     """The SPRITES decoder alone, trained (MSE, Adam) from each frame's true code (:func:`true_codes`) on
     all training poses of the first ``num_characters`` training characters; scored on 40 unseen
-    characters x 25 target poses (attribute combinations not seen together)."""
+    characters x 25 target poses (attribute combinations not seen together).
+
+    :param modulation: ``sprites_decoder``'s ``latent_modulation`` (``None``: the paper's decoder).
+    :param score_every: also score the unseen characters every this many epochs (``curve``).
+    """
     tf_keras.utils.set_random_seed(int(seed))
     characters, poses = ds.train_characters[:num_characters], ds.train_poses[:num_characters]
     frames = ds.frames_for(characters[:, None], poses, dtype=np.float32).reshape(-1, 64, 64, 3)
     codes = true_codes(ds, np.repeat(characters, poses.shape[1]), poses.ravel())
     test_ids, test_poses, test = _unseen_test_frames(ds)
     test_codes = true_codes(ds, np.repeat(test_ids, test_poses.shape[1]), test_poses.ravel())
-    decoder = sprites_decoder(codes.shape[1], latent_modulation=modulation, palette_colours=palette_colours)
+    decoder = sprites_decoder(codes.shape[1], latent_modulation=modulation, palette_colours=palette_colours,
+                              filters=filters)
     decoder.compile(tf_keras.optimizers.Adam(learning_rate), "mse")
+    steps_per_epoch = int(np.ceil(len(frames) / batch_size))
+    label = f"decoder ({modulation or 'plain'})"
+
+    def unseen_scores():
+        generated = decoder.predict(test_codes, batch_size=500, verbose=0).reshape(test.shape)
+        return {"mse": experiment._mse(generated, test),
+                "style_accuracy": style_scores(ds, generated, test_ids[:, None], test_poses)}
+
     t0 = time.perf_counter()
-    history = _fit_epochs(decoder, codes, frames, epochs=epochs, batch_size=batch_size,
-                          label=f"decoder ({modulation or 'plain'})", progress=progress)
-    generated = decoder.predict(test_codes, batch_size=500, verbose=0).reshape(test.shape)
+    history, curve, train_seconds = [], [], 0.0
+    every = int(score_every) if score_every else int(epochs)
+    for start in range(0, int(epochs), every):
+        block = min(every, int(epochs) - start)
+        t_block = time.perf_counter()
+        history += _fit_epochs(decoder, codes, frames, epochs=block, batch_size=batch_size, label=label,
+                               progress=progress)
+        train_seconds += time.perf_counter() - t_block
+        curve.append({"epoch": start + block, "steps": (start + block) * steps_per_epoch,
+                      "train_mse": history[-1], **unseen_scores()})
+        if progress and score_every:
+            print(f"  {label} epoch {start + block}: unseen MSE {curve[-1]['mse']:.5f}, "
+                  f"{format_style(curve[-1]['style_accuracy'])}", flush=True)
     return {
-        "modulation": modulation, "palette_colours": palette_colours, "epochs": int(epochs), "num_frames": int(len(frames)),
-        "steps": int(epochs) * int(np.ceil(len(frames) / batch_size)), "seconds": time.perf_counter() - t0,
-        "train_mse_history": history,
-        "unseen_characters": {"mse": experiment._mse(generated, test),
-                              "style_accuracy": style_scores(ds, generated, test_ids[:, None], test_poses)},
+        "modulation": modulation, "palette_colours": palette_colours, "filters": int(filters),
+        "epochs": int(epochs), "num_frames": int(len(frames)), "batch_size": int(batch_size),
+        "steps": int(epochs) * steps_per_epoch, "seconds": time.perf_counter() - t0,
+        "train_seconds": train_seconds, "train_mse_history": history,
+        "unseen_characters": {k: v for k, v in curve[-1].items() if k in ("mse", "style_accuracy")},
+        **({"curve": curve} if score_every else {}),
     }
 
 
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m gpflow_svgpvae.experiments.sprites_diagnostics",
                                 description="where a trained SPRITES SVGP-VAE loses the characters' style")
-    p.add_argument("--run", required=True, help="output folder of a sprites run (config.json, model checkpoint)")
+    p.add_argument("--run", default=None,
+                   help="output folder of a sprites run (config.json, model checkpoint); required unless "
+                        "--decoder-study-only")
     p.add_argument("--out", default=None, help="default: <run>/diagnostics")
     p.add_argument("--num-characters", type=int, default=None, help="unseen characters to generate (default all)")
     p.add_argument("--scales", type=float, nargs="+", default=None,
@@ -341,17 +377,57 @@ def _parser() -> argparse.ArgumentParser:
                    help="unseen characters (x 20 poses) for the metric-sensitivity check")
     p.add_argument("--decoder-study-epochs", type=int, default=12,
                    help="0 skips training the plain and the modulated decoder from true codes")
+    p.add_argument("--decoder-modulations", nargs="+", choices=DECODER_VARIANTS, default=["plain", "scale_shift"],
+                   help="decoders of the true-code study (sprites_decoder's latent_modulation; plain: the paper's)")
+    p.add_argument("--decoder-study-score-every", type=int, default=None, metavar="K",
+                   help="score the true-code decoders on the unseen characters every K epochs (a learning curve)")
+    p.add_argument("--decoder-study-only", action="store_true",
+                   help="run only the true-code decoder study, on the paper's data split (no --run needed)")
     p.add_argument("--palette-colours", type=int, default=None,
                    help="also run the autoencoder and decoder studies with a palette decoder of K colours")
     p.add_argument("--quiet", action="store_true")
     return p
 
 
+def _decoder_studies(ds, args, seed: int, say) -> dict:
+    """The true-code decoder study for every ``--decoder-modulations`` entry (and the palette decoder)."""
+    results = {}
+    variants = [(None if m == "plain" else m, None) for m in args.decoder_modulations]
+    variants += [(None, args.palette_colours)] if args.palette_colours else []
+    for modulation, palette in variants:
+        r = decoder_study(ds, modulation=modulation, epochs=args.decoder_study_epochs,
+                          num_characters=args.autoencoder_characters, seed=seed, palette_colours=palette,
+                          score_every=args.decoder_study_score_every, progress=not args.quiet)
+        label = f"palette{palette}" if palette else (modulation or "plain")
+        results[label] = r
+        say(f"decoder from true codes ({label}, {r['steps']} steps, {r['train_seconds']:.0f} s): unseen MSE "
+            f"{r['unseen_characters']['mse']:.5f}, {format_style(r['unseen_characters']['style_accuracy'])}")
+    return results
+
+
 def main(argv: Optional[Sequence[str]] = None) -> dict:
-    args = _parser().parse_args(argv)
-    out = args.out or os.path.join(args.run, "diagnostics")
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if args.run is None and not args.decoder_study_only:
+        parser.error("--run is required (unless --decoder-study-only)")
+    if args.decoder_study_epochs < 1 and args.decoder_study_only:
+        parser.error("--decoder-study-only needs --decoder-study-epochs >= 1")
+    if args.decoder_study_score_every is not None and args.decoder_study_score_every < 1:
+        parser.error(f"--decoder-study-score-every must be a positive integer; got {args.decoder_study_score_every}")
+    out = args.out or (os.path.join(args.run, "diagnostics") if args.run else "results/sprites_decoder_study")
     os.makedirs(out, exist_ok=True)
     say = (lambda *a: None) if args.quiet else (lambda *a: print(*a, flush=True))
+    if args.decoder_study_only:
+        cfg = experiment.Config()
+        ds = sprites(cfg.num_characters, seed=cfg.data_seed, num_train_characters=cfg.num_train_characters,
+                     train_poses_per_character=cfg.train_poses_per_character,
+                     num_context_poses=cfg.num_context_poses)
+        t0 = time.perf_counter()
+        metrics = {"git_commit": git_commit(), "argv": list(argv) if argv is not None else sys.argv[1:],
+                   "decoder_from_true_codes": _decoder_studies(ds, args, cfg.seed, say)}
+        metrics["seconds"] = time.perf_counter() - t0
+        write_json(os.path.join(out, "metrics.json"), metrics)
+        return metrics
     cfg, ds, train_frames, model = load_run(args.run)
     C, P = ds.train_poses.shape
     n_over_b = C * P / (cfg.characters_per_batch * P)
@@ -395,16 +471,7 @@ def main(argv: Optional[Sequence[str]] = None) -> dict:
                 f"{format_style(a['training_characters']['style_accuracy'])}; unseen MSE "
                 f"{a['unseen_characters']['mse']:.5f}, {format_style(a['unseen_characters']['style_accuracy'])}")
     if args.decoder_study_epochs > 0:
-        metrics["decoder_from_true_codes"] = {}
-        variants = [(None, None), ("scale_shift", None)] + ([(None, args.palette_colours)] if args.palette_colours else [])
-        for modulation, palette in variants:
-            r = decoder_study(ds, modulation=modulation, epochs=args.decoder_study_epochs,
-                              num_characters=args.autoencoder_characters, seed=cfg.seed, palette_colours=palette,
-                              progress=not args.quiet)
-            label = f"palette{palette}" if palette else (modulation or "plain")
-            metrics["decoder_from_true_codes"][label] = r
-            say(f"decoder from true codes ({label}, {r['steps']} steps): unseen MSE "
-                f"{r['unseen_characters']['mse']:.5f}, {format_style(r['unseen_characters']['style_accuracy'])}")
+        metrics["decoder_from_true_codes"] = _decoder_studies(ds, args, cfg.seed, say)
     metrics["seconds"] = time.perf_counter() - t0
     write_json(os.path.join(out, "metrics.json"), metrics)
     return metrics

@@ -64,7 +64,18 @@ class LatentMixing(tf_keras.layers.Layer):
     that the code chooses, not only brightened or dimmed. The weights start at zero,
     so the layer starts as the identity. Cost: :math:`C^2` multiply-adds per pixel
     (a 3x3 convolution: :math:`9 C^2`) and :math:`L C^2` per example for :math:`M`.
+
+    :param normalize: with ``True`` (default) :math:`M` and the shift are computed from
+        the code standardised per example, :math:`(z - \bar z) / \sqrt{\mathrm{var}(z) + 10^{-3}}`
+        over its :math:`L` entries, so the layer's gain does not grow with the code's
+        scale. A VAE's codes have no fixed scale (SPRITES' decoder inputs, codes and
+        style vectors, reach standard deviations of 10-50), and a multiplicative layer
+        fed them raw stalled the SVGP-VAE's training (measured; ``docs/results.md``).
     """
+
+    def __init__(self, normalize: bool = True, **kwargs):
+        super().__init__(**kwargs)
+        self.normalize = bool(normalize)
 
     def build(self, input_shape):
         channels, latent = int(input_shape[0][-1]), int(input_shape[1][-1])
@@ -79,6 +90,9 @@ class LatentMixing(tf_keras.layers.Layer):
     def call(self, inputs):
         a, z = inputs
         z = tf.cast(z, a.dtype)
+        if self.normalize:
+            mean, variance = tf.nn.moments(z, axes=[-1], keepdims=True)
+            z = (z - mean) * tf.math.rsqrt(variance + 1e-3)
         C = self.channels
         mix = tf.matmul(z, tf.cast(self.mix_kernel, a.dtype)) + tf.cast(self.mix_bias, a.dtype)
         mix = tf.reshape(mix, [-1, C, C])  # [b, C, C]
@@ -89,6 +103,9 @@ class LatentMixing(tf_keras.layers.Layer):
         out = a + mixed + shift[:, None, None, :]
         out.set_shape(a.shape)
         return out
+
+    def get_config(self):
+        return {**super().get_config(), "normalize": self.normalize}
 
 
 class PaletteOutput(tf_keras.layers.Layer):

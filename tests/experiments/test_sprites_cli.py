@@ -461,3 +461,26 @@ def test_eval_every_option_and_its_refusals():
     for bad in (["--eval-every", "0"], ["--eval-every", "2", "--num-validation-characters", "0"]):
         with pytest.raises(SystemExit):
             sprites.config_from_args(bad)
+
+
+def test_decoder_study_records_a_learning_curve_and_the_cli_refuses_bad_input(tmp_path):
+    from gpflow_svgpvae.datasets.sprites import sprites as procedural_sprites
+    from gpflow_svgpvae.experiments import sprites_diagnostics
+
+    with pytest.raises(SystemExit):  # without a run, only the decoder study can run
+        sprites_diagnostics.main(["--out", str(tmp_path), "--quiet"])
+    for bad in (["--decoder-modulations", "film"], ["--decoder-study-score-every", "0"],
+                ["--decoder-study-epochs", "0"]):
+        with pytest.raises(SystemExit):
+            sprites_diagnostics.main(["--decoder-study-only", *bad, "--out", str(tmp_path), "--quiet"])
+    ds = procedural_sprites(24, seed=0, num_train_characters=18, train_poses_per_character=50,
+                            num_context_poses=36)
+    studies = {m: sprites_diagnostics.decoder_study(ds, modulation=m, epochs=2, num_characters=2, score_every=1,
+                                                    filters=4, progress=False) for m in (None, "mix")}
+    for study in studies.values():
+        assert [c["epoch"] for c in study["curve"]] == [1, 2]
+        assert [c["steps"] for c in study["curve"]] == [1, 2]  # 2 characters x 50 poses: one batch of 100
+        assert study["curve"][-1]["mse"] == study["unseen_characters"]["mse"]
+        assert [c["train_mse"] for c in study["curve"]] == study["train_mse_history"]
+    # Same seed and start (the mixing layers start as the identity), apart after training.
+    assert studies[None]["curve"][-1]["mse"] != studies["mix"]["curve"][-1]["mse"]
