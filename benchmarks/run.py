@@ -45,7 +45,9 @@ Tasks (see benchmarks/README.md for the numbers measured here):
   10 characters x 50 poses, L = 64, m = 72): the whole compiled step (GECO,
   Adam) and, each compiled alone with its gradient, the encoder, the decoder,
   the representation network (frames -> styles) and the GP block (kernels,
-  statistics, posterior, KL, predictive, at fixed GP inputs); ms per step and the epoch this implies at N = 50,000 (100 steps).
+  statistics, posterior, KL, predictive, at fixed GP inputs); ms per step and the epoch this implies at N = 50,000
+  (100 steps); then whole epochs. For each of ``SPRITES_VARIANTS``: the paper setting with TensorFlow's oneDNN
+  kernels off and on, and the setting of the quoted SPRITES run.
 * ``startup``: the time to the end of the first training step (tracing included) of
   the rotated-MNIST SVGP-VAE, each in a fresh process (AutoGraph caches what it
   converted), with the compiled loop and with Keras ``fit``: the package's step as
@@ -105,6 +107,8 @@ def child(task: str, spec: dict, timeout: float = 1800) -> dict:
         return _MEMO[key]
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONHASHSEED="0")
     env.setdefault("TF_ENABLE_ONEDNN_OPTS", "1")  # as the svgpvae command (experiments.cli.prefer_onednn)
+    if spec.get("onednn") is not None:  # a measurement of its own setting
+        env["TF_ENABLE_ONEDNN_OPTS"] = str(spec["onednn"])
     cmd = [sys.executable, os.path.abspath(__file__), "_child", task, json.dumps(spec)]
     t = time.perf_counter()
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout, cwd=ROOT)
@@ -428,26 +432,42 @@ def run_paths(quick: bool, cache: str):
     return dict(rows=rows, runs=runs), text
 
 
+#: ``sprites`` variants: (label, TF_ENABLE_ONEDNN_OPTS, Config overrides). The last is the setting of the
+#: SPRITES run quoted in docs/results.md (64-dim style, decoder on [code, style, pose] with channel mixing).
+SPRITES_VARIANTS = (
+    ("paper setting, oneDNN off (TensorFlow's default on AVX2 CPUs)", "0", {}),
+    ("paper setting, oneDNN on", "1", {}),
+    ("64-dim style, decoder on [code, style, pose], mixing; oneDNN on", "1",
+     dict(style_dim=64, style_reduction="mean", decoder_gp_inputs="style_pose", decoder_modulation="mix")),
+)
+
+
 def run_sprites(quick: bool, cache: str):
-    res = child("sprites_parts", dict(rounds=3 if quick else 7, calls=3 if quick else 10,
-                                      characters=20 if quick else 40))
-    rows = [[name, _med(v), min(v), max(v)] for name, v in res["wall_ms"].items()]
-    text = table(["part (forward + gradient)", "wall ms/step (median)", "(min)", "(max)"], rows)
-    step = _med(res["wall_ms"]["training step"])
-    parts = sum(_med(v) for k, v in res["wall_ms"].items() if k != "training step")
-    text += (f"\n\nOne epoch at N = 50,000 (100 steps) from the step's median: {step * 100 / 1000:.1f} s; the parts "
-             f"alone add up to {parts:.0f} ms of the step's {step:.0f} ms. Each timing is the best of {res['rounds']} "
-             f"blocks of {res['calls']} calls, parts alternated; batch 500 drawn from {res['characters']} "
-             f"characters' frames.")
-    epochs = child("sprites_epochs", dict(characters=100 if quick else 1000, epochs=3 if quick else 4))
-    res["epochs"] = epochs
-    later = epochs["epoch_wall_s"][1:]  # the first epoch traces the step
-    text += (f"\n\nWhole epochs as `svgpvae sprites` trains them (`training.train` on `character_batches` of uint8 "
-             f"frames in memory, {epochs['num_data']:,} frames, {epochs['steps_per_epoch']} steps of batch 500): "
-             f"wall s/epoch after the first {', '.join(f'{v:.1f}' for v in later)} (median {_med(later):.1f}), "
-             f"CPU s/epoch {', '.join(f'{v:.1f}' for v in epochs['epoch_cpu_s'][1:])}; first epoch "
-             f"{epochs['epoch_wall_s'][0]:.1f} s. Rendering the frames took {epochs['render_s']:.0f} s (not counted).")
-    return res, text
+    out, texts = {}, []
+    for label, onednn, overrides in SPRITES_VARIANTS:
+        res = child("sprites_parts", dict(rounds=3 if quick else 7, calls=3 if quick else 10,
+                                          characters=20 if quick else 40, onednn=onednn, config=overrides))
+        rows = [[name, _med(v), min(v), max(v)] for name, v in res["wall_ms"].items()]
+        text = f"### {label}\n\n" + table(["part (forward + gradient)", "wall ms/step (median)", "(min)", "(max)"], rows)
+        step = _med(res["wall_ms"]["training step"])
+        parts = sum(_med(v) for k, v in res["wall_ms"].items() if k != "training step")
+        text += (f"\n\nOne epoch at N = 50,000 (100 steps) from the step's median: {step * 100 / 1000:.1f} s; the "
+                 f"parts alone add up to {parts:.0f} ms of the step's {step:.0f} ms. Each timing is the best of "
+                 f"{res['rounds']} blocks of {res['calls']} calls, parts alternated; batch 500 drawn from "
+                 f"{res['characters']} characters' frames.")
+        epochs = child("sprites_epochs", dict(characters=100 if quick else 1000, epochs=3 if quick else 4,
+                                              onednn=onednn, config=overrides))
+        res["epochs"] = epochs
+        later = epochs["epoch_wall_s"][1:]  # the first epoch traces the step
+        text += (f"\n\nWhole epochs as `svgpvae sprites` trains them (`training.train` on `character_batches` of "
+                 f"uint8 frames in memory, {epochs['num_data']:,} frames, {epochs['steps_per_epoch']} steps of "
+                 f"batch 500): wall s/epoch after the first {', '.join(f'{v:.1f}' for v in later)} (median "
+                 f"{_med(later):.1f}), CPU s/epoch {', '.join(f'{v:.1f}' for v in epochs['epoch_cpu_s'][1:])}; "
+                 f"first epoch {epochs['epoch_wall_s'][0]:.1f} s. Rendering the frames took {epochs['render_s']:.0f} s "
+                 f"(not counted).")
+        out[label] = dict(res, onednn=onednn, config=overrides)
+        texts.append(text)
+    return out, "\n\n".join(texts)
 
 
 def run_startup(quick: bool, cache: str):
@@ -866,7 +886,7 @@ def _task_sprites_parts(B, spec):
     from gpflow_svgpvae.training.step import training_step
 
     n = int(spec["characters"])
-    cfg, model, data, _ = _sprites_setup(n)
+    cfg, model, data, _ = _sprites_setup(n, spec.get("config"))
     X, Y = next(iter(data))[:2]
     objective = GECO(cfg.kappa_squared)
     optimizer = tf_keras.optimizers.Adam(1e-3)
@@ -883,6 +903,9 @@ def _task_sprites_parts(B, spec):
     rep = model.input_transform.transforms[0]
     encoder, decoder = model.encoder, model.decoder
     Z = tf.random.stateless_normal([int(Y.shape[0]), cfg.num_latent], [0, 1])
+    # What the decoder reads: the code, and the GP-input columns of decoder_gp_columns if any.
+    Z_decoder = Z if not model.decoder_gp_columns else tf.concat(
+        [Z, tf.cast(model.decoder_condition(model.map_inputs(X, Y)), Z.dtype)], axis=-1)
     enc_in = tf.cast(Y, tf.float32)
 
     X_gp = tf.constant(model.map_inputs(X, Y))  # the representation network is timed on its own
@@ -896,7 +919,8 @@ def _task_sprites_parts(B, spec):
     parts = {
         "training step": lambda: step((X, Y)),
         "encoder": with_gradient(lambda: tf.reduce_sum(encoder(enc_in, training=True)[0]), encoder.trainable_variables),
-        "decoder": with_gradient(lambda: tf.reduce_sum(decoder(Z, training=True)), decoder.trainable_variables),
+        "decoder": with_gradient(lambda: tf.reduce_sum(decoder(Z_decoder, training=True)),
+                                 decoder.trainable_variables),
         "representation": with_gradient(lambda: tf.reduce_sum(rep(X, Y, training=True)), rep.trainable_variables),
         "GP block": with_gradient(gp_block, list(model.kernel.trainable_variables)
                                   + list(model.inducing_variable.trainable_variables)),
@@ -917,10 +941,10 @@ def _task_sprites_parts(B, spec):
     return dict(wall_ms=times, rounds=int(spec["rounds"]), calls=int(spec["calls"]), characters=n)
 
 
-def _sprites_setup(num_characters: int):
-    """``(cfg, model, data, render_s)``: the paper-setting SPRITES SVGP-VAE (no pretraining) on
-    ``num_characters`` training characters x 50 poses, with the experiment's batches of uint8 frames
-    in memory; ``render_s``: seconds spent rendering the frames."""
+def _sprites_setup(num_characters: int, overrides=None):
+    """``(cfg, model, data, render_s)``: the paper-setting SPRITES SVGP-VAE (no pretraining; ``overrides``:
+    other ``Config`` fields) on ``num_characters`` training characters x 50 poses, with the experiment's
+    batches of uint8 frames in memory; ``render_s``: seconds spent rendering the frames."""
     import numpy as np
 
     from gpflow_svgpvae.datasets.sprites import character_batches, sprites
@@ -931,7 +955,7 @@ def _sprites_setup(num_characters: int):
     ds = sprites(n + 10, seed=0, num_train_characters=n, train_poses_per_character=50, num_context_poses=36)
     frames = ds.frames_for(ds.train_characters[:, None], ds.train_poses, dtype=np.uint8)
     render_s = time.perf_counter() - t
-    cfg = Config(num_characters=n + 10, num_train_characters=n, pretrain_epochs=0)
+    cfg = Config(num_characters=n + 10, num_train_characters=n, pretrain_epochs=0, **(overrides or {}))
     model, _ = build_model(cfg, frames, ds.train_characters, ds.train_poses)
     data = character_batches(ds.train_characters, ds.train_poses, frames, characters_per_batch=cfg.characters_per_batch,
                              seed=0)
@@ -945,7 +969,7 @@ def _task_sprites_epochs(B, spec):
     from gpflow_svgpvae.training import GECO, train
 
     n = int(spec["characters"])
-    cfg, model, data, render_s = _sprites_setup(n)
+    cfg, model, data, render_s = _sprites_setup(n, spec.get("config"))
     wall, cpu = [], []
 
     def callback(epoch, logs):

@@ -4,9 +4,13 @@
 from dataclasses import dataclass, field
 from typing import Dict, Optional, Sequence
 
-__all__ = ["Config", "PAPER", "MODELS", "DECODER_GP_INPUTS", "decoder_gp_columns", "run_context_scale"]
+__all__ = ["Config", "PAPER", "MODELS", "DECODER_GP_INPUTS", "LEARNING_RATE_DECAYS", "decoder_gp_columns",
+           "run_context_scale", "learning_rate"]
 
 MODELS = ("svgpvae", "cvae")
+
+#: ``--learning-rate-decay``: how Adam's rate changes over the run (None: constant, the paper's).
+LEARNING_RATE_DECAYS = ("cosine",)
 
 #: ``--decoder-gp-inputs``: which of the GP inputs ``[style (d), pose vector (Q)]`` the SVGP-VAE's decoder reads.
 DECODER_GP_INPUTS = ("style", "pose", "style_pose")
@@ -21,6 +25,19 @@ def decoder_gp_columns(choice: Optional[str], style_dim: int, pose_dim: int) -> 
     if choice not in columns:
         raise ValueError(f"decoder_gp_inputs must be None or one of {DECODER_GP_INPUTS}; got {choice!r}")
     return list(columns[choice])
+
+def learning_rate(cfg: "Config", steps_per_epoch: int):
+    """Adam's learning rate of a run: ``cfg.learning_rate``, or with ``learning_rate_decay="cosine"``
+    :math:`\eta_t = \eta_0 (1 + \cos(\pi t / T)) / 2` over the run's :math:`T` steps (to 0 at the end)."""
+    if cfg.learning_rate_decay is None:
+        return cfg.learning_rate
+    if cfg.learning_rate_decay != "cosine":
+        raise ValueError(f"learning_rate_decay must be None or one of {LEARNING_RATE_DECAYS}; "
+                         f"got {cfg.learning_rate_decay!r}")
+    from gpflow.keras import tf_keras
+
+    return tf_keras.optimizers.schedules.CosineDecay(cfg.learning_rate, decay_steps=int(cfg.epochs * steps_per_epoch))
+
 
 def run_context_scale(cfg: "Config", num_train_characters: int) -> float:
     """The context weight of a run: ``cfg.context_scale``, else N / b (the training minibatches')."""
@@ -52,6 +69,7 @@ class Config:
     style_reduction: str = "sum"
     characters_per_batch: int = 10
     learning_rate: float = 1e-3
+    learning_rate_decay: Optional[str] = None  # None: constant (the paper's); "cosine": to 0 over the run's steps
     kappa_squared: float = 0.0075
     geco_alpha: float = 0.99
     geco_nu: float = 1.0

@@ -484,3 +484,18 @@ def test_decoder_study_records_a_learning_curve_and_the_cli_refuses_bad_input(tm
         assert [c["train_mse"] for c in study["curve"]] == study["train_mse_history"]
     # Same seed and start (the mixing layers start as the identity), apart after training.
     assert studies[None]["curve"][-1]["mse"] != studies["mix"]["curve"][-1]["mse"]
+
+
+def test_learning_rate_decay_is_cosine_to_zero_over_the_run_and_constant_by_default():
+    constant = sprites.config_from_args(["--quick"])
+    assert constant.learning_rate_decay is None and sprites.learning_rate(constant, 100) == 1e-3
+    cfg = sprites.config_from_args(["--quick", "--epochs", "4", "--learning-rate", "2e-3",
+                                    "--learning-rate-decay", "cosine"])
+    schedule = sprites.learning_rate(cfg, steps_per_epoch=25)  # 100 steps in all
+    values = [float(schedule(t)) for t in (0, 25, 50, 75, 100)]
+    expected = [2e-3 * (1 + np.cos(np.pi * t / 100)) / 2 for t in (0, 25, 50, 75, 100)]
+    np.testing.assert_allclose(values, expected, rtol=1e-5, atol=1e-12)
+    with pytest.raises(SystemExit):
+        sprites.config_from_args(["--quick", "--learning-rate-decay", "linear"])
+    with pytest.raises(ValueError, match="learning_rate_decay"):
+        sprites.learning_rate(dataclasses.replace(cfg, learning_rate_decay="step"), 10)
