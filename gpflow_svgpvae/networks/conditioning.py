@@ -1,0 +1,107 @@
+r"""Layers that condition a convolutional feature map on a code: ``[a [b, H, W, C], z [b, L]] -> [b, H, W, C]``.
+
+* :class:`LatentModulation` -- FiLM (Perez et al. 2018) by the code: per-channel scale and shift,
+  linear in :math:`z`;
+* :class:`LatentMixing` -- a 1x1 convolution whose kernel :math:`I + M(z)` the code generates
+  (the scale is its diagonal), from the code standardised per example.
+
+Both start as the identity (zero weights), so a decoder built with them starts as the plain one.
+Used by :func:`~gpflow_svgpvae.networks.sprites_decoder` (``latent_modulation``); any decoder can
+call them on its feature maps.
+"""
+import tensorflow as tf
+from gpflow.keras import tf_keras
+
+__all__ = ["LatentModulation", "LatentMixing"]
+
+
+class LatentModulation(tf_keras.layers.Layer):
+    r"""FiLM by a code: ``[a [b, H, W, C], z [b, L]] -> a * (1 + z W_g + c_g) + z W_b + c_b``
+    (per channel, broadcast over the map; without ``scale`` only the shift).
+
+    The weights start at zero, so the layer starts as the identity.
+    """
+
+    def __init__(self, scale: bool = True, **kwargs):
+        super().__init__(**kwargs)
+        self.scale = bool(scale)
+
+    def build(self, input_shape):
+        channels, latent = int(input_shape[0][-1]), int(input_shape[1][-1])
+        zeros = tf_keras.initializers.Zeros()
+        self.shift_kernel = self.add_weight(name="shift_kernel", shape=(latent, channels), initializer=zeros)
+        self.shift_bias = self.add_weight(name="shift_bias", shape=(channels,), initializer=zeros)
+        if self.scale:
+            self.scale_kernel = self.add_weight(name="scale_kernel", shape=(latent, channels), initializer=zeros)
+            self.scale_bias = self.add_weight(name="scale_bias", shape=(channels,), initializer=zeros)
+        super().build(input_shape)
+
+    def call(self, inputs):
+        a, z = inputs
+        z = tf.cast(z, a.dtype)
+        shift = tf.matmul(z, tf.cast(self.shift_kernel, a.dtype)) + tf.cast(self.shift_bias, a.dtype)  # [b, C]
+        if self.scale:
+            gain = 1.0 + tf.matmul(z, tf.cast(self.scale_kernel, a.dtype)) + tf.cast(self.scale_bias, a.dtype)
+            a = a * gain[:, None, None, :]
+        return a + shift[:, None, None, :]
+
+    def get_config(self):
+        return {**super().get_config(), "scale": self.scale}
+
+
+class LatentMixing(tf_keras.layers.Layer):
+    r"""Channel mixing by a code: a 1x1 convolution whose kernel the code generates,
+
+    .. math::
+
+        [a\ [b, H, W, C],\ z\ [b, L]] \mapsto a\,(I + M(z)) + z W_b + c_b,\qquad
+        M(z) = \mathrm{reshape}(z W_M + c_M,\ [C, C]),
+
+    per example (broadcast over the map). :class:`LatentModulation`'s scale is the
+    diagonal of :math:`M`; the full matrix can also *rotate* a channel's direction,
+    so a channel that marks a region (the top, the hair) can be painted in a colour
+    that the code chooses, not only brightened or dimmed. The weights start at zero,
+    so the layer starts as the identity. Cost: :math:`C^2` multiply-adds per pixel
+    (a 3x3 convolution: :math:`9 C^2`) and :math:`L C^2` per example for :math:`M`.
+
+    :param normalize: with ``True`` (default) :math:`M` and the shift are computed from
+        the code standardised per example, :math:`(z - \bar z) / \sqrt{\mathrm{var}(z) + 10^{-3}}`
+        over its :math:`L` entries, so the layer's gain does not grow with the code's
+        scale. A VAE's codes have no fixed scale (SPRITES' decoder inputs, codes and
+        style vectors, reach standard deviations of 10-50), and a multiplicative layer
+        fed them raw stalled the SVGP-VAE's training (measured; ``docs/results.md``).
+    """
+
+    def __init__(self, normalize: bool = True, **kwargs):
+        super().__init__(**kwargs)
+        self.normalize = bool(normalize)
+
+    def build(self, input_shape):
+        channels, latent = int(input_shape[0][-1]), int(input_shape[1][-1])
+        zeros = tf_keras.initializers.Zeros()
+        self.channels = channels
+        self.mix_kernel = self.add_weight(name="mix_kernel", shape=(latent, channels * channels), initializer=zeros)
+        self.mix_bias = self.add_weight(name="mix_bias", shape=(channels * channels,), initializer=zeros)
+        self.shift_kernel = self.add_weight(name="shift_kernel", shape=(latent, channels), initializer=zeros)
+        self.shift_bias = self.add_weight(name="shift_bias", shape=(channels,), initializer=zeros)
+        super().build(input_shape)
+
+    def call(self, inputs):
+        a, z = inputs
+        z = tf.cast(z, a.dtype)
+        if self.normalize:
+            mean, variance = tf.nn.moments(z, axes=[-1], keepdims=True)
+            z = (z - mean) * tf.math.rsqrt(variance + 1e-3)
+        C = self.channels
+        mix = tf.matmul(z, tf.cast(self.mix_kernel, a.dtype)) + tf.cast(self.mix_bias, a.dtype)
+        mix = tf.reshape(mix, [-1, C, C])  # [b, C, C]
+        shape = tf.shape(a)
+        flat = tf.reshape(a, [shape[0], -1, C])  # [b, H W, C]
+        mixed = tf.reshape(tf.matmul(flat, mix), shape)  # a M(z), [b, H, W, C]
+        shift = tf.matmul(z, tf.cast(self.shift_kernel, a.dtype)) + tf.cast(self.shift_bias, a.dtype)  # [b, C]
+        out = a + mixed + shift[:, None, None, :]
+        out.set_shape(a.shape)
+        return out
+
+    def get_config(self):
+        return {**super().get_config(), "normalize": self.normalize}
