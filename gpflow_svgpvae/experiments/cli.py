@@ -72,6 +72,7 @@ SUBCOMMANDS: Dict[str, Experiment] = {
         "where a trained sprites run loses the characters' style (--run DIR; or --decoder-study-only)", {}),
     "sprites_context_scale": Experiment("a finished sprites run's context weight, chosen on validation characters",
                                         {}),
+    "sprites_summary": Experiment("one accuracy table and figure from several finished sprites runs (RUN ...)", {}),
     "hmnist": Experiment("imputation on Healing MNIST (--long: T = 100; --timing: s/epoch vs T)", {}),
 }
 

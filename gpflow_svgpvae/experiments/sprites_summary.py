@@ -1,0 +1,151 @@
+r"""One table and one figure from several finished SPRITES runs (issue 12's accuracy table).
+
+Usage::
+
+    python -m gpflow_svgpvae.experiments.sprites_summary RUN [RUN ...] --labels A B ... --out DIR
+
+Each ``RUN`` is the output folder of :mod:`gpflow_svgpvae.experiments.sprites` (its
+``metrics.json``; the SVGP-VAE's or the CVAE's). Written to ``--out``:
+
+* ``summary.json`` -- one row per run (its label, folder, model, seed, epochs, test MSE given
+  the context, the style accuracy per attribute, seconds per epoch), then the
+  nearest-context-frame baseline of the first run and chance;
+* ``summary.md`` -- the same rows as a Markdown table;
+* ``style_accuracy.png`` -- the accuracy per attribute of every row as grouped bars, with
+  chance and the issue's target of 0.90.
+
+Nothing is recomputed: the numbers are read from the runs' ``metrics.json`` files, so the table
+in ``docs/results.md`` can be regenerated from the committed metrics.
+"""
+import argparse
+import json
+import os
+import sys
+from typing import List, Optional, Sequence
+
+from .common import pyplot, write_json
+
+#: The scored attributes, in the order of the table (``metrics.style_accuracy``'s names).
+ATTRIBUTES = ("skin", "hair_colour", "top_colour", "bottom_colour", "hair_shape")
+
+#: The issue's colour target (hair shape has none).
+TARGET = 0.90
+
+__all__ = ["ATTRIBUTES", "TARGET", "read_run", "summary_rows", "markdown_table", "plot_summary", "main"]
+
+
+def read_run(run_dir: str) -> dict:
+    """The ``metrics.json`` and ``config.json`` of a finished sprites run, with a clear error if missing."""
+    metrics_path = os.path.join(run_dir, "metrics.json")
+    if not os.path.isfile(metrics_path):
+        raise FileNotFoundError(f"{run_dir!r} is not a finished sprites run: no metrics.json in it")
+    with open(metrics_path) as f:
+        metrics = json.load(f)
+    if "style_accuracy" not in metrics or "given_context" not in metrics["style_accuracy"]:
+        raise ValueError(f"{metrics_path} has no style_accuracy.given_context: not a sprites run's metrics")
+    config_path = os.path.join(run_dir, "config.json")
+    config = {}
+    if os.path.isfile(config_path):
+        with open(config_path) as f:
+            config = json.load(f)
+    return {"metrics": metrics, "config": config}
+
+
+def _accuracies(style: dict) -> dict:
+    return {a: float(style[a]["accuracy"]) if a in style else None for a in ATTRIBUTES}
+
+
+def summary_rows(runs: Sequence[str], labels: Sequence[str]) -> List[dict]:
+    """One row per run (given its context), then the first run's nearest-context-frame baseline and chance."""
+    if len(runs) != len(labels):
+        raise ValueError(f"{len(runs)} runs but {len(labels)} labels; give one label per run")
+    if not runs:
+        raise ValueError("no runs given")
+    rows, first = [], None
+    for run_dir, label in zip(runs, labels):
+        run = read_run(run_dir)
+        m, cfg = run["metrics"], run["config"]
+        first = first or m
+        rows.append({"label": label, "run": run_dir, "model": m.get("model", cfg.get("model")),
+                     "seed": cfg.get("seed"), "epochs": m.get("epochs", cfg.get("epochs")),
+                     "test_mse": float(m["test_mse_mean"]), **_accuracies(m["style_accuracy"]["given_context"]),
+                     "seconds_per_epoch": m.get("seconds_per_epoch")})
+    nearest = first["style_accuracy"].get("nearest_context_frame")
+    if nearest is not None:
+        rows.append({"label": "nearest context frame", "run": runs[0], "model": "baseline",
+                     "test_mse": float(first["nearest_context_frame"]["test_mse"]), **_accuracies(nearest)})
+    chance = {a: float(first["style_accuracy"]["given_context"][a]["chance"]) for a in ATTRIBUTES
+              if a in first["style_accuracy"]["given_context"]}
+    rows.append({"label": "chance", "model": "chance", "test_mse": None, **{a: chance.get(a) for a in ATTRIBUTES}})
+    return rows
+
+
+def markdown_table(rows: Sequence[dict]) -> str:
+    """The rows as a Markdown table: MSE per pixel and the accuracy of each attribute."""
+    head = ["method", "test MSE per pixel", "skin", "hair colour", "top colour", "bottom colour", "hair shape",
+            "s/epoch"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for r in rows:
+        cells = [r["label"], "" if r["test_mse"] is None else f"{r['test_mse']:.5f}"]
+        cells += ["" if r[a] is None else f"{r[a]:.2f}" for a in ATTRIBUTES]
+        cells += ["" if r.get("seconds_per_epoch") is None else f"{r['seconds_per_epoch']:.1f}"]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def plot_summary(path: str, rows: Sequence[dict]) -> None:
+    """Grouped bars: for each attribute, the accuracy of every row but chance; chance and the target as lines."""
+    plt = pyplot()
+    bars = [r for r in rows if r["model"] != "chance"]
+    chance = next((r for r in rows if r["model"] == "chance"), None)
+    width = 0.8 / max(len(bars), 1)
+    fig, ax = plt.subplots(figsize=(1.9 * len(ATTRIBUTES) + 3.5, 3.6))
+    for i, r in enumerate(bars):
+        xs = [k + (i - (len(bars) - 1) / 2) * width for k in range(len(ATTRIBUTES))]
+        ax.bar(xs, [r[a] or 0.0 for a in ATTRIBUTES], width, label=r["label"])
+    if chance is not None:
+        for k, a in enumerate(ATTRIBUTES):
+            if chance[a] is not None:
+                ax.hlines(chance[a], k - 0.45, k + 0.45, colors="k", linestyles=":", zorder=3,
+                          label="chance" if k == 0 else None)
+    ax.axhline(TARGET, color="grey", linestyle="--", linewidth=1, label=f"target {TARGET:.2f} (colours)")
+    ax.set_xticks(range(len(ATTRIBUTES)), [a.replace("_", " ") for a in ATTRIBUTES])
+    ax.set_ylim(0, 1.05)
+    ax.set_ylabel("accuracy (unseen characters)")
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))  # outside: the bars reach 1
+    fig.tight_layout()
+    fig.savefig(path, dpi=130)
+    plt.close(fig)
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m gpflow_svgpvae.experiments.sprites_summary",
+                                description="one accuracy table and figure from several finished sprites runs")
+    p.add_argument("runs", nargs="*", metavar="RUN", help="output folders of sprites runs")
+    p.add_argument("--labels", nargs="+", default=None, help="one label per run (default: the folder names)")
+    p.add_argument("--out", default="results/sprites_summary")
+    return p
+
+
+def main(argv: Optional[Sequence[str]] = None) -> dict:
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if not args.runs:
+        parser.error("give at least one RUN folder")
+    labels = args.labels or [os.path.basename(os.path.normpath(r)) for r in args.runs]
+    try:
+        rows = summary_rows(args.runs, labels)
+    except (FileNotFoundError, ValueError) as err:
+        parser.error(str(err))
+    os.makedirs(args.out, exist_ok=True)
+    write_json(os.path.join(args.out, "summary.json"), {"rows": rows, "target": TARGET})
+    table = markdown_table(rows)
+    with open(os.path.join(args.out, "summary.md"), "w") as f:
+        f.write(table)
+    plot_summary(os.path.join(args.out, "style_accuracy.png"), rows)
+    print(table, end="")
+    return {"rows": rows}
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

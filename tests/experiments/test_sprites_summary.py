@@ -1,0 +1,72 @@
+"""`svgpvae sprites_summary`: the accuracy table is read back from the runs' metrics, bad input is refused."""
+import json
+import os
+
+import pytest
+
+from gpflow_svgpvae.experiments import sprites_summary
+
+_OPTIONS = {"skin": 6, "hair_colour": 6, "top_colour": 6, "bottom_colour": 6, "hair_shape": 5}
+
+
+def _style(accuracies):
+    return {a: {"accuracy": v, "chance": 1.0 / _OPTIONS[a]} for a, v in accuracies.items()}
+
+
+def _run(tmp_path, name, model, mse, given, nearest=None, seed=0, seconds=None):
+    folder = tmp_path / name
+    folder.mkdir()
+    style = {"given_context": _style(given)}
+    metrics = {"model": model, "test_mse_mean": mse, "epochs": 40, "style_accuracy": style}
+    if nearest is not None:
+        style["nearest_context_frame"] = _style(nearest[1])
+        metrics["nearest_context_frame"] = {"test_mse": nearest[0]}
+    if seconds is not None:
+        metrics["seconds_per_epoch"] = seconds
+    (folder / "metrics.json").write_text(json.dumps(metrics))
+    (folder / "config.json").write_text(json.dumps({"model": model, "seed": seed}))
+    return str(folder)
+
+
+def _acc(*values):
+    return dict(zip(sprites_summary.ATTRIBUTES, values))
+
+
+def test_rows_carry_each_runs_numbers_then_the_first_runs_baseline_and_chance(tmp_path):
+    a = _run(tmp_path, "a", "svgpvae", 0.0064, _acc(0.75, 1.0, 0.91, 0.93, 0.997),
+             nearest=(0.0257, _acc(0.74, 0.93, 0.95, 0.945, 0.92)), seed=0, seconds=66.6)
+    b = _run(tmp_path, "b", "cvae", 0.0070, _acc(0.5, 0.9, 0.8, 0.7, 1.0),
+             nearest=(0.9, _acc(0, 0, 0, 0, 0)), seed=1)
+    rows = sprites_summary.summary_rows([a, b], ["SVGP-VAE", "CVAE"])
+    assert [r["label"] for r in rows] == ["SVGP-VAE", "CVAE", "nearest context frame", "chance"]
+    assert (rows[0]["test_mse"], rows[0]["top_colour"], rows[0]["seed"], rows[0]["seconds_per_epoch"]) == \
+        (0.0064, 0.91, 0, 66.6)
+    assert (rows[1]["model"], rows[1]["bottom_colour"], rows[1]["seed"]) == ("cvae", 0.7, 1)
+    assert rows[2]["test_mse"] == 0.0257 and rows[2]["bottom_colour"] == 0.945  # the first run's baseline
+    assert rows[3]["skin"] == pytest.approx(1 / 6) and rows[3]["hair_shape"] == pytest.approx(1 / 5)
+    table = sprites_summary.markdown_table(rows).splitlines()
+    assert table[2] == "| SVGP-VAE | 0.00640 | 0.75 | 1.00 | 0.91 | 0.93 | 1.00 | 66.6 |"
+    assert table[-1] == "| chance |  | 0.17 | 0.17 | 0.17 | 0.17 | 0.20 |  |"
+
+
+def test_main_writes_table_json_and_figure_and_refuses_bad_input(tmp_path, capsys):
+    a = _run(tmp_path, "a", "svgpvae", 0.0064, _acc(0.75, 1.0, 0.91, 0.93, 1.0))
+    out = str(tmp_path / "summary")
+    result = sprites_summary.main([a, "--labels", "mix", "--out", out])
+    assert [r["label"] for r in result["rows"]] == ["mix", "chance"]  # no baseline in this run's metrics
+    with open(os.path.join(out, "summary.json")) as f:
+        assert json.load(f)["rows"][0]["skin"] == 0.75
+    with open(os.path.join(out, "summary.md")) as f:
+        assert f.read() == capsys.readouterr().out
+    assert os.path.getsize(os.path.join(out, "style_accuracy.png")) > 10_000
+    for argv, message in (([str(tmp_path / "missing")], "no metrics.json"),
+                          ([a, "--labels", "x", "y"], "1 runs but 2 labels"),
+                          ([], "at least one RUN")):
+        with pytest.raises(SystemExit):
+            sprites_summary.main(argv + ["--out", out])
+        assert message in capsys.readouterr().err
+    (tmp_path / "other").mkdir()
+    (tmp_path / "other" / "metrics.json").write_text(json.dumps({"test_mse_mean": 0.1}))
+    with pytest.raises(SystemExit):
+        sprites_summary.main([str(tmp_path / "other"), "--out", out])
+    assert "not a sprites run" in capsys.readouterr().err
