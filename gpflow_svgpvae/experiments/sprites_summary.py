@@ -18,12 +18,11 @@ Nothing is recomputed: the numbers are read from the runs' ``metrics.json`` file
 in ``docs/results.md`` can be regenerated from the committed metrics.
 """
 import argparse
-import json
 import os
 import sys
 from typing import List, Optional, Sequence
 
-from .common import pyplot, write_json
+from .common import pyplot, read_json, write_json
 
 #: The scored attributes, in the order of the table (``metrics.style_accuracy``'s names).
 ATTRIBUTES = ("skin", "hair_colour", "top_colour", "bottom_colour", "hair_shape")
@@ -39,15 +38,11 @@ def read_run(run_dir: str) -> dict:
     metrics_path = os.path.join(run_dir, "metrics.json")
     if not os.path.isfile(metrics_path):
         raise FileNotFoundError(f"{run_dir!r} is not a finished sprites run: no metrics.json in it")
-    with open(metrics_path) as f:
-        metrics = json.load(f)
+    metrics = read_json(metrics_path)
     if "style_accuracy" not in metrics or "given_context" not in metrics["style_accuracy"]:
         raise ValueError(f"{metrics_path} has no style_accuracy.given_context: not a sprites run's metrics")
     config_path = os.path.join(run_dir, "config.json")
-    config = {}
-    if os.path.isfile(config_path):
-        with open(config_path) as f:
-            config = json.load(f)
+    config = read_json(config_path) if os.path.isfile(config_path) else {}
     return {"metrics": metrics, "config": config}
 
 

@@ -15,6 +15,18 @@ from gpflow.keras import tf_keras
 __all__ = ["LatentModulation", "LatentMixing"]
 
 
+def _add_linear(layer, name: str, latent: int, width: int):
+    """Zero-initialised weights ``name_kernel [L, width]`` and ``name_bias [width]`` of a map ``z W + c``."""
+    zeros = tf_keras.initializers.Zeros()
+    return (layer.add_weight(name=f"{name}_kernel", shape=(latent, width), initializer=zeros),
+            layer.add_weight(name=f"{name}_bias", shape=(width,), initializer=zeros))
+
+
+def _linear(z, kernel, bias):
+    """``z W + c`` in ``z``'s dtype (the weights may be float32 under a mixed-precision policy)."""
+    return tf.matmul(z, tf.cast(kernel, z.dtype)) + tf.cast(bias, z.dtype)
+
+
 class LatentModulation(tf_keras.layers.Layer):
     r"""FiLM by a code: ``[a [b, H, W, C], z [b, L]] -> a * (1 + z W_g + c_g) + z W_b + c_b``
     (per channel, broadcast over the map; without ``scale`` only the shift).
@@ -28,20 +40,17 @@ class LatentModulation(tf_keras.layers.Layer):
 
     def build(self, input_shape):
         channels, latent = int(input_shape[0][-1]), int(input_shape[1][-1])
-        zeros = tf_keras.initializers.Zeros()
-        self.shift_kernel = self.add_weight(name="shift_kernel", shape=(latent, channels), initializer=zeros)
-        self.shift_bias = self.add_weight(name="shift_bias", shape=(channels,), initializer=zeros)
+        self.shift_kernel, self.shift_bias = _add_linear(self, "shift", latent, channels)
         if self.scale:
-            self.scale_kernel = self.add_weight(name="scale_kernel", shape=(latent, channels), initializer=zeros)
-            self.scale_bias = self.add_weight(name="scale_bias", shape=(channels,), initializer=zeros)
+            self.scale_kernel, self.scale_bias = _add_linear(self, "scale", latent, channels)
         super().build(input_shape)
 
     def call(self, inputs):
         a, z = inputs
         z = tf.cast(z, a.dtype)
-        shift = tf.matmul(z, tf.cast(self.shift_kernel, a.dtype)) + tf.cast(self.shift_bias, a.dtype)  # [b, C]
+        shift = _linear(z, self.shift_kernel, self.shift_bias)  # [b, C]
         if self.scale:
-            gain = 1.0 + tf.matmul(z, tf.cast(self.scale_kernel, a.dtype)) + tf.cast(self.scale_bias, a.dtype)
+            gain = 1.0 + _linear(z, self.scale_kernel, self.scale_bias)  # [b, C]
             a = a * gain[:, None, None, :]
         return a + shift[:, None, None, :]
 
@@ -79,12 +88,9 @@ class LatentMixing(tf_keras.layers.Layer):
 
     def build(self, input_shape):
         channels, latent = int(input_shape[0][-1]), int(input_shape[1][-1])
-        zeros = tf_keras.initializers.Zeros()
         self.channels = channels
-        self.mix_kernel = self.add_weight(name="mix_kernel", shape=(latent, channels * channels), initializer=zeros)
-        self.mix_bias = self.add_weight(name="mix_bias", shape=(channels * channels,), initializer=zeros)
-        self.shift_kernel = self.add_weight(name="shift_kernel", shape=(latent, channels), initializer=zeros)
-        self.shift_bias = self.add_weight(name="shift_bias", shape=(channels,), initializer=zeros)
+        self.mix_kernel, self.mix_bias = _add_linear(self, "mix", latent, channels * channels)
+        self.shift_kernel, self.shift_bias = _add_linear(self, "shift", latent, channels)
         super().build(input_shape)
 
     def call(self, inputs):
@@ -94,12 +100,11 @@ class LatentMixing(tf_keras.layers.Layer):
             mean, variance = tf.nn.moments(z, axes=[-1], keepdims=True)
             z = (z - mean) * tf.math.rsqrt(variance + 1e-3)
         C = self.channels
-        mix = tf.matmul(z, tf.cast(self.mix_kernel, a.dtype)) + tf.cast(self.mix_bias, a.dtype)
-        mix = tf.reshape(mix, [-1, C, C])  # [b, C, C]
+        mix = tf.reshape(_linear(z, self.mix_kernel, self.mix_bias), [-1, C, C])  # [b, C, C]
         shape = tf.shape(a)
         flat = tf.reshape(a, [shape[0], -1, C])  # [b, H W, C]
         mixed = tf.reshape(tf.matmul(flat, mix), shape)  # a M(z), [b, H, W, C]
-        shift = tf.matmul(z, tf.cast(self.shift_kernel, a.dtype)) + tf.cast(self.shift_bias, a.dtype)  # [b, C]
+        shift = _linear(z, self.shift_kernel, self.shift_bias)  # [b, C]
         out = a + mixed + shift[:, None, None, :]
         out.set_shape(a.shape)
         return out
