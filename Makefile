@@ -18,12 +18,16 @@ install: $(STAMP)
 example: $(STAMP)
 	$(PY) examples/quickstart.py
 
-# The default test suite (slow tests excluded; see pytest.ini).
+# The default test suite (slow tests excluded; see pytest.ini), one pytest-xdist
+# worker per core; a test file stays on one worker, so its module fixtures are built once.
+PYTEST_WORKERS ?= 2
+PYTEST := $(PY) -m pytest -q -n $(PYTEST_WORKERS) --dist loadfile
+
 test: $(STAMP)
-	$(PY) -m pytest -q
+	$(PYTEST)
 
 test-all: $(STAMP)
-	$(PY) -m pytest -q -m "slow or not slow"
+	$(PYTEST) -m "slow or not slow"
 
 clean:
 	rm -rf $(VENV) build *.egg-info

@@ -21,7 +21,7 @@ INSTALL_REQUIRES = [
 ]
 
 EXTRAS_REQUIRE = {
-    "test": ["pytest==9.2.0", "jupytext==1.19.6"],
+    "test": ["pytest==9.2.0", "pytest-xdist==3.8.0", "jupytext==1.19.6"],
 }
 
 setup(
