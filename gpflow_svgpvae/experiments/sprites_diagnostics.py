@@ -39,6 +39,8 @@ Usage::
 
       svgpvae sprites_diagnostics --decoder-study-only --decoder-study-epochs 36 \
           --decoder-study-score-every 6 --decoder-modulations plain scale_shift mix
+
+  (``--decoder-study-filters``: the decoders' conv width, 16 as in the paper by default.)
 """
 import argparse
 import json
@@ -379,6 +381,8 @@ def _parser() -> argparse.ArgumentParser:
                    help="0 skips training the plain and the modulated decoder from true codes")
     p.add_argument("--decoder-modulations", nargs="+", choices=DECODER_VARIANTS, default=["plain", "scale_shift"],
                    help="decoders of the true-code study (sprites_decoder's latent_modulation; plain: the paper's)")
+    p.add_argument("--decoder-study-filters", type=int, default=16,
+                   help="conv width of the true-code decoders (16: the paper's)")
     p.add_argument("--decoder-study-score-every", type=int, default=None, metavar="K",
                    help="score the true-code decoders on the unseen characters every K epochs (a learning curve)")
     p.add_argument("--decoder-study-only", action="store_true",
@@ -397,10 +401,12 @@ def _decoder_studies(ds, args, seed: int, say) -> dict:
     for modulation, palette in variants:
         r = decoder_study(ds, modulation=modulation, epochs=args.decoder_study_epochs,
                           num_characters=args.autoencoder_characters, seed=seed, palette_colours=palette,
-                          score_every=args.decoder_study_score_every, progress=not args.quiet)
+                          score_every=args.decoder_study_score_every, filters=args.decoder_study_filters,
+                          progress=not args.quiet)
         label = f"palette{palette}" if palette else (modulation or "plain")
         results[label] = r
-        say(f"decoder from true codes ({label}, {r['steps']} steps, {r['train_seconds']:.0f} s): unseen MSE "
+        say(f"decoder from true codes ({label}, {r['filters']} filters, {r['steps']} steps, "
+            f"{r['train_seconds']:.0f} s): unseen MSE "
             f"{r['unseen_characters']['mse']:.5f}, {format_style(r['unseen_characters']['style_accuracy'])}")
     return results
 
@@ -412,6 +418,8 @@ def main(argv: Optional[Sequence[str]] = None) -> dict:
         parser.error("--run is required (unless --decoder-study-only)")
     if args.decoder_study_epochs < 1 and args.decoder_study_only:
         parser.error("--decoder-study-only needs --decoder-study-epochs >= 1")
+    if args.decoder_study_filters < 1:
+        parser.error(f"--decoder-study-filters must be a positive integer; got {args.decoder_study_filters}")
     if args.decoder_study_score_every is not None and args.decoder_study_score_every < 1:
         parser.error(f"--decoder-study-score-every must be a positive integer; got {args.decoder_study_score_every}")
     out = args.out or (os.path.join(args.run, "diagnostics") if args.run else "results/sprites_decoder_study")

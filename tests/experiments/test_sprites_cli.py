@@ -470,7 +470,7 @@ def test_decoder_study_records_a_learning_curve_and_the_cli_refuses_bad_input(tm
     with pytest.raises(SystemExit):  # without a run, only the decoder study can run
         sprites_diagnostics.main(["--out", str(tmp_path), "--quiet"])
     for bad in (["--decoder-modulations", "film"], ["--decoder-study-score-every", "0"],
-                ["--decoder-study-epochs", "0"]):
+                ["--decoder-study-epochs", "0"], ["--decoder-study-filters", "0"]):
         with pytest.raises(SystemExit):
             sprites_diagnostics.main(["--decoder-study-only", *bad, "--out", str(tmp_path), "--quiet"])
     ds = procedural_sprites(24, seed=0, num_train_characters=18, train_poses_per_character=50,
@@ -484,6 +484,11 @@ def test_decoder_study_records_a_learning_curve_and_the_cli_refuses_bad_input(tm
         assert [c["train_mse"] for c in study["curve"]] == study["train_mse_history"]
     # Same seed and start (the mixing layers start as the identity), apart after training.
     assert studies[None]["curve"][-1]["mse"] != studies["mix"]["curve"][-1]["mse"]
+    # The CLI passes the width through: 2 epochs of a 4-filter decoder, recorded in the metrics.
+    metrics = sprites_diagnostics.main(["--decoder-study-only", "--decoder-study-epochs", "1",
+                                        "--decoder-study-filters", "4", "--decoder-modulations", "mix",
+                                        "--autoencoder-characters", "2", "--out", str(tmp_path), "--quiet"])
+    assert metrics["decoder_from_true_codes"]["mix"]["filters"] == 4
 
 
 def test_learning_rate_decay_is_cosine_to_zero_over_the_run_and_constant_by_default():
