@@ -484,7 +484,7 @@ def test_decoder_study_records_a_learning_curve_and_the_cli_refuses_bad_input(tm
         assert [c["train_mse"] for c in study["curve"]] == study["train_mse_history"]
     # Same seed and start (the mixing layers start as the identity), apart after training.
     assert studies[None]["curve"][-1]["mse"] != studies["mix"]["curve"][-1]["mse"]
-    # The CLI passes the width through: 2 epochs of a 4-filter decoder, recorded in the metrics.
+    # The CLI passes the width through: 1 epoch of a 4-filter decoder, recorded in the metrics.
     metrics = sprites_diagnostics.main(["--decoder-study-only", "--decoder-study-epochs", "1",
                                         "--decoder-study-filters", "4", "--decoder-modulations", "mix",
                                         "--autoencoder-characters", "2", "--out", str(tmp_path), "--quiet"])
