@@ -105,6 +105,7 @@ from ..models.cvae import CVAE
 from ..models.svgpvae import SVGPVAE
 from ..transforms import representation_and_table
 from ..networks.representation import StyleRepresentation, pretrain_representation, representation_network
+from ..networks.precision import PRECISIONS, network_precision
 from ..networks.sprites import sprites_decoder, sprites_encoder
 from ..training import GECO, train
 from .common import SITE_PARAMETRIZATIONS, git_commit, is_positive_number, write_json
@@ -145,11 +146,17 @@ __all__ = ["Config", "PAPER", "MODELS", "build_model", "generate", "generate_cva
 
 # ----------------------------------------------------------------------------- model
 def build_model(cfg: Config, train_frames: np.ndarray, train_characters, train_poses, progress: bool = False):
-    """Pose table (PCA), representation (pretrained), inducing inputs and the model.
+    """Pose table (PCA), representation (pretrained), inducing inputs and the model; the networks
+    are built under the Keras policy ``cfg.precision`` (the GP block is float64 whatever it is).
 
     :param train_frames: ``[C, P, 64, 64, 3]`` uint8 training frames.
     :return: ``(model, info)``; ``info`` holds pretraining logs and timings.
     """
+    with network_precision(cfg.precision):
+        return _build_model(cfg, train_frames, train_characters, train_poses, progress)
+
+
+def _build_model(cfg: Config, train_frames: np.ndarray, train_characters, train_poses, progress: bool):
     tf_keras.utils.set_random_seed(int(cfg.seed))
     info = {}
     t0 = time.perf_counter()
@@ -513,6 +520,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--frames", choices=("memory", "render"), default="memory",
                    help="keep training frames in RAM as uint8 (614 MB for the paper) or render per batch")
     p.add_argument("--jit", action="store_true", help="compile the training step with XLA (slower on CPU here)")
+    p.add_argument("--precision", choices=PRECISIONS, default="float32",
+                   help="Keras policy of the encoder, decoder and representation networks (mixed_bfloat16: "
+                        "bfloat16 convolutions on CPUs with AVX512-BF16 or AMX; the GP block stays float64)")
     p.add_argument("--out", default="results/sprites")
     p.add_argument("--quiet", action="store_true")
     return p
@@ -582,6 +592,7 @@ def config_from_args(argv: Optional[Sequence[str]] = None) -> Config:
         data_seed=args.data_seed,
         frames=args.frames,
         jit_compile=args.jit,
+        precision=args.precision,
         num_reconstruction_frames=300 if quick else 1000,
         num_plot_characters=4 if quick else 6,
         out=args.out,

@@ -81,6 +81,7 @@ class Config:
     pose_bias: Optional[float] = None  # constant added to the pose kernel (kernels.sprites_kernel); None: paper
     jitter: float = 1e-6
     jit_compile: bool = False
+    precision: str = "float32"  # Keras policy of the networks (networks.PRECISIONS); the GP block stays float64
     decoder_modulation: Optional[str] = None  # the code also enters every decoder layer: "shift", "scale_shift", "mix"
     palette_colours: Optional[int] = None  # decoder output: softmax mixture of K colours from the code; None: paper
     decoder_gp_inputs: Optional[str] = None  # the decoder also reads these GP inputs: "style", "pose", "style_pose"

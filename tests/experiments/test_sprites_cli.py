@@ -194,6 +194,38 @@ def test_filters_set_the_width_of_every_conv_layer_of_encoder_and_decoder():
         assert [c.filters for c in convs[:-1]] == [8] * 12 and convs[-1].filters == 3
 
 
+def test_bfloat16_networks_give_the_float32_loss_with_the_gp_block_in_float64():
+    """``--precision mixed_bfloat16``: encoder, decoder and representation compute in bfloat16 with
+    float32 weights (the same initial values, so the same function up to rounding), and the
+    training loss, a float64 GP quantity, is the float32 model's to bfloat16 rounding."""
+    from gpflow_svgpvae.datasets.sprites import sprites as make_sprites
+
+    ds = make_sprites(5, seed=0, num_train_characters=3, train_poses_per_character=4, num_context_poses=6)
+    frames = ds.frames_for(ds.train_characters[:, None], ds.train_poses, dtype=np.uint8)
+    X = np.stack([np.repeat(ds.train_characters, 4), ds.train_poses.ravel()], -1).astype(np.float64)
+    Y = frames.reshape((-1, 64, 64, 3)).astype(np.float32) / 255
+    losses = {}
+    for precision in ("float32", "mixed_bfloat16"):
+        cfg = sprites.Config(num_characters=5, num_train_characters=3, pretrain_epochs=0, num_latent=4,
+                             num_inducing=4, num_context_poses=6, style_dim=8, style_reduction="mean",
+                             decoder_gp_inputs="style_pose", decoder_modulation="mix", precision=precision)
+        model, _ = sprites.build_model(cfg, frames, ds.train_characters, ds.train_poses)
+        representation = model.input_transform.transforms[0].representation
+        for net in (model.encoder, model.decoder, representation.network):
+            assert net.compute_dtype == ("bfloat16" if precision != "float32" else "float32")
+            assert {w.dtype for w in net.weights} == {tf.float32}
+        loss = model.elbo((X, Y), seed=0)
+        assert loss.dtype == tf.float64
+        losses[precision] = float(loss)
+    assert tf_keras.mixed_precision.global_policy().name == "float32"  # restored after building
+    assert losses["mixed_bfloat16"] != losses["float32"]
+    np.testing.assert_allclose(losses["mixed_bfloat16"], losses["float32"], rtol=1e-2)
+    assert sprites.config_from_args(["--precision", "mixed_bfloat16"]).precision == "mixed_bfloat16"
+    assert sprites.config_from_args([]).precision == "float32"
+    with pytest.raises(SystemExit):
+        sprites.config_from_args(["--precision", "float8"])
+
+
 def test_pose_constant_fit():
     from gpflow_svgpvae.experiments.sprites_style import pose_constant_fit
 
