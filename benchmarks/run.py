@@ -432,13 +432,18 @@ def run_paths(quick: bool, cache: str):
     return dict(rows=rows, runs=runs), text
 
 
-#: ``sprites`` variants: (label, TF_ENABLE_ONEDNN_OPTS, Config overrides). The last is the setting of the
-#: SPRITES run quoted in docs/results.md (64-dim style, decoder on [code, style, pose] with channel mixing).
+_MIX = dict(style_dim=64, style_reduction="mean", decoder_gp_inputs="style_pose", decoder_modulation="mix")
+
+#: ``sprites`` variants: (label, TF_ENABLE_ONEDNN_OPTS, Config overrides). From the third on: the setting of
+#: the SPRITES runs quoted in docs/results.md (64-dim style, decoder on [code, style, pose] with channel
+#: mixing), at 16 and 32 filters, with float32 and with bfloat16 networks.
 SPRITES_VARIANTS = (
     ("paper setting, oneDNN off (TensorFlow's default on AVX2 CPUs)", "0", {}),
     ("paper setting, oneDNN on", "1", {}),
-    ("64-dim style, decoder on [code, style, pose], mixing; oneDNN on", "1",
-     dict(style_dim=64, style_reduction="mean", decoder_gp_inputs="style_pose", decoder_modulation="mix")),
+    ("64-dim style, decoder on [code, style, pose], mixing; oneDNN on", "1", _MIX),
+    ("the same, bfloat16 networks", "1", dict(_MIX, precision="mixed_bfloat16")),
+    ("the same, 32 filters, float32 networks", "1", dict(_MIX, filters=32)),
+    ("the same, 32 filters, bfloat16 networks", "1", dict(_MIX, filters=32, precision="mixed_bfloat16")),
 )
 
 
