@@ -61,7 +61,7 @@ from . import sprites as experiment
 from .common import git_commit, write_json
 from .sprites_style import _cv_accuracy, format_style, pose_constant_fit, style_scores
 
-DECODER_VARIANTS = ("plain", "shift", "scale_shift", "mix")
+DECODER_VARIANTS = ("plain", "shift", "scale_shift", "mix", "mix_demodulated")
 
 __all__ = [
     "DECODER_VARIANTS",

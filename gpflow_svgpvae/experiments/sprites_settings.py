@@ -82,7 +82,7 @@ class Config:
     jitter: float = 1e-6
     jit_compile: bool = False
     precision: str = "float32"  # Keras policy of the networks (networks.PRECISIONS); the GP block stays float64
-    decoder_modulation: Optional[str] = None  # the code also enters every decoder layer: "shift", "scale_shift", "mix"
+    decoder_modulation: Optional[str] = None  # the code also enters every decoder layer: "shift", "scale_shift", "mix", "mix_demodulated"
     palette_colours: Optional[int] = None  # decoder output: softmax mixture of K colours from the code; None: paper
     decoder_gp_inputs: Optional[str] = None  # the decoder also reads these GP inputs: "style", "pose", "style_pose"
     site_parametrization: str = "variance"  # SVGP-VAE encoder head (networks.GaussianSiteHead): or "natural"

@@ -80,11 +80,27 @@ class LatentMixing(tf_keras.layers.Layer):
         style vectors, reach standard deviations of 10-50), and a multiplicative layer
         fed them raw stalled the SVGP-VAE's training in a small SPRITES trial during
         development (the training MSE stayed far above the plain decoder's).
+    :param demodulate: with ``True`` each column of the kernel is scaled to unit length,
+
+        .. math::
+
+            K(z) = I + M(z),\qquad K_{:, j} \leftarrow K_{:, j} / \sqrt{\textstyle\sum_i K_{ij}^2 + 10^{-8}},
+
+        so an output channel is a unit-length combination of the input channels (for inputs
+        uncorrelated across channels with unit variance, unit variance out: the weight
+        demodulation of StyleGAN2, Karras et al. 2020). The layer still starts as the identity
+        (the columns of ``I`` have unit length), but the mixing can no longer amplify: a stack
+        of undemodulated layers multiplies the activations' scale by each layer's
+        :math:`\|I + M(z)\|`, and in the SPRITES SVGP-VAE at 32 filters (the code, style and pose
+        vector in) that grew about 15-fold per layer within the first epoch, until the output
+        sigmoid saturated at exactly 1 and no gradient was left (``docs/results.md``). The
+        brightness of a channel then comes from the shift and the next layer's weights.
     """
 
-    def __init__(self, normalize: bool = True, **kwargs):
+    def __init__(self, normalize: bool = True, demodulate: bool = False, **kwargs):
         super().__init__(**kwargs)
         self.normalize = bool(normalize)
+        self.demodulate = bool(demodulate)
 
     def build(self, input_shape):
         channels, latent = int(input_shape[0][-1]), int(input_shape[1][-1])
@@ -103,11 +119,17 @@ class LatentMixing(tf_keras.layers.Layer):
         mix = tf.reshape(_linear(z, self.mix_kernel, self.mix_bias), [-1, C, C])  # [b, C, C]
         shape = tf.shape(a)
         flat = tf.reshape(a, [shape[0], -1, C])  # [b, H W, C]
-        mixed = tf.reshape(tf.matmul(flat, mix), shape)  # a M(z), [b, H, W, C]
         shift = _linear(z, self.shift_kernel, self.shift_bias)  # [b, C]
-        out = a + mixed + shift[:, None, None, :]
+        if self.demodulate:
+            kernel = tf.eye(C, dtype=mix.dtype) + mix  # [b, C, C]
+            # Float32 for the norms: a sum of C squares loses too much in bfloat16.
+            squares = tf.reduce_sum(tf.square(tf.cast(kernel, tf.float32)), axis=1, keepdims=True)  # [b, 1, C]
+            kernel = kernel * tf.cast(tf.math.rsqrt(squares + 1e-8), kernel.dtype)
+            out = tf.reshape(tf.matmul(flat, kernel), shape) + shift[:, None, None, :]
+        else:  # a + a M(z): exact identity at zero weights
+            out = a + tf.reshape(tf.matmul(flat, mix), shape) + shift[:, None, None, :]
         out.set_shape(a.shape)
         return out
 
     def get_config(self):
-        return {**super().get_config(), "normalize": self.normalize}
+        return {**super().get_config(), "normalize": self.normalize, "demodulate": self.demodulate}

@@ -14,7 +14,7 @@ from .heads import GaussianSiteHead
 
 __all__ = ["sprites_encoder", "sprites_decoder", "LatentModulation", "LatentMixing", "PaletteOutput", "MODULATIONS"]
 
-MODULATIONS = (None, "shift", "scale_shift", "mix")
+MODULATIONS = (None, "shift", "scale_shift", "mix", "mix_demodulated")
 
 
 class PaletteOutput(tf_keras.layers.Layer):
@@ -124,7 +124,9 @@ def sprites_decoder(
         pre-activation goes through :class:`LatentMixing`,
         :math:`h \leftarrow \mathrm{act}(a (I + M(z)) + \beta(z))` with a full
         code-generated channel matrix :math:`M(z)`, so a region channel can take any
-        colour direction the code chooses (the output layer is not modulated).
+        colour direction the code chooses (the output layer is not modulated);
+        ``"mix_demodulated"``: the same with each column of :math:`I + M(z)` scaled to unit
+        length (``LatentMixing(demodulate=True)``), so the mixing cannot amplify the activations.
         (Not in the paper.)
     :param palette_colours: ``K``: the output layer draws ``K`` logits per pixel instead of
         ``C`` values, and the frame is their softmax mixture of ``K`` colours computed from
@@ -143,14 +145,15 @@ def sprites_decoder(
         raise ValueError(f"latent_modulation must be one of {MODULATIONS}; got {latent_modulation!r}")
 
     def modulated(h, act, layer_name, scale):
-        if latent_modulation == "mix":
+        if latent_modulation in ("mix", "mix_demodulated"):
             if scale:  # hidden layers; the output layer is not modulated
-                h = LatentMixing(name=f"{layer_name}_modulation")([h, z])
+                h = LatentMixing(demodulate=latent_modulation == "mix_demodulated",
+                                 name=f"{layer_name}_modulation")([h, z])
         elif latent_modulation is not None:
             h = LatentModulation(scale=scale, name=f"{layer_name}_modulation")([h, z])
         return h if act is None else tf_keras.layers.Activation(act, name=f"{layer_name}_act")(h)
 
-    scale = latent_modulation in ("scale_shift", "mix")
+    scale = latent_modulation in ("scale_shift", "mix", "mix_demodulated")
     for i, s in enumerate(strides):
         if int(s) == 1:
             layer_name = f"conv{i}"

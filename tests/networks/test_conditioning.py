@@ -70,3 +70,44 @@ def test_normalized_mixing_reads_the_standardised_code_and_ignores_its_scale():
     # (up to the 1e-3 added to the variance, negligible against 10^2).
     np.testing.assert_allclose(layer([a, 300 * z + 5]), layer([a, 10 * z]), rtol=1e-4, atol=1e-4)
     assert LatentMixing.from_config(layer.get_config()).normalize is True
+
+
+def _demodulated(a, z, Wm, cm, Wb, cb):
+    C = a.shape[-1]
+    K = np.eye(C) + (z.astype(np.float64) @ Wm + cm).reshape(len(z), C, C)
+    K = K / np.sqrt((K ** 2).sum(axis=1, keepdims=True) + 1e-8)  # unit-length columns
+    return np.einsum("bhwf,bfg->bhwg", a, K) + (z @ Wb + cb)[:, None, None, :]
+
+
+def test_demodulated_mixing_matches_numpy_and_starts_as_the_identity():
+    rng = np.random.default_rng(5)
+    a = rng.normal(size=(3, 4, 5, 6)).astype(np.float32)
+    z = rng.normal(size=(3, 2)).astype(np.float32)
+    layer = LatentMixing(normalize=False, demodulate=True)
+    np.testing.assert_allclose(layer([a, z]), a, rtol=1e-6, atol=1e-6)  # columns of I have unit length
+    weights = [rng.normal(size=w.shape).astype(np.float32) for w in layer.get_weights()]
+    layer.set_weights(weights)
+    np.testing.assert_allclose(layer([a, z]), _demodulated(a, z, *weights), rtol=1e-4, atol=1e-4)
+    config = LatentMixing.from_config(layer.get_config()).get_config()
+    assert config["demodulate"] is True and config["normalize"] is False
+
+
+def test_demodulated_mixing_cannot_amplify_however_large_its_weights():
+    """Each output channel (less its shift) is a unit-length combination of the pixel's input channels,
+    so by Cauchy-Schwarz its size is at most the pixel's input norm, whatever the weights; without
+    demodulation the same weights multiply the activations by the kernel's norm."""
+    rng = np.random.default_rng(6)
+    C = 32
+    a = rng.normal(size=(4, 8, 8, C)).astype(np.float32)
+    z = rng.normal(size=(4, 10)).astype(np.float32)
+    plain, demodulated = LatentMixing(normalize=False), LatentMixing(normalize=False, demodulate=True)
+    plain([a, z]), demodulated([a, z])
+    weights = [rng.normal(size=w.shape).astype(np.float32) for w in plain.get_weights()]
+    weights[2:] = [np.zeros_like(w) for w in weights[2:]]  # no shift
+    plain.set_weights(weights), demodulated.set_weights(weights)
+    pixel_norms = np.linalg.norm(a, axis=-1, keepdims=True)  # [b, H, W, 1]
+    out = demodulated([a, z]).numpy()
+    assert np.all(np.abs(out) <= pixel_norms * (1 + 1e-5))
+    # Unit-variance channels, uncorrelated: unit variance out (the demodulation's purpose).
+    np.testing.assert_allclose(out.var(axis=(1, 2)).mean(), 1.0, atol=0.1)
+    assert plain([a, z]).numpy().var() > 100  # the undemodulated kernel amplifies

@@ -80,11 +80,13 @@ def test_palette_decoder_shapes_range_and_bad_input():
         sprites_decoder(4, (16, 16, 3), filters=4, palette_colours=0)
 
 
-def test_mixed_decoder_starts_as_the_plain_decoder_and_mixes_every_hidden_layer():
+@pytest.mark.parametrize("modulation", ["mix", "mix_demodulated"])
+def test_mixed_decoder_starts_as_the_plain_decoder_and_mixes_every_hidden_layer(modulation):
     plain = sprites_decoder(4, (16, 16, 3), filters=4)
-    mixed = sprites_decoder(4, (16, 16, 3), filters=4, latent_modulation="mix")
+    mixed = sprites_decoder(4, (16, 16, 3), filters=4, latent_modulation=modulation)
     mixing = [layer for layer in mixed.layers if isinstance(layer, LatentMixing)]
     assert len(mixing) == 6  # the six hidden conv layers; the output layer is not modulated
+    assert all(layer.demodulate == (modulation == "mix_demodulated") for layer in mixing)
     _copy_plain_weights(plain, mixed)
     z = np.random.default_rng(0).normal(size=(5, 4)).astype(np.float32)
     np.testing.assert_allclose(mixed(z), plain(z), atol=1e-6)
