@@ -17,6 +17,8 @@ Usage::
   :math:`\mu` the encoder means of the true target frames (1: no shrinkage);
 * ``autoencoded_targets`` -- the true target frames encoded and decoded (no
   GP): what the generation could at best show through this encoder and decoder;
+* ``decoder_activations`` -- every decoder layer's mean and largest absolute output on a
+  training batch, and the share of output pixels saturated at exactly 0 or 1 (no gradient);
 * ``encoder_probe`` -- a cross-validated linear probe from the encoder means
   of training frames to the character's attribute classes (does the latent
   code carry the colours at all?);
@@ -68,6 +70,7 @@ __all__ = [
     "load_run",
     "conditioning_scale_sweep",
     "encoder_probe",
+    "decoder_activation_scales",
     "metric_sensitivity",
     "autoencoder_study",
     "decoder_study",
@@ -208,6 +211,29 @@ def training_posterior(model, ds, train_frames, *, num_characters: int = 10, see
         **{f"decoded_{k}": {"mse": experiment._mse(v, Y),
                             "style_accuracy": style_scores(ds, v.reshape(shape), *pairs)} for k, v in decoded.items()},
     }
+
+
+def decoder_activation_scales(model, ds, train_frames, *, num_characters: int = 2) -> dict:
+    """Mean and largest absolute value of every decoder layer's output on the decoder inputs of a
+    training batch (its GP posterior means at s = N/b and, if the decoder reads them, its GP inputs),
+    and ``saturated``: the share of output pixels whose sigmoid is exactly 0 or 1 in float32, where
+    no gradient flows (does the decoder amplify its activations layer by layer?)."""
+    C, P = ds.train_poses.shape
+    rows = np.arange(min(int(num_characters), C))
+    X = np.stack([np.repeat(ds.train_characters[rows], P), ds.train_poses[rows].ravel()], -1).astype(np.float64)
+    Y = train_frames[rows].reshape((-1,) + train_frames.shape[2:]).astype(np.float32) / np.float32(255.0)
+    mean = model.predict_f(X, (X, Y), scale=C / len(rows))[0].numpy()
+    condition = model.decoder_condition(model.map_inputs(X, Y, training=False))
+    inputs = mean if condition is None else np.concatenate([mean, condition.numpy()], 1)
+    decoder = model.decoder
+    layers = [layer for layer in decoder.layers if not isinstance(layer, tf_keras.layers.InputLayer)]
+    outputs = tf_keras.Model(decoder.inputs, [layer.output for layer in layers])(inputs.astype(np.float32))
+    scales = [{"layer": layer.name, "mean_abs": float(np.mean(np.abs(o))), "max_abs": float(np.max(np.abs(o)))}
+              for layer, o in zip(layers, (o.numpy() for o in outputs))]
+    frames = outputs[-1].numpy()
+    return {"num_frames": int(len(X)), "layers": scales,
+            "decoder_input_sd": float(inputs.std()),
+            "saturated": float(np.mean((frames == 0.0) | (frames == 1.0)))}
 
 
 def metric_sensitivity(ds, *, num_characters: int = 60, num_poses: int = 20) -> dict:
@@ -452,6 +478,9 @@ def main(argv: Optional[Sequence[str]] = None) -> dict:
     say(f"training batch ({tp['num_characters']} characters) through the GP posterior: predictive variance "
         f"{tp['mean_predictive_variance']:.4g} vs variance of the means {tp['variance_of_predictive_means']:.4g}; "
         f"decoded mean MSE {tp['decoded_mean']['mse']:.5f}, {format_style(tp['decoded_mean']['style_accuracy'])}")
+    metrics["decoder_activations"] = act = decoder_activation_scales(model, ds, train_frames)
+    say("decoder layers' mean |output| on a training batch: " + ", ".join(
+        f"{r['layer']} {r['mean_abs']:.3g}" for r in act["layers"]) + f"; saturated output pixels {act['saturated']:.3f}")
     metrics["pose_constant_fit_learned"] = pose_constant_fit(experiment.pose_table_vectors(model))
     say(f"R^2 of a pose-constant function in the span of the learned unit pose vectors: "
         f"{metrics['pose_constant_fit_learned']:.3f}")

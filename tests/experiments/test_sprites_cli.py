@@ -346,6 +346,14 @@ def test_svgpvae_decoder_reading_style_and_pose_generates_and_reconstructs_from_
     own = np.concatenate([mean, conditions_of(model, ds, frames, 2)], 1).astype(np.float32)
     np.testing.assert_allclose(posterior["decoded_mean"]["mse"], np.mean((model.decoder(own).numpy() - Y) ** 2),
                                rtol=1e-4)
+    # The activation scales are read at the same decoder inputs: the last layer's is the decoded frames'.
+    act = sprites_diagnostics.decoder_activation_scales(model, ds, frames, num_characters=2)
+    frames_out = model.decoder(own).numpy()
+    assert act["num_frames"] == 8 and act["layers"][-1]["layer"] == model.decoder.layers[-1].name
+    np.testing.assert_allclose(act["layers"][-1]["mean_abs"], np.abs(frames_out).mean(), rtol=1e-4)
+    np.testing.assert_allclose(act["layers"][0]["max_abs"], np.abs(model.decoder.layers[1](own).numpy()).max(),
+                               rtol=1e-4)
+    assert act["saturated"] == np.mean((frames_out == 0) | (frames_out == 1))
 
 
 def test_context_scale_is_chosen_on_validation_characters_only():
