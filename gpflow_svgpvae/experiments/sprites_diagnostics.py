@@ -185,15 +185,23 @@ def encoder_probe(model, ds, train_frames, *, num_frames: int = 3000, seed: int 
     return result
 
 
+def _training_batch(ds, train_frames, num_characters: int):
+    """``(rows, X, Y)``: the first ``num_characters`` training characters' frames, ``X [n P, 2]``
+    (character id, pose) and ``Y [n P, 64, 64, 3]`` in [0, 1]."""
+    C, P = ds.train_poses.shape
+    rows = np.arange(min(int(num_characters), C))
+    X = np.stack([np.repeat(ds.train_characters[rows], P), ds.train_poses[rows].ravel()], -1).astype(np.float64)
+    Y = train_frames[rows].reshape((-1,) + train_frames.shape[2:]).astype(np.float32) / np.float32(255.0)
+    return rows, X, Y
+
+
 def training_posterior(model, ds, train_frames, *, num_characters: int = 10, seed: int = 0) -> dict:
     """The training path on one batch of training characters: the GP posterior at the batch's own
     frames (weighted s = N/b, as in training), its predictive variance against the spread of its
     means (is the decoder fed noise?), and the MSE and style accuracy of the decoded posterior mean
     and of one decoded sample (are the colours learned on training characters at all?)."""
     C, P = ds.train_poses.shape
-    rows = np.arange(min(int(num_characters), C))
-    X = np.stack([np.repeat(ds.train_characters[rows], P), ds.train_poses[rows].ravel()], -1).astype(np.float64)
-    Y = train_frames[rows].reshape((-1,) + train_frames.shape[2:]).astype(np.float32) / np.float32(255.0)
+    rows, X, Y = _training_batch(ds, train_frames, num_characters)
     mean, var = (t.numpy() for t in model.predict_f(X, (X, Y), scale=C / len(rows)))
     condition = model.decoder_condition(model.map_inputs(X, Y, training=False))  # None: the decoder reads codes only
     condition = None if condition is None else condition.numpy()
@@ -219,9 +227,7 @@ def decoder_activation_scales(model, ds, train_frames, *, num_characters: int = 
     and ``saturated``: the share of output pixels whose sigmoid is exactly 0 or 1 in float32, where
     no gradient flows (does the decoder amplify its activations layer by layer?)."""
     C, P = ds.train_poses.shape
-    rows = np.arange(min(int(num_characters), C))
-    X = np.stack([np.repeat(ds.train_characters[rows], P), ds.train_poses[rows].ravel()], -1).astype(np.float64)
-    Y = train_frames[rows].reshape((-1,) + train_frames.shape[2:]).astype(np.float32) / np.float32(255.0)
+    rows, X, Y = _training_batch(ds, train_frames, num_characters)
     mean = model.predict_f(X, (X, Y), scale=C / len(rows))[0].numpy()
     condition = model.decoder_condition(model.map_inputs(X, Y, training=False))
     inputs = mean if condition is None else np.concatenate([mean, condition.numpy()], 1)
