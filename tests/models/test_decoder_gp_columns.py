@@ -186,5 +186,7 @@ def test_export_serves_the_decoder_columns(rng, tmp_path):
     posterior.export(str(tmp_path / "exported"))
     loaded = tf.saved_model.load(str(tmp_path / "exported"))
     Xnew = _inputs(rng, 5)
+    # The exported graph and the eager call may round float32 differently (oneDNN kernels on
+    # AVX-512 hosts: 6e-8 seen); a wrong column would be off by ~0.1.
     np.testing.assert_allclose(loaded.predict_y(tf.constant(Xnew))["mean"].numpy(),
-                               posterior.predict_y(Xnew).numpy(), rtol=1e-6)
+                               posterior.predict_y(Xnew).numpy(), rtol=1e-6, atol=1e-6)
