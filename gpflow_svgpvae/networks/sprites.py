@@ -15,6 +15,7 @@ from .heads import GaussianSiteHead
 __all__ = ["sprites_encoder", "sprites_decoder", "LatentModulation", "LatentMixing", "PaletteOutput", "MODULATIONS"]
 
 MODULATIONS = (None, "shift", "scale_shift", "mix", "mix_demodulated")
+_MIXING = ("mix", "mix_demodulated")  # LatentMixing after every hidden layer
 
 
 class PaletteOutput(tf_keras.layers.Layer):
@@ -145,7 +146,7 @@ def sprites_decoder(
         raise ValueError(f"latent_modulation must be one of {MODULATIONS}; got {latent_modulation!r}")
 
     def modulated(h, act, layer_name, scale):
-        if latent_modulation in ("mix", "mix_demodulated"):
+        if latent_modulation in _MIXING:
             if scale:  # hidden layers; the output layer is not modulated
                 h = LatentMixing(demodulate=latent_modulation == "mix_demodulated",
                                  name=f"{layer_name}_modulation")([h, z])
@@ -153,7 +154,7 @@ def sprites_decoder(
             h = LatentModulation(scale=scale, name=f"{layer_name}_modulation")([h, z])
         return h if act is None else tf_keras.layers.Activation(act, name=f"{layer_name}_act")(h)
 
-    scale = latent_modulation in ("scale_shift", "mix", "mix_demodulated")
+    scale = latent_modulation == "scale_shift" or latent_modulation in _MIXING
     for i, s in enumerate(strides):
         if int(s) == 1:
             layer_name = f"conv{i}"
