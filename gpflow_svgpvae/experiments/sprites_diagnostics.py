@@ -69,6 +69,7 @@ __all__ = [
     "DECODER_VARIANTS",
     "load_run",
     "conditioning_scale_sweep",
+    "gp_code_ablation",
     "encoder_probe",
     "decoder_activation_scales",
     "metric_sensitivity",
@@ -154,6 +155,47 @@ def conditioning_scale_sweep(model, ds, scales: Sequence[float], num_characters:
             "predictive_variance_median": float(np.median(out["z_var"])),
             "style_accuracy": style_scores(ds, generated, *pairs),
         }
+    return result
+
+
+def gp_code_ablation(model, ds, scale: float, num_characters: Optional[int] = None,
+                     characters_per_chunk: int = 16) -> dict:
+    """What the GP's code adds, for a decoder that also reads GP inputs (``decoder_gp_columns``):
+    the unseen characters' target frames decoded at their own condition ``[style, pose]`` with
+
+    * ``"gp_code"``: the GP predictive mean given the character's context frames weighted ``scale``
+      (the generation the test scores);
+    * ``"prior_mean_code"``: the prior mean, zero, in its place (the condition alone);
+    * ``"other_character_code"``: the GP code of the next test character at the same target poses.
+
+    If the last two score as the first, the generation comes from the condition and the GP's code
+    carries nothing the decoder uses.
+
+    :returns: ``{variant: {"test_mse", "style_accuracy"}, "num_characters", "scale"}``.
+    :raises ValueError: for a decoder that reads the code alone (without a condition, zero decodes
+        to one frame for every pose: nothing to compare).
+    """
+    if not getattr(model, "decoder_gp_columns", ()):
+        raise ValueError("the model's decoder reads the GP's code alone (no decoder_gp_columns): "
+                         "the ablation needs a decoder that also reads the GP inputs")
+    V = len(ds.test_characters) if num_characters is None else int(min(num_characters, len(ds.test_characters)))
+    if V < 2:
+        raise ValueError(f"the ablation needs at least 2 test characters; got {V}")
+    ids = ds.test_characters[:V]
+    context = ds.test_context_frames(dtype=np.float32)[:V]
+    target = ds.test_target_frames(dtype=np.float32)[:V]
+    pairs = (ids[:, None], ds.test_target_poses[:V])
+    out = experiment.generate(model, model, context, ids, ds.test_context_poses[:V], ds.test_target_poses[:V],
+                              characters_per_chunk=characters_per_chunk, scale=scale)
+    z_mean, condition = out["z_mean"], out["condition"]  # [V, T, L], [V, T, C]
+    decoded = {
+        "gp_code": out["mean"],
+        "prior_mean_code": _decode(model, np.zeros_like(z_mean), condition),
+        "other_character_code": _decode(model, np.roll(z_mean, -1, axis=0), condition),
+    }
+    result = {"num_characters": V, "scale": float(scale)}
+    for name, frames in decoded.items():
+        result[name] = {"test_mse": experiment._mse(frames, target), "style_accuracy": style_scores(ds, frames, *pairs)}
     return result
 
 
@@ -393,6 +435,17 @@ def decoder_study(ds, *, modulation: Optional[str] = None, epochs: int = 12, num
     }
 
 
+def _run_context_scale(run_dir: str, default: float) -> float:
+    """The context weight a finished run chose (its ``metrics.json``), else ``default``."""
+    path = os.path.join(run_dir, "metrics.json")
+    if os.path.exists(path):
+        with open(path) as f:
+            chosen = json.load(f).get("context_scale")
+        if chosen is not None:
+            return float(chosen)
+    return float(default)
+
+
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m gpflow_svgpvae.experiments.sprites_diagnostics",
                                 description="where a trained SPRITES SVGP-VAE loses the characters' style")
@@ -480,6 +533,12 @@ def main(argv: Optional[Sequence[str]] = None) -> dict:
     for s, r in metrics["conditioning_scale"]["scales"].items():
         say(f"context weighted s = {s}: MSE {r['test_mse']:.5f}, shrinkage {r['shrinkage']:.3f}, "
             f"correlation {r['correlation']:.3f}; {format_style(r['style_accuracy'])}")
+    if getattr(model, "decoder_gp_columns", ()):
+        scale = _run_context_scale(args.run, n_over_b)
+        metrics["gp_code_ablation"] = ab = gp_code_ablation(model, ds, scale, args.num_characters)
+        for name in ("gp_code", "prior_mean_code", "other_character_code"):
+            say(f"decoded at [{name.replace('_', ' ')}, style, pose] (s = {scale:g}): MSE {ab[name]['test_mse']:.5f}, "
+                f"{format_style(ab[name]['style_accuracy'])}")
     metrics["training_posterior"] = tp = training_posterior(model, ds, train_frames, seed=cfg.seed)
     say(f"training batch ({tp['num_characters']} characters) through the GP posterior: predictive variance "
         f"{tp['mean_predictive_variance']:.4g} vs variance of the means {tp['variance_of_predictive_means']:.4g}; "

@@ -356,6 +356,45 @@ def test_svgpvae_decoder_reading_style_and_pose_generates_and_reconstructs_from_
     assert act["saturated"] == np.mean((frames_out == 0) | (frames_out == 1))
 
 
+def test_gp_code_ablation_decodes_the_condition_with_the_gp_code_zero_and_another_characters_code():
+    """gp_code_ablation: the generation's frames, the decoder at [0, style, pose] and at [the next
+    character's GP code, own style, own pose], each scored against the true targets; refused for a
+    decoder that reads the code alone."""
+    from gpflow_svgpvae.datasets.sprites import sprites as make_sprites
+    from gpflow_svgpvae.experiments import sprites_diagnostics
+
+    cfg = sprites.Config(num_characters=6, num_train_characters=3, pretrain_epochs=0, num_latent=4,
+                         num_context_poses=6, num_inducing=8, decoder_gp_inputs="style_pose")
+    ds = make_sprites(6, seed=1, num_train_characters=3, train_poses_per_character=4, num_context_poses=6)
+    frames = ds.frames_for(ds.train_characters[:, None], ds.train_poses, dtype=np.uint8)
+    model, _ = sprites.build_model(cfg, frames, ds.train_characters, ds.train_poses)
+    ab = sprites_diagnostics.gp_code_ablation(model, ds, scale=7.0, characters_per_chunk=2)
+    assert ab["num_characters"] == 3 and ab["scale"] == 7.0
+    context, target = ds.test_context_frames(dtype=np.float32), ds.test_target_frames(dtype=np.float32)
+    out = sprites.generate(model, model, context, ds.test_characters, ds.test_context_poses, ds.test_target_poses,
+                           scale=7.0)
+    cond = out["condition"]
+    L = out["z_mean"].shape[-1]
+
+    def decoded_mse(codes):
+        inputs = np.concatenate([codes, cond], -1).reshape(-1, L + cond.shape[-1]).astype(np.float32)
+        return np.mean((model.decoder(inputs).numpy().reshape(target.shape) - target) ** 2)
+
+    np.testing.assert_allclose(ab["gp_code"]["test_mse"], np.mean((out["mean"] - target) ** 2), rtol=1e-5)
+    np.testing.assert_allclose(ab["gp_code"]["test_mse"], decoded_mse(out["z_mean"]), rtol=1e-4)
+    np.testing.assert_allclose(ab["prior_mean_code"]["test_mse"], decoded_mse(np.zeros_like(out["z_mean"])), rtol=1e-4)
+    other = out["z_mean"][[1, 2, 0]]
+    np.testing.assert_allclose(ab["other_character_code"]["test_mse"], decoded_mse(other), rtol=1e-4)
+    assert ab["other_character_code"]["test_mse"] != ab["gp_code"]["test_mse"]
+    assert set(ab["gp_code"]["style_accuracy"]) >= {"skin", "hair_colour", "top_colour", "bottom_colour"}
+    plain, _ = sprites.build_model(dataclasses.replace(cfg, decoder_gp_inputs=None), frames, ds.train_characters,
+                                   ds.train_poses)
+    with pytest.raises(ValueError, match="decoder_gp_columns"):
+        sprites_diagnostics.gp_code_ablation(plain, ds, scale=1.0)
+    with pytest.raises(ValueError, match="at least 2"):
+        sprites_diagnostics.gp_code_ablation(model, ds, scale=1.0, num_characters=1)
+
+
 def test_context_scale_is_chosen_on_validation_characters_only():
     """choose_context_scale: per s, the MSE of the decoded generations of the validation characters
     (from their own context frames, rendered here by the dataset), the s with the smallest one, and
