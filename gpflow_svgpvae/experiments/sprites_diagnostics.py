@@ -60,7 +60,7 @@ from ..datasets.sprites.palettes import _BOT_D, _SKIN_L, _palettes
 from ..datasets.sprites.styles import _ATTRIBUTE_SIZES
 from ..networks.sprites import sprites_decoder, sprites_encoder
 from . import sprites as experiment
-from .common import git_commit, write_json
+from .common import git_commit, read_json, write_json
 from .sprites_style import _cv_accuracy, format_style, pose_constant_fit, style_scores
 
 DECODER_VARIANTS = ("plain", "shift", "scale_shift", "mix", "mix_demodulated")
@@ -435,15 +435,12 @@ def decoder_study(ds, *, modulation: Optional[str] = None, epochs: int = 12, num
     }
 
 
-def _run_context_scale(run_dir: str, default: float) -> float:
-    """The context weight a finished run chose (its ``metrics.json``), else ``default``."""
+def _chosen_context_scale(run_dir: str, cfg, ds) -> float:
+    """The context weight a finished run tested at (its ``metrics.json``; chosen on validation
+    characters with ``--context-scale-grid``), else the run's setting."""
     path = os.path.join(run_dir, "metrics.json")
-    if os.path.exists(path):
-        with open(path) as f:
-            chosen = json.load(f).get("context_scale")
-        if chosen is not None:
-            return float(chosen)
-    return float(default)
+    chosen = read_json(path).get("context_scale") if os.path.exists(path) else None
+    return float(chosen) if chosen is not None else experiment.run_context_scale(cfg, len(ds.train_characters))
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -534,7 +531,7 @@ def main(argv: Optional[Sequence[str]] = None) -> dict:
         say(f"context weighted s = {s}: MSE {r['test_mse']:.5f}, shrinkage {r['shrinkage']:.3f}, "
             f"correlation {r['correlation']:.3f}; {format_style(r['style_accuracy'])}")
     if getattr(model, "decoder_gp_columns", ()):
-        scale = _run_context_scale(args.run, n_over_b)
+        scale = _chosen_context_scale(args.run, cfg, ds)
         metrics["gp_code_ablation"] = ab = gp_code_ablation(model, ds, scale, args.num_characters)
         for name in ("gp_code", "prior_mean_code", "other_character_code"):
             say(f"decoded at [{name.replace('_', ' ')}, style, pose] (s = {scale:g}): MSE {ab[name]['test_mse']:.5f}, "
