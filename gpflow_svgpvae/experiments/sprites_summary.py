@@ -12,7 +12,11 @@ Each ``RUN`` is the output folder of :mod:`gpflow_svgpvae.experiments.sprites` (
   nearest-context-frame baseline of the first run and chance;
 * ``summary.md`` -- the same rows as a Markdown table;
 * ``style_accuracy.png`` -- the accuracy per attribute of every row as grouped bars, with
-  chance and the issue's target of 0.90.
+  chance and the issue's target of 0.90;
+* ``training.md`` and ``training_curves.png`` (runs that recorded their training history):
+  per run GECO's :math:`\kappa^2`, the validation MSE at each scored epoch (the epoch
+  selection), the training MSE (GECO's constraint + :math:`\kappa^2`), GECO's
+  :math:`\lambda` and the KL term per epoch: where GECO stops weighting the reconstruction.
 
 Nothing is recomputed: the numbers are read from the runs' ``metrics.json`` files, so the table
 in ``docs/results.md`` can be regenerated from the committed metrics.
@@ -30,7 +34,8 @@ ATTRIBUTES = ("skin", "hair_colour", "top_colour", "bottom_colour", "hair_shape"
 #: The issue's colour target (hair shape has none).
 TARGET = 0.90
 
-__all__ = ["ATTRIBUTES", "TARGET", "read_run", "summary_rows", "markdown_table", "plot_summary", "main"]
+__all__ = ["ATTRIBUTES", "TARGET", "read_run", "summary_rows", "markdown_table", "plot_summary",
+           "training_curves", "training_table", "plot_training_curves", "main"]
 
 
 def read_run(run_dir: str) -> dict:
@@ -113,6 +118,74 @@ def plot_summary(path: str, rows: Sequence[dict]) -> None:
     plt.close(fig)
 
 
+def training_curves(runs: Sequence[str], labels: Sequence[str]) -> List[dict]:
+    """Per run with a training history: its label, GECO's ``kappa_squared``, per epoch (1-based) the
+    training MSE (GECO's constraint + ``kappa_squared``), ``lambda`` and the KL term, and the scored
+    epochs with their validation MSE (``[]`` if the run scored none). Runs without a history are left out."""
+    if len(runs) != len(labels):
+        raise ValueError(f"{len(runs)} runs but {len(labels)} labels; give one label per run")
+    curves = []
+    for run_dir, label in zip(runs, labels):
+        run = read_run(run_dir)
+        m, cfg = run["metrics"], run["config"]
+        history = m.get("history") or {}
+        if "geco_constraint" not in history or cfg.get("kappa_squared") is None:
+            continue
+        kappa_squared = float(cfg["kappa_squared"])
+        selection = m.get("epoch_selection") or {}
+        curves.append({
+            "label": label, "model": m.get("model", cfg.get("model")), "kappa_squared": kappa_squared,
+            "epochs": list(range(1, len(history["geco_constraint"]) + 1)),
+            "train_mse": [float(c) + kappa_squared for c in history["geco_constraint"]],
+            "geco_lambda": [float(v) for v in history.get("geco_lambda", [])],
+            "kl": [float(v) for v in history.get("kl", [])],
+            "validation_epochs": [int(e) for e in selection.get("epochs", [])],
+            "validation_mse": [float(v) for v in selection.get("validation_mse", [])],
+            "best_epoch": selection.get("best_epoch"),
+        })
+    return curves
+
+
+def training_table(curves: Sequence[dict]) -> str:
+    """Markdown: per run κ², the best validation MSE and its epoch, and the last epoch's training MSE,
+    λ and KL."""
+    head = ["method", "κ²", "best validation MSE (epoch)", "last validation MSE", "final training MSE",
+            "final λ", "final KL (nats)"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for c in curves:
+        val = c["validation_mse"]
+        best = "" if not val else f"{min(val):.5f} ({c['validation_epochs'][val.index(min(val))]})"
+        cells = [c["label"], f"{c['kappa_squared']:g}", best, f"{val[-1]:.5f}" if val else "",
+                 f"{c['train_mse'][-1]:.4f}", f"{c['geco_lambda'][-1]:.3g}" if c["geco_lambda"] else "",
+                 f"{c['kl'][-1]:.4g}" if c["kl"] else ""]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def plot_training_curves(path: str, curves: Sequence[dict]) -> None:
+    """Three panels per epoch, one line per run: validation MSE (scored epochs), training MSE with each
+    run's κ² dotted, GECO's λ (log scales)."""
+    plt = pyplot()
+    fig, axes = plt.subplots(1, 3, figsize=(13.5, 3.6))
+    for i, c in enumerate(curves):
+        colour = f"C{i}"
+        if c["validation_mse"]:
+            axes[0].plot(c["validation_epochs"], c["validation_mse"], "o-", color=colour, ms=3, label=c["label"])
+        axes[1].plot(c["epochs"], c["train_mse"], color=colour, label=c["label"])
+        axes[1].axhline(c["kappa_squared"], color=colour, ls=":", lw=1)
+        if c["geco_lambda"]:
+            axes[2].plot(c["epochs"], c["geco_lambda"], color=colour, label=c["label"])
+    for ax, title in zip(axes, ("validation MSE (generated, unseen characters)",
+                                "training MSE (dotted: GECO's κ²)", "GECO's λ")):
+        ax.set_yscale("log")
+        ax.set_xlabel("epoch")
+        ax.set_title(title, fontsize=9)
+    axes[0].legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=130)
+    plt.close(fig)
+
+
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m gpflow_svgpvae.experiments.sprites_summary",
                                 description="one accuracy table and figure from several finished sprites runs")
@@ -139,7 +212,15 @@ def main(argv: Optional[Sequence[str]] = None) -> dict:
         f.write(table)
     plot_summary(os.path.join(args.out, "style_accuracy.png"), rows)
     print(table, end="")
-    return {"rows": rows}
+    curves = training_curves(args.runs, labels)
+    if curves:
+        write_json(os.path.join(args.out, "training.json"), {"runs": curves})
+        training = training_table(curves)
+        with open(os.path.join(args.out, "training.md"), "w") as f:
+            f.write(training)
+        plot_training_curves(os.path.join(args.out, "training_curves.png"), curves)
+        print("\n" + training, end="")
+    return {"rows": rows, "training": curves}
 
 
 if __name__ == "__main__":

@@ -70,3 +70,38 @@ def test_main_writes_table_json_and_figure_and_refuses_bad_input(tmp_path, capsy
     with pytest.raises(SystemExit):
         sprites_summary.main([str(tmp_path / "other"), "--out", out])
     assert "not a sprites run" in capsys.readouterr().err
+
+
+def _with_history(folder, kappa_squared, constraint, lam, kl, val_epochs=(), val_mse=()):
+    metrics_path = os.path.join(folder, "metrics.json")
+    with open(metrics_path) as f:
+        metrics = json.load(f)
+    metrics["history"] = {"geco_constraint": constraint, "geco_lambda": lam, "kl": kl}
+    metrics["epoch_selection"] = {"epochs": list(val_epochs), "validation_mse": list(val_mse)}
+    with open(metrics_path, "w") as f:
+        json.dump(metrics, f)
+    with open(os.path.join(folder, "config.json"), "w") as f:
+        json.dump({"model": metrics["model"], "seed": 0, "kappa_squared": kappa_squared}, f)
+
+
+def test_training_curves_add_kappa_squared_back_and_find_the_best_scored_epoch(tmp_path, capsys):
+    a = _run(tmp_path, "a", "svgpvae", 0.0025, _acc(0.93, 1.0, 0.97, 0.97, 1.0))
+    _with_history(a, 0.004, [0.01, -0.001, -0.0017], [1e6, 9e5, 5.6e4], [2947.5, 1600.0, 1702.25],
+                  val_epochs=(1, 2, 3), val_mse=(0.004, 0.0024, 0.00242))
+    b = _run(tmp_path, "b", "cvae", 0.0023, _acc(0.95, 1.0, 0.97, 0.97, 1.0))  # no history: left out
+    curves = sprites_summary.training_curves([a, b], ["k 0.004", "CVAE"])
+    assert [c["label"] for c in curves] == ["k 0.004"]
+    c = curves[0]
+    assert c["epochs"] == [1, 2, 3]
+    assert c["train_mse"] == pytest.approx([0.014, 0.003, 0.0023])  # constraint + kappa^2
+    table = sprites_summary.training_table(curves).splitlines()
+    assert table[2] == "| k 0.004 | 0.004 | 0.00240 (2) | 0.00242 | 0.0023 | 5.6e+04 | 1702 |"
+    out = str(tmp_path / "summary")
+    result = sprites_summary.main([a, b, "--labels", "k 0.004", "CVAE", "--out", out])
+    assert [c["label"] for c in result["training"]] == ["k 0.004"]
+    with open(os.path.join(out, "training.md")) as f:
+        assert f.read().splitlines() == table
+    assert "0.00240 (2)" in capsys.readouterr().out
+    assert os.path.getsize(os.path.join(out, "training_curves.png")) > 10_000
+    with pytest.raises(ValueError, match="2 runs but 1 labels"):
+        sprites_summary.training_curves([a, b], ["x"])
