@@ -51,20 +51,24 @@ def read_run(run_dir: str) -> dict:
     return {"metrics": metrics, "config": config}
 
 
+def _read_runs(runs: Sequence[str], labels: Sequence[str]) -> List[tuple]:
+    """``(run_dir, label, metrics, config)`` per run, one label per run required."""
+    if len(runs) != len(labels):
+        raise ValueError(f"{len(runs)} runs but {len(labels)} labels; give one label per run")
+    read = [read_run(run_dir) for run_dir in runs]
+    return [(run_dir, label, r["metrics"], r["config"]) for run_dir, label, r in zip(runs, labels, read)]
+
+
 def _accuracies(style: dict) -> dict:
     return {a: float(style[a]["accuracy"]) if a in style else None for a in ATTRIBUTES}
 
 
 def summary_rows(runs: Sequence[str], labels: Sequence[str]) -> List[dict]:
     """One row per run (given its context), then the first run's nearest-context-frame baseline and chance."""
-    if len(runs) != len(labels):
-        raise ValueError(f"{len(runs)} runs but {len(labels)} labels; give one label per run")
     if not runs:
         raise ValueError("no runs given")
     rows, first = [], None
-    for run_dir, label in zip(runs, labels):
-        run = read_run(run_dir)
-        m, cfg = run["metrics"], run["config"]
+    for run_dir, label, m, cfg in _read_runs(runs, labels):
         first = first or m
         rows.append({"label": label, "run": run_dir, "model": m.get("model", cfg.get("model")),
                      "seed": cfg.get("seed"), "epochs": m.get("epochs", cfg.get("epochs")),
@@ -122,12 +126,8 @@ def training_curves(runs: Sequence[str], labels: Sequence[str]) -> List[dict]:
     """Per run with a training history: its label, GECO's ``kappa_squared``, per epoch (1-based) the
     training MSE (GECO's constraint + ``kappa_squared``), ``lambda`` and the KL term, and the scored
     epochs with their validation MSE (``[]`` if the run scored none). Runs without a history are left out."""
-    if len(runs) != len(labels):
-        raise ValueError(f"{len(runs)} runs but {len(labels)} labels; give one label per run")
     curves = []
-    for run_dir, label in zip(runs, labels):
-        run = read_run(run_dir)
-        m, cfg = run["metrics"], run["config"]
+    for _, label, m, cfg in _read_runs(runs, labels):
         history = m.get("history") or {}
         if "geco_constraint" not in history or cfg.get("kappa_squared") is None:
             continue
