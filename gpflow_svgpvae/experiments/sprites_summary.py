@@ -13,6 +13,11 @@ Each ``RUN`` is the output folder of :mod:`gpflow_svgpvae.experiments.sprites` (
 * ``summary.md`` -- the same rows as a Markdown table;
 * ``style_accuracy.png`` -- the accuracy per attribute of every row as grouped bars, with
   chance and the issue's target of 0.90;
+
+Runs given the same label are seeds of one setting: their rows are labelled ``"<label>, seed
+<s>"`` and followed by a row ``"<label>, mean of <n> seeds"`` holding the mean of each column and,
+in ``<column>_sd``, the sample standard deviation (:math:`n - 1` in the denominator); the figure
+then shows the means with the standard deviations as error bars instead of the single seeds.
 * ``training.md`` and ``training_curves.png`` (runs that recorded their training history):
   per run GECO's :math:`\kappa^2`, the validation MSE at each scored epoch (the epoch
   selection), the training MSE (GECO's constraint + :math:`\kappa^2`), GECO's
@@ -34,7 +39,10 @@ ATTRIBUTES = ("skin", "hair_colour", "top_colour", "bottom_colour", "hair_shape"
 #: The issue's colour target (hair shape has none).
 TARGET = 0.90
 
-__all__ = ["ATTRIBUTES", "TARGET", "read_run", "summary_rows", "markdown_table", "plot_summary",
+#: The columns a row of several seeds averages.
+MEAN_COLUMNS = ("test_mse",) + ATTRIBUTES + ("seconds_per_epoch",)
+
+__all__ = ["ATTRIBUTES", "TARGET", "read_run", "summary_rows", "seed_means", "markdown_table", "plot_summary",
            "training_curves", "training_table", "plot_training_curves", "main"]
 
 
@@ -74,6 +82,7 @@ def summary_rows(runs: Sequence[str], labels: Sequence[str]) -> List[dict]:
                      "seed": cfg.get("seed"), "epochs": m.get("epochs", cfg.get("epochs")),
                      "test_mse": float(m["test_mse_mean"]), **_accuracies(m["style_accuracy"]["given_context"]),
                      "seconds_per_epoch": m.get("seconds_per_epoch")})
+    rows = seed_means(rows)
     nearest = first["style_accuracy"].get("nearest_context_frame")
     if nearest is not None:
         rows.append({"label": "nearest context frame", "run": runs[0], "model": "baseline",
@@ -84,29 +93,79 @@ def summary_rows(runs: Sequence[str], labels: Sequence[str]) -> List[dict]:
     return rows
 
 
+def _mean_sd(values: Sequence[Optional[float]]) -> tuple:
+    """Mean and sample standard deviation (``ddof = 1``) of the values, ``(None, None)`` if any is missing."""
+    if any(v is None for v in values):
+        return None, None
+    mean = sum(values) / len(values)
+    sd = (sum((v - mean) ** 2 for v in values) / (len(values) - 1)) ** 0.5
+    return mean, sd
+
+
+def seed_means(rows: Sequence[dict]) -> List[dict]:
+    """Group the run rows by label: a label given to several runs marks seeds of one setting.
+
+    Such rows are relabelled ``"<label>, seed <s>"`` and followed by a row ``"<label>, mean of <n>
+    seeds"`` (``"n_seeds"``, ``"seeds"``, the mean of each of :data:`MEAN_COLUMNS` and its sample
+    standard deviation as ``"<column>_sd"``). Rows with a label of their own are returned unchanged.
+    Two runs with the same label and the same seed are refused: they are not two seeds.
+    """
+    groups: dict = {}
+    for r in rows:
+        groups.setdefault(r["label"], []).append(r)
+    out: List[dict] = []
+    for label, group in groups.items():
+        if len(group) == 1:
+            out.extend(group)
+            continue
+        seeds = [r.get("seed") for r in group]
+        if None in seeds or len(set(seeds)) != len(seeds):
+            raise ValueError(f"the runs labelled {label!r} ({', '.join(r['run'] for r in group)}) have seeds "
+                             f"{seeds}: runs given one label must be different seeds of one setting")
+        models = {r["model"] for r in group}
+        if len(models) != 1:
+            raise ValueError(f"the runs labelled {label!r} are of different models {sorted(models)}")
+        out.extend({**r, "label": f"{label}, seed {r['seed']}", "in_seed_mean": True} for r in group)
+        mean_row = {"label": f"{label}, mean of {len(group)} seeds", "model": group[0]["model"],
+                    "n_seeds": len(group), "seeds": seeds, "epochs": group[0].get("epochs")}
+        for column in MEAN_COLUMNS:
+            mean_row[column], mean_row[column + "_sd"] = _mean_sd([r.get(column) for r in group])
+        out.append(mean_row)
+    return out
+
+
 def markdown_table(rows: Sequence[dict]) -> str:
-    """The rows as a Markdown table: MSE per pixel and the accuracy of each attribute."""
+    """The rows as a Markdown table: MSE per pixel and the accuracy of each attribute; a mean over
+    seeds as ``mean ± sd``."""
     head = ["method", "test MSE per pixel", "skin", "hair colour", "top colour", "bottom colour", "hair shape",
             "s/epoch"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+
+    def cell(r: dict, column: str, digits: int) -> str:
+        if r.get(column) is None:
+            return ""
+        sd = r.get(column + "_sd")
+        return f"{r[column]:.{digits}f}" + ("" if sd is None else f" ± {sd:.{digits}f}")
+
     for r in rows:
-        cells = [r["label"], "" if r["test_mse"] is None else f"{r['test_mse']:.5f}"]
-        cells += ["" if r[a] is None else f"{r[a]:.2f}" for a in ATTRIBUTES]
-        cells += ["" if r.get("seconds_per_epoch") is None else f"{r['seconds_per_epoch']:.1f}"]
+        cells = [r["label"], cell(r, "test_mse", 5)] + [cell(r, a, 2) for a in ATTRIBUTES]
+        cells += [cell(r, "seconds_per_epoch", 1)]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 
 
 def plot_summary(path: str, rows: Sequence[dict]) -> None:
-    """Grouped bars: for each attribute, the accuracy of every row but chance; chance and the target as lines."""
+    """Grouped bars: for each attribute, the accuracy of every row but chance; chance and the target as lines.
+    Seeds with a mean row are drawn as that mean with the standard deviation as an error bar."""
     plt = pyplot()
-    bars = [r for r in rows if r["model"] != "chance"]
+    bars = [r for r in rows if r["model"] != "chance" and not r.get("in_seed_mean")]
     chance = next((r for r in rows if r["model"] == "chance"), None)
     width = 0.8 / max(len(bars), 1)
     fig, ax = plt.subplots(figsize=(1.9 * len(ATTRIBUTES) + 3.5, 3.6))
     for i, r in enumerate(bars):
         xs = [k + (i - (len(bars) - 1) / 2) * width for k in range(len(ATTRIBUTES))]
-        ax.bar(xs, [r[a] or 0.0 for a in ATTRIBUTES], width, label=r["label"])
+        errors = [r.get(a + "_sd") or 0.0 for a in ATTRIBUTES] if r.get("n_seeds") else None
+        ax.bar(xs, [r[a] or 0.0 for a in ATTRIBUTES], width, yerr=errors, capsize=2, label=r["label"])
     if chance is not None:
         for k, a in enumerate(ATTRIBUTES):
             if chance[a] is not None:
@@ -128,6 +187,8 @@ def training_curves(runs: Sequence[str], labels: Sequence[str]) -> List[dict]:
     epochs with their validation MSE (``[]`` if the run scored none). Runs without a history are left out."""
     curves = []
     for _, label, m, cfg in _read_runs(runs, labels):
+        if list(labels).count(label) > 1:  # seeds of one setting, as in the accuracy table
+            label = f"{label}, seed {cfg.get('seed')}"
         history = m.get("history") or {}
         if "geco_constraint" not in history or cfg.get("kappa_squared") is None:
             continue
@@ -190,7 +251,8 @@ def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m gpflow_svgpvae.experiments.sprites_summary",
                                 description="one accuracy table and figure from several finished sprites runs")
     p.add_argument("runs", nargs="*", metavar="RUN", help="output folders of sprites runs")
-    p.add_argument("--labels", nargs="+", default=None, help="one label per run (default: the folder names)")
+    p.add_argument("--labels", nargs="+", default=None, help="one label per run (default: the folder names); runs given the same label are seeds of one "
+                   "setting and get a row with their mean and standard deviation")
     p.add_argument("--out", default="results/sprites_summary")
     return p
 

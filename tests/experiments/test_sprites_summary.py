@@ -105,3 +105,39 @@ def test_training_curves_add_kappa_squared_back_and_find_the_best_scored_epoch(t
     assert os.path.getsize(os.path.join(out, "training_curves.png")) > 10_000
     with pytest.raises(ValueError, match="2 runs but 1 labels"):
         sprites_summary.training_curves([a, b], ["x"])
+
+
+def test_runs_sharing_a_label_are_seeds_with_a_mean_and_sample_sd_row(tmp_path, capsys):
+    import numpy as np
+
+    s0 = _run(tmp_path, "s0", "svgpvae", 0.00183, _acc(0.934, 1.0, 0.982, 0.995, 1.0),
+              nearest=(0.0257, _acc(0.74, 0.93, 0.95, 0.94, 0.92)), seed=0, seconds=168.3)
+    s1 = _run(tmp_path, "s1", "svgpvae", 0.00172, _acc(0.953, 1.0, 0.986, 0.961, 1.0), seed=1, seconds=71.8)
+    s2 = _run(tmp_path, "s2", "svgpvae", 0.00190, _acc(0.940, 0.99, 0.970, 0.980, 1.0), seed=2, seconds=80.0)
+    c0 = _run(tmp_path, "c0", "cvae", 0.00181, _acc(0.958, 1.0, 0.983, 0.970, 1.0), seed=0)
+    rows = sprites_summary.summary_rows([s0, s1, s2, c0], ["GP", "GP", "GP", "CVAE"])
+    assert [r["label"] for r in rows] == ["GP, seed 0", "GP, seed 1", "GP, seed 2", "GP, mean of 3 seeds", "CVAE",
+                                          "nearest context frame", "chance"]
+    mean = rows[3]
+    assert (mean["n_seeds"], mean["seeds"], mean["model"]) == (3, [0, 1, 2], "svgpvae")
+    for column, values in (("test_mse", [0.00183, 0.00172, 0.00190]), ("skin", [0.934, 0.953, 0.940]),
+                           ("bottom_colour", [0.995, 0.961, 0.980]), ("seconds_per_epoch", [168.3, 71.8, 80.0])):
+        assert mean[column] == pytest.approx(np.mean(values))
+        assert mean[column + "_sd"] == pytest.approx(np.std(values, ddof=1))
+    assert rows[0]["skin"] == 0.934 and rows[4]["label"] == "CVAE" and "n_seeds" not in rows[4]
+    line = sprites_summary.markdown_table(rows).splitlines()[2 + 3]
+    assert line.startswith(f"| GP, mean of 3 seeds | {np.mean([0.00183, 0.00172, 0.00190]):.5f} ± "
+                           f"{np.std([0.00183, 0.00172, 0.00190], ddof=1):.5f} | 0.94 ± 0.01 |")
+    out = str(tmp_path / "summary")
+    sprites_summary.main([s0, s1, c0, "--labels", "GP", "GP", "CVAE", "--out", out])
+    assert "| GP, mean of 2 seeds | 0.00178 ± 0.00008 |" in capsys.readouterr().out
+    # the same seed twice under one label is not two seeds; nor are two models
+    twice = _run(tmp_path, "twice", "svgpvae", 0.002, _acc(0.9, 1.0, 0.9, 0.9, 1.0), seed=1)
+    with pytest.raises(ValueError, match="different seeds of one setting"):
+        sprites_summary.summary_rows([s1, twice], ["GP", "GP"])
+    with pytest.raises(ValueError, match="different models"):
+        sprites_summary.summary_rows([s1, _run(tmp_path, "c2", "cvae", 0.002, _acc(0.9, 1, 0.9, 0.9, 1), seed=2)],
+                                     ["GP", "GP"])
+    with pytest.raises(SystemExit):
+        sprites_summary.main([s1, twice, "--labels", "GP", "GP", "--out", out])
+    assert "different seeds of one setting" in capsys.readouterr().err
