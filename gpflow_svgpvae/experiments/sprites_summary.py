@@ -13,15 +13,15 @@ Each ``RUN`` is the output folder of :mod:`gpflow_svgpvae.experiments.sprites` (
 * ``summary.md`` -- the same rows as a Markdown table;
 * ``style_accuracy.png`` -- the accuracy per attribute of every row as grouped bars, with
   chance and the issue's target of 0.90;
+* ``training.md`` and ``training_curves.png`` (runs that recorded their training history):
+  per run GECO's :math:`\kappa^2`, the validation MSE at each scored epoch (the epoch
+  selection), the training MSE (GECO's constraint + :math:`\kappa^2`), GECO's
+  :math:`\lambda` and the KL term per epoch: where GECO stops weighting the reconstruction.
 
 Runs given the same label are seeds of one setting: their rows are labelled ``"<label>, seed
 <s>"`` and followed by a row ``"<label>, mean of <n> seeds"`` holding the mean of each column and,
 in ``<column>_sd``, the sample standard deviation (:math:`n - 1` in the denominator); the figure
 then shows the means with the standard deviations as error bars instead of the single seeds.
-* ``training.md`` and ``training_curves.png`` (runs that recorded their training history):
-  per run GECO's :math:`\kappa^2`, the validation MSE at each scored epoch (the epoch
-  selection), the training MSE (GECO's constraint + :math:`\kappa^2`), GECO's
-  :math:`\lambda` and the KL term per epoch: where GECO stops weighting the reconstruction.
 
 Nothing is recomputed: the numbers are read from the runs' ``metrics.json`` files, so the table
 in ``docs/results.md`` can be regenerated from the committed metrics.
@@ -31,7 +31,7 @@ import os
 import sys
 from typing import List, Optional, Sequence
 
-from .common import pyplot, read_json, write_json
+from .common import mean_sd, pyplot, read_json, write_json
 
 #: The scored attributes, in the order of the table (``metrics.style_accuracy``'s names).
 ATTRIBUTES = ("skin", "hair_colour", "top_colour", "bottom_colour", "hair_shape")
@@ -93,13 +93,9 @@ def summary_rows(runs: Sequence[str], labels: Sequence[str]) -> List[dict]:
     return rows
 
 
-def _mean_sd(values: Sequence[Optional[float]]) -> tuple:
-    """Mean and sample standard deviation (``ddof = 1``) of the values, ``(None, None)`` if any is missing."""
-    if any(v is None for v in values):
-        return None, None
-    mean = sum(values) / len(values)
-    sd = (sum((v - mean) ** 2 for v in values) / (len(values) - 1)) ** 0.5
-    return mean, sd
+def _seed_label(label: str, seed) -> str:
+    """The label of one seed's row or curve among runs that share ``label``."""
+    return f"{label}, seed {seed}"
 
 
 def seed_means(rows: Sequence[dict]) -> List[dict]:
@@ -125,11 +121,14 @@ def seed_means(rows: Sequence[dict]) -> List[dict]:
         models = {r["model"] for r in group}
         if len(models) != 1:
             raise ValueError(f"the runs labelled {label!r} are of different models {sorted(models)}")
-        out.extend({**r, "label": f"{label}, seed {r['seed']}", "in_seed_mean": True} for r in group)
+        out.extend({**r, "label": _seed_label(label, r["seed"]), "in_seed_mean": True} for r in group)
         mean_row = {"label": f"{label}, mean of {len(group)} seeds", "model": group[0]["model"],
                     "n_seeds": len(group), "seeds": seeds, "epochs": group[0].get("epochs")}
         for column in MEAN_COLUMNS:
-            mean_row[column], mean_row[column + "_sd"] = _mean_sd([r.get(column) for r in group])
+            values = [r.get(column) for r in group]
+            stats = None if None in values else mean_sd(values)
+            mean_row[column] = None if stats is None else stats["mean"]
+            mean_row[column + "_sd"] = None if stats is None else stats["sd"]
         out.append(mean_row)
     return out
 
@@ -188,7 +187,7 @@ def training_curves(runs: Sequence[str], labels: Sequence[str]) -> List[dict]:
     curves = []
     for _, label, m, cfg in _read_runs(runs, labels):
         if list(labels).count(label) > 1:  # seeds of one setting, as in the accuracy table
-            label = f"{label}, seed {cfg.get('seed')}"
+            label = _seed_label(label, cfg.get("seed"))
         history = m.get("history") or {}
         if "geco_constraint" not in history or cfg.get("kappa_squared") is None:
             continue
@@ -251,8 +250,9 @@ def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m gpflow_svgpvae.experiments.sprites_summary",
                                 description="one accuracy table and figure from several finished sprites runs")
     p.add_argument("runs", nargs="*", metavar="RUN", help="output folders of sprites runs")
-    p.add_argument("--labels", nargs="+", default=None, help="one label per run (default: the folder names); runs given the same label are seeds of one "
-                   "setting and get a row with their mean and standard deviation")
+    p.add_argument("--labels", nargs="+", default=None,
+                   help="one label per run (default: the folder names); runs given the same label are seeds "
+                        "of one setting and get a row with their mean and standard deviation")
     p.add_argument("--out", default="results/sprites_summary")
     return p
 

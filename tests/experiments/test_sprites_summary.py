@@ -2,6 +2,7 @@
 import json
 import os
 
+import numpy as np
 import pytest
 
 from gpflow_svgpvae.experiments import sprites_summary
@@ -108,8 +109,6 @@ def test_training_curves_add_kappa_squared_back_and_find_the_best_scored_epoch(t
 
 
 def test_runs_sharing_a_label_are_seeds_with_a_mean_and_sample_sd_row(tmp_path, capsys):
-    import numpy as np
-
     s0 = _run(tmp_path, "s0", "svgpvae", 0.00183, _acc(0.934, 1.0, 0.982, 0.995, 1.0),
               nearest=(0.0257, _acc(0.74, 0.93, 0.95, 0.94, 0.92)), seed=0, seconds=168.3)
     s1 = _run(tmp_path, "s1", "svgpvae", 0.00172, _acc(0.953, 1.0, 0.986, 0.961, 1.0), seed=1, seconds=71.8)
