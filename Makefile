@@ -1,4 +1,4 @@
-# One virtual environment in .venv, built from setup.py alone.
+# One virtual environment in .venv with both packages: the library and the paper's experiments.
 PYTHON ?= python3.11
 VENV := .venv
 PY := $(VENV)/bin/python
@@ -6,10 +6,10 @@ STAMP := $(VENV)/.installed
 
 .PHONY: install example test test-all clean
 
-$(STAMP): setup.py
+$(STAMP): setup.py examples/paper/pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e ".[test]"
+	$(PY) -m pip install --quiet -e ".[test]" -e examples/paper
 	touch $(STAMP)
 
 install: $(STAMP)

@@ -34,5 +34,4 @@ setup(
     python_requires=">=3.11,<3.12",
     install_requires=INSTALL_REQUIRES,
     extras_require=EXTRAS_REQUIRE,
-    entry_points={"console_scripts": ["svgpvae=gpflow_svgpvae.experiments.cli:main"]},
 )

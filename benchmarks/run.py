@@ -572,8 +572,7 @@ def _child(task: str, spec: dict):
 
     warnings.filterwarnings("ignore")
     tf.get_logger().setLevel("ERROR")
-    sys.path.insert(0, HERE)
-    import bench_lib as B
+    from svgpvae_paper import bench as B
 
     if spec.get("floatx"):
         from gpflow.keras import tf_keras
@@ -952,8 +951,8 @@ def _sprites_setup(num_characters: int, overrides=None):
     batches of uint8 frames in memory; ``render_s``: seconds spent rendering the frames."""
     import numpy as np
 
-    from gpflow_svgpvae.datasets.sprites import character_batches, sprites
-    from gpflow_svgpvae.experiments.sprites import Config, build_model
+    from svgpvae_paper.datasets.sprites import character_batches, sprites
+    from svgpvae_paper.experiments.sprites import Config, build_model
 
     n = int(num_characters)
     t = time.perf_counter()

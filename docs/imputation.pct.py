@@ -264,6 +264,6 @@ print("figure written to", os.path.abspath(os.path.join("results", "imputation.p
 # mask is concatenated along the channel axis), and use a Bernoulli
 # likelihood for binary pixels; `train` and `impute` are called exactly as
 # here. Healing MNIST, the GP-VAE imputation benchmark of rotating digits
-# with missing pixels, is in `gpflow_svgpvae.datasets.hmnist` (its
+# with missing pixels, is in `svgpvae_paper.datasets.hmnist` (its
 # `observed_arrays(split)` gives `(X, Y, mask)` in this layout); a
 # command-line benchmark, `svgpvae hmnist`, is to come.

@@ -1,6 +1,6 @@
 """Train an SVGP-VAE on moving-ball videos with the package's training loop, then
 recover the ball's path from the latent posterior (a small, fast version of the
-paper's first experiment; see ``python -m gpflow_svgpvae.experiments.moving_ball``).
+paper's first experiment; see ``python -m svgpvae_paper.experiments.moving_ball``).
 
 Run: ``python examples/moving_ball_quick.py`` (about a minute on 2 CPU cores).
 """

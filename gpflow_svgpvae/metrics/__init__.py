@@ -1,21 +1,15 @@
 r"""Metrics (pure numpy), one module per kind:
 
 * :mod:`.paths` -- latent paths compared after the best affine map (:func:`affine_align`, :func:`affine_path_rmse`);
-* :mod:`.style` -- whether generated frames carry the right discrete style attribute
-  (:class:`ChoiceAccuracy`, :func:`palette_colour_accuracy`, :func:`nearest_rendering_accuracy`);
 * :mod:`.imputation` -- missing-data imputation on the missing entries only
   (:func:`missing_bernoulli_nll`, :func:`imputation_mse`, :func:`classification_auroc`).
 """
 from .imputation import classification_auroc, imputation_mse, missing_bernoulli_nll
 from .paths import affine_align, affine_path_rmse
-from .style import ChoiceAccuracy, nearest_rendering_accuracy, palette_colour_accuracy
 
 __all__ = [
     "affine_align",
     "affine_path_rmse",
-    "ChoiceAccuracy",
-    "palette_colour_accuracy",
-    "nearest_rendering_accuracy",
     "missing_bernoulli_nll",
     "imputation_mse",
     "classification_auroc",

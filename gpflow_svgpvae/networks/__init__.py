@@ -1,13 +1,10 @@
 """Encoder/decoder building blocks shared by all models."""
-from .conditioning import LatentMixing, LatentModulation
 from .conv import DepthwiseSumConv2D, RepeatUpsampling2D, UpsamplingConv2D, conv_decoder, conv_encoder
 from .heads import GaussianSiteHead
 from .init import set_output_bias
 from .mlp import fan_in_truncated_normal, mlp_decoder, mlp_encoder
 from .precision import PRECISIONS, network_precision
 from .representation import StyleRepresentation, aggregate_by_group, pretrain_representation, representation_network
-from .sprites import sprites_decoder, sprites_encoder
-from .summary import tidy_module_tree
 from .validation import check_network
 
 __all__ = [
@@ -28,9 +25,4 @@ __all__ = [
     "set_output_bias",
     "network_precision",
     "PRECISIONS",
-    "tidy_module_tree",
-    "sprites_encoder",
-    "sprites_decoder",
-    "LatentModulation",
-    "LatentMixing",
 ]

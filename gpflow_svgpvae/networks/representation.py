@@ -148,7 +148,7 @@ class StyleRepresentation(gpflow.Module):
     Calling it with a batch of frames and their character ids returns, for
     every frame, the style of its character computed from *the frames of that
     character present in the batch*; batches must therefore hold whole
-    characters (see :func:`~gpflow_svgpvae.datasets.sprites.character_batches`).
+    characters (see :func:`~svgpvae_paper.datasets.sprites.character_batches`).
 
     :param network: a ``tf_keras`` network ``frames -> [b, d]`` (default:
         :func:`representation_network`).

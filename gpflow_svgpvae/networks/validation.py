@@ -9,8 +9,6 @@ Keras 2 (``from gpflow.keras import tf_keras``) layers and models, or plain
 import tensorflow as tf
 from gpflow.keras import tf_keras
 
-from .summary import tidy_module_tree
-
 __all__ = ["check_network"]
 
 
@@ -22,10 +20,6 @@ def _is_keras3(obj) -> bool:
 def check_network(network, role: str):
     """Return ``network`` if it is a usable Keras-2 layer/model or ``tf.Module``.
 
-    Keras-2 networks are tidied for ``print_summary`` (see
-    :func:`~gpflow_svgpvae.networks.summary.tidy_module_tree`; variables, training and
-    checkpoints are unaffected).
-
     :param role: ``"encoder"`` or ``"decoder"``, used in the error message.
     :raises TypeError: for Keras-3 objects and for anything that is not callable.
     """
@@ -36,9 +30,7 @@ def check_network(network, role: str):
             "train. Build the network with Keras 2: `from gpflow.keras import tf_keras` and use "
             "`tf_keras.Sequential`, `tf_keras.layers.Dense`, ... instead of Keras 3 layers."
         )
-    if isinstance(network, tf_keras.layers.Layer) and callable(network):
-        return tidy_module_tree(network)
-    if isinstance(network, tf.Module) and callable(network):
+    if isinstance(network, (tf_keras.layers.Layer, tf.Module)) and callable(network):
         return network
     raise TypeError(
         f"The {role} must be a tf_keras layer or model (from `gpflow.keras import tf_keras`) or a "

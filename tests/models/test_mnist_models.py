@@ -9,7 +9,6 @@ from gpflow.keras import tf_keras
 
 from gpflow_svgpvae.auxiliary import ObjectVectors
 from gpflow_svgpvae.kernels import periodic_linear_kernel
-from gpflow_svgpvae.models.auxiliary_svgpvae import AuxiliarySVGPVAE
 from gpflow_svgpvae.models.svgpvae import SVGPVAE
 from gpflow_svgpvae.models.cvae import CVAE, angle_condition
 from gpflow_svgpvae.models.deep_svigp import DeepSVIGP
@@ -239,9 +238,6 @@ def test_auxiliary_svgpvae_checks_raw_width(rng):
         model.objective_terms((np.concatenate([X, X[:, :1]], 1), Y))
     with pytest.raises(ValueError, match="inducing inputs have 2 columns but the input transform"):
         SVGPVAE(*networks(), kernel(), inducing(rng)[:, :2], num_data=len(X), input_transform=table(rng))
-    with pytest.warns(DeprecationWarning):
-        alias = AuxiliarySVGPVAE(*networks(), kernel(), inducing(rng), table(rng), num_data=len(X))
-    assert isinstance(alias, SVGPVAE) and alias.object_vectors is alias.input_transform
 
 
 # ---------------------------------------------------------------------------- Deep SVIGP
@@ -376,7 +372,7 @@ def test_cvae_prediction_needs_context_and_checks_shapes(rng):
 # ------------------------------------------------------------------------------- smoke
 @pytest.fixture(scope="module")
 def tiny_mnist():
-    from gpflow_svgpvae.experiments.rotated_mnist import Config, load_data
+    from svgpvae_paper.experiments.rotated_mnist import Config, load_data
 
     cfg = Config(epochs=2, seeds=1, n_per_digit=12, eval_every=1, deep_svigp_eval_steps=2, batch_size=64)
     return cfg, load_data(cfg)
@@ -385,7 +381,7 @@ def tiny_mnist():
 @pytest.mark.slow  # smoke only; make test-all (keeps the default suite under 10 minutes)
 @pytest.mark.parametrize("name", ["cvae", "gppvae", "svgpvae", "deep_svigp"])
 def test_smoke_train_each_model(name, tiny_mnist, tmp_path):
-    from gpflow_svgpvae.experiments.rotated_mnist import run_model
+    from svgpvae_paper.experiments.rotated_mnist import run_model
 
     cfg, data = tiny_mnist
     result = run_model(name, data, cfg, seed=0, workdir=str(tmp_path))

@@ -77,6 +77,6 @@ def test_config_round_trip():
 
 
 def test_the_experiment_commands_offer_the_heads_of_the_layer():
-    from gpflow_svgpvae.experiments.common import SITE_PARAMETRIZATIONS
+    from svgpvae_paper.experiments.common import SITE_PARAMETRIZATIONS
 
     assert SITE_PARAMETRIZATIONS == GaussianSiteHead.PARAMETRIZATIONS
