@@ -3,6 +3,7 @@
 The runtime pins are one tested set: GPflow 2.11 needs numpy<2 and runs on the
 TensorFlow / tf-keras / TFP versions below (see the README).
 """
+
 from setuptools import find_packages, setup
 
 INSTALL_REQUIRES = [

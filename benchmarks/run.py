@@ -54,6 +54,7 @@ Tasks (see benchmarks/README.md for the numbers measured here):
   shipped (traced as written, optimiser state created before the step) against the
   step rewritten by AutoGraph with the optimiser built inside it (two traces).
 """
+
 import argparse
 import datetime
 import json
@@ -65,8 +66,19 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
-TASKS = ("ratio", "gpblock", "networks", "speed", "precision", "scaling", "posterior", "gppvae", "paths", "sprites",
-         "startup")
+TASKS = (
+    "ratio",
+    "gpblock",
+    "networks",
+    "speed",
+    "precision",
+    "scaling",
+    "posterior",
+    "gppvae",
+    "paths",
+    "sprites",
+    "startup",
+)
 
 
 # =========================================================================== parent
@@ -115,7 +127,7 @@ def child(task: str, spec: dict, timeout: float = 1800) -> dict:
     lines = [l for l in proc.stdout.splitlines() if l.startswith("RESULT ")]
     if proc.returncode != 0 or not lines:
         raise RuntimeError(f"benchmark child {task} {spec} failed ({proc.returncode}):\n{proc.stderr[-4000:]}")
-    out = json.loads(lines[-1][len("RESULT "):])
+    out = json.loads(lines[-1][len("RESULT ") :])
     out["process_wall_s"] = time.perf_counter() - t
     _MEMO[key] = out
     return out
@@ -162,18 +174,47 @@ def _pair_rows(label, variants):
     for name, v in variants.items():
         ratios = [a / b for a, b in zip(v["svgpvae"], v["vae"])]
         cpu_ratios = [a / b for a, b in zip(v["svgpvae_cpu"], v["vae_cpu"])]
-        rows.append([name if label is None else f"{label}: {name}", _med(v["svgpvae"]), min(v["svgpvae"]),
-                     _med(v["vae"]), min(v["vae"]), _med(ratios), _med(v["svgpvae_cpu"]), _med(v["vae_cpu"]),
-                     _med(cpu_ratios), v["trace_s"]["svgpvae"], v["trace_s"]["vae"]])
+        rows.append(
+            [
+                name if label is None else f"{label}: {name}",
+                _med(v["svgpvae"]),
+                min(v["svgpvae"]),
+                _med(v["vae"]),
+                min(v["vae"]),
+                _med(ratios),
+                _med(v["svgpvae_cpu"]),
+                _med(v["vae_cpu"]),
+                _med(cpu_ratios),
+                v["trace_s"]["svgpvae"],
+                v["trace_s"]["vae"],
+            ]
+        )
     return rows
 
 
-PAIR_HEADERS = ["option", "SVGP-VAE s/epoch", "(min)", "VAE s/epoch", "(min)", "ratio", "SVGP-VAE CPU s/epoch",
-                "VAE CPU s/epoch", "CPU ratio", "SVGP-VAE 1st epoch s", "VAE 1st epoch s"]
+PAIR_HEADERS = [
+    "option",
+    "SVGP-VAE s/epoch",
+    "(min)",
+    "VAE s/epoch",
+    "(min)",
+    "ratio",
+    "SVGP-VAE CPU s/epoch",
+    "VAE CPU s/epoch",
+    "CPU ratio",
+    "SVGP-VAE 1st epoch s",
+    "VAE 1st epoch s",
+]
 
 
-QUICK_PAIR = dict(rounds=3, order=["vae", "svgpvae"], variants=[dict(name="default"), dict(name="checks_off", checks=False)],
-                  gp_block=True, gp_stages=False, gp_xla=False)
+QUICK_PAIR = dict(
+    rounds=3,
+    order=["vae", "svgpvae"],
+    variants=[dict(name="default"), dict(name="checks_off", checks=False)],
+    gp_block=True,
+    gp_stages=False,
+    gp_xla=False,
+)
 
 
 def run_ratio(quick: bool, cache: str):
@@ -182,39 +223,62 @@ def run_ratio(quick: bool, cache: str):
     else:
         results = []
         for p in range(2):  # two processes, the models' order swapped
-            spec = dict(cache=cache, rounds=10, order=["vae", "svgpvae"] if p % 2 == 0 else ["svgpvae", "vae"],
-                        variants=[dict(name="default")], gp_block=p == 0, gp_stages=True, gp_xla=True)
+            spec = dict(
+                cache=cache,
+                rounds=10,
+                order=["vae", "svgpvae"] if p % 2 == 0 else ["svgpvae", "vae"],
+                variants=[dict(name="default")],
+                gp_block=p == 0,
+                gp_stages=True,
+                gp_xla=True,
+            )
             results.append(child("pair", spec))
-    merged = {k: [t for r in results for t in r["variants"]["default"][k]]
-              for k in ("svgpvae", "vae", "svgpvae_cpu", "vae_cpu")}
+    merged = {
+        k: [t for r in results for t in r["variants"]["default"][k]]
+        for k in ("svgpvae", "vae", "svgpvae_cpu", "vae_cpu")
+    }
     merged["trace_s"] = results[0]["variants"]["default"]["trace_s"]
     ratios = [a / b for a, b in zip(merged["svgpvae"], merged["vae"])]
     cpu_ratios = [a / b for a, b in zip(merged["svgpvae_cpu"], merged["vae_cpu"])]
     gp = results[0]["gp_block"]
     spe = results[0]["steps_per_epoch"]
     summary = dict(
-        svgpvae_s_per_epoch=_med(merged["svgpvae"]), vae_s_per_epoch=_med(merged["vae"]), ratio=_med(ratios),
-        cpu_ratio=_med(cpu_ratios), svgpvae_cpu_s_per_epoch=_med(merged["svgpvae_cpu"]),
-        vae_cpu_s_per_epoch=_med(merged["vae_cpu"]), overhead_percent=100 * (_med(ratios) - 1),
-        steps_per_epoch=spe, epochs_timed=len(ratios),
-        gp_block_ms_per_step=gp["graph"]["ms"], gp_block_xla_ms_per_step=gp.get("xla", {}).get("ms"),
-        svgpvae_min_s_per_epoch=min(merged["svgpvae"]), vae_min_s_per_epoch=min(merged["vae"]),
+        svgpvae_s_per_epoch=_med(merged["svgpvae"]),
+        vae_s_per_epoch=_med(merged["vae"]),
+        ratio=_med(ratios),
+        cpu_ratio=_med(cpu_ratios),
+        svgpvae_cpu_s_per_epoch=_med(merged["svgpvae_cpu"]),
+        vae_cpu_s_per_epoch=_med(merged["vae_cpu"]),
+        overhead_percent=100 * (_med(ratios) - 1),
+        steps_per_epoch=spe,
+        epochs_timed=len(ratios),
+        gp_block_ms_per_step=gp["graph"]["ms"],
+        gp_block_xla_ms_per_step=gp.get("xla", {}).get("ms"),
+        svgpvae_min_s_per_epoch=min(merged["svgpvae"]),
+        vae_min_s_per_epoch=min(merged["vae"]),
     )
     text = table(PAIR_HEADERS, _pair_rows(None, {"default": merged}))
     summary["gp_block_percent_of_vae_epoch"] = 100 * gp["graph"]["ms"] * spe / 1000 / summary["vae_cpu_s_per_epoch"]
-    text += (f"\n\nGP block alone (forward + backward, b = 256, CPU time, best of 5 x 20 calls): "
-             f"{gp['graph']['ms']:.2f} ms/step in graph mode ({gp['graph']['ops']} graph ops)")
+    text += (
+        f"\n\nGP block alone (forward + backward, b = 256, CPU time, best of 5 x 20 calls): "
+        f"{gp['graph']['ms']:.2f} ms/step in graph mode ({gp['graph']['ops']} graph ops)"
+    )
     if "xla" in gp:
         text += f", {gp['xla']['ms']:.2f} ms/step with XLA"
-    text += (f"; x {spe} steps = {summary['gp_block_percent_of_vae_epoch']:.1f}% of the VAE's CPU time per epoch "
-             f"(the measured SVGP-VAE overhead is {summary['overhead_percent']:.1f}% wall, "
-             f"{100 * (summary['cpu_ratio'] - 1):.1f}% CPU).")
+    text += (
+        f"; x {spe} steps = {summary['gp_block_percent_of_vae_epoch']:.1f}% of the VAE's CPU time per epoch "
+        f"(the measured SVGP-VAE overhead is {summary['overhead_percent']:.1f}% wall, "
+        f"{100 * (summary['cpu_ratio'] - 1):.1f}% CPU)."
+    )
     if "stages" in gp:
         rows = [[st["stage"], st["fwd_ms"], st["fwd_ops"], st["fwd_bwd_ms"], st["fwd_bwd_ops"]] for st in gp["stages"]]
         text += "\n\nGP block, cumulative by stage (graph mode, runtime checks on as in the loop, CPU ms):\n\n" + table(
-            ["up to stage", "forward ms", "forward ops", "forward+backward ms", "forward+backward ops"], rows)
-    text += (f"\n\nratio SVGP-VAE / VAE (median of {len(ratios)} paired epochs): {summary['ratio']:.3f} wall, "
-             f"{summary['cpu_ratio']:.3f} CPU")
+            ["up to stage", "forward ms", "forward ops", "forward+backward ms", "forward+backward ops"], rows
+        )
+    text += (
+        f"\n\nratio SVGP-VAE / VAE (median of {len(ratios)} paired epochs): {summary['ratio']:.3f} wall, "
+        f"{summary['cpu_ratio']:.3f} CPU"
+    )
     return dict(summary=summary, runs=results), text
 
 
@@ -234,32 +298,40 @@ def run_gpblock(quick: bool, cache: str):
     for name in ("step", "step_ids_checked_once", "stages", "step_xla"):
         if name in res:
             r = res[name]
-            rows.append([name, _med(r["cpu_ms"]), min(r["cpu_ms"]), max(r["cpu_ms"]), r["ops"], r["fwd_ops"],
-                         len(r["cpu_ms"])])
-    text = table(["path", "CPU ms/step (median)", "(min)", "(max)", "graph ops fwd+bwd", "graph ops fwd",
-                  "timings"], rows)
-    text += ("\n\nstep: `model.map_inputs` + `amortized.minibatch_posterior` (what a training step runs); "
-             "step_ids_checked_once: the same with `ObjectVectors(check_ids_in_graph=False)` (ids checked once "
-             "at the data boundary); stages: the stage-by-stage block of `ratio` (`predict_marginals` re-solves "
-             "W). Each timing is the best of 5 blocks of 20 calls, the paths alternated; runtime checks "
-             "(`numerics`) on, as in the loop.")
+            rows.append(
+                [name, _med(r["cpu_ms"]), min(r["cpu_ms"]), max(r["cpu_ms"]), r["ops"], r["fwd_ops"], len(r["cpu_ms"])]
+            )
+    text = table(
+        ["path", "CPU ms/step (median)", "(min)", "(max)", "graph ops fwd+bwd", "graph ops fwd", "timings"], rows
+    )
+    text += (
+        "\n\nstep: `model.map_inputs` + `amortized.minibatch_posterior` (what a training step runs); "
+        "step_ids_checked_once: the same with `ObjectVectors(check_ids_in_graph=False)` (ids checked once "
+        "at the data boundary); stages: the stage-by-stage block of `ratio` (`predict_marginals` re-solves "
+        "W). Each timing is the best of 5 blocks of 20 calls, the paths alternated; runtime checks "
+        "(`numerics`) on, as in the loop."
+    )
     step = res.get("step", {})
     if "flops_fwd_bwd" in step:
         gemm = res["gemm_gflops_float64"]
         peak = max(gemm.values())
         own = max(gemm[_shapes_key(a, b)] for a, b in GEMM_BLOCK_SHAPES)
-        text += (f"\n\nArithmetic of the step's block (TensorFlow profiler): {step['flops_fwd'] / 1e6:.1f} MFLOP forward, "
-                 f"{step['flops_fwd_bwd'] / 1e6:.1f} MFLOP forward + backward. float64 matrix products on this CPU "
-                 f"(GFLOP per CPU second, TensorFlow's default threads): " + ", ".join(f"{k} {v:.1f} GFLOP/s" for k, v in gemm.items())
-                 + f". The block's arithmetic alone takes {step['flops_fwd_bwd'] / own / 1e6:.2f} ms of CPU per "
-                 f"step at the rate of its own product shapes and {step['flops_fwd_bwd'] / peak / 1e6:.2f} ms at "
-                 f"the large product's, against {_med(step['cpu_ms']):.2f} ms measured.")
+        text += (
+            f"\n\nArithmetic of the step's block (TensorFlow profiler): {step['flops_fwd'] / 1e6:.1f} MFLOP forward, "
+            f"{step['flops_fwd_bwd'] / 1e6:.1f} MFLOP forward + backward. float64 matrix products on this CPU "
+            f"(GFLOP per CPU second, TensorFlow's default threads): "
+            + ", ".join(f"{k} {v:.1f} GFLOP/s" for k, v in gemm.items())
+            + f". The block's arithmetic alone takes {step['flops_fwd_bwd'] / own / 1e6:.2f} ms of CPU per "
+            f"step at the rate of its own product shapes and {step['flops_fwd_bwd'] / peak / 1e6:.2f} ms at "
+            f"the large product's, against {_med(step['cpu_ms']):.2f} ms measured."
+        )
     return res, text
 
 
 def run_networks(quick: bool, cache: str):
-    res = child("networks", dict(cache=cache, rounds=3 if quick else 7, calls=10 if quick else 20,
-                                 epochs=3 if quick else 8))
+    res = child(
+        "networks", dict(cache=cache, rounds=3 if quick else 7, calls=10 if quick else 20, epochs=3 if quick else 8)
+    )
     steps = res["steps_per_epoch"]
     step_ms = {k: 1000 * _med(res[f"{k}_cpu_s_per_epoch"]) / steps for k in ("vae", "vae_keras_decoder")}
     rows, totals = [], {}
@@ -267,25 +339,36 @@ def run_networks(quick: bool, cache: str):
         ms = _med(r["cpu_ms"])
         t = totals.setdefault(r["network"], [0.0, 0.0, 0.0])
         t[0], t[1], t[2] = t[0] + ms, t[1] + r["flops"], t[2] + r["activation_bytes"]
-        rows.append([f"{r['network']}/{r['layer']}", ms, r["flops"] / 1e6, r["flops"] / ms / 1e6,
-                     r["activation_bytes"] / 2**20, r["ops"]])
+        rows.append(
+            [
+                f"{r['network']}/{r['layer']}",
+                ms,
+                r["flops"] / 1e6,
+                r["flops"] / ms / 1e6,
+                r["activation_bytes"] / 2**20,
+                r["ops"],
+            ]
+        )
     for name, (ms, flops, nbytes) in totals.items():
         rows.append([f"{name}: all layers", ms, flops / 1e6, flops / ms / 1e6, nbytes / 2**20, None])
-    text = table(["layer (forward + gradient, b = 256)", "CPU ms/step", "MFLOP", "GFLOP/s", "activations MB",
-                  "graph ops"], rows)
+    text = table(
+        ["layer (forward + gradient, b = 256)", "CPU ms/step", "MFLOP", "GFLOP/s", "activations MB", "graph ops"], rows
+    )
     gemm, bandwidth = res["gemm_gflops_float32"], res["elementwise_gbps"]
     ms, flops, nbytes = (totals["encoder"][i] + totals["decoder"][i] for i in range(3))
-    text += (f"\n\nThe VAE's whole training step (Adam, likelihood; input pipeline overlapped), median of "
-             f"{len(res['vae_cpu_s_per_epoch'])} alternated epochs of {steps} steps: {step_ms['vae']:.1f} CPU ms "
-             f"({_med(res['vae_s_per_epoch']):.3f} s/epoch wall) with the package's decoder, "
-             f"{step_ms['vae_keras_decoder']:.1f} CPU ms ({_med(res['vae_keras_decoder_s_per_epoch']):.3f} s/epoch) "
-             f"with the same decoder built from Keras layers. This CPU: float32 [1024, 1024] x [1024, 1024] "
-             f"products at {gemm:.1f} GFLOP per CPU second, an elementwise float32 op at {bandwidth:.1f} GB per CPU "
-             f"second. The encoder's and decoder's {flops / 1e6:.0f} MFLOP (forward + backward) at the product rate "
-             f"would take {flops / gemm / 1e6:.1f} ms; their {nbytes / 2**20:.0f} MB of activations, read once "
-             f"forward and about twice backward, {3 * nbytes / bandwidth / 1e6:.1f} ms at the elementwise rate; "
-             f"measured layer by layer, {ms:.1f} ms. A 0.25 s epoch of {steps} steps leaves {1000 * 0.25 / steps:.1f} "
-             f"ms per step for everything.")
+    text += (
+        f"\n\nThe VAE's whole training step (Adam, likelihood; input pipeline overlapped), median of "
+        f"{len(res['vae_cpu_s_per_epoch'])} alternated epochs of {steps} steps: {step_ms['vae']:.1f} CPU ms "
+        f"({_med(res['vae_s_per_epoch']):.3f} s/epoch wall) with the package's decoder, "
+        f"{step_ms['vae_keras_decoder']:.1f} CPU ms ({_med(res['vae_keras_decoder_s_per_epoch']):.3f} s/epoch) "
+        f"with the same decoder built from Keras layers. This CPU: float32 [1024, 1024] x [1024, 1024] "
+        f"products at {gemm:.1f} GFLOP per CPU second, an elementwise float32 op at {bandwidth:.1f} GB per CPU "
+        f"second. The encoder's and decoder's {flops / 1e6:.0f} MFLOP (forward + backward) at the product rate "
+        f"would take {flops / gemm / 1e6:.1f} ms; their {nbytes / 2**20:.0f} MB of activations, read once "
+        f"forward and about twice backward, {3 * nbytes / bandwidth / 1e6:.1f} ms at the elementwise rate; "
+        f"measured layer by layer, {ms:.1f} ms. A 0.25 s epoch of {steps} steps leaves {1000 * 0.25 / steps:.1f} "
+        f"ms per step for everything."
+    )
     return res, text
 
 
@@ -310,9 +393,18 @@ def run_speed(quick: bool, cache: str):
         specs = [
             ("main", dict(cache=cache, rounds=rounds, variants=SPEED_VARIANTS)),
             ("float64 networks", dict(cache=cache, rounds=rounds, floatx="float64", variants=[dict(name="default")])),
-            ("threads intra=1 inter=1", dict(cache=cache, rounds=rounds, threads=[1, 1], variants=[dict(name="default")])),
-            ("threads intra=2 inter=1", dict(cache=cache, rounds=rounds, threads=[2, 1], variants=[dict(name="default")])),
-            ("threads intra=1 inter=2", dict(cache=cache, rounds=rounds, threads=[1, 2], variants=[dict(name="default")])),
+            (
+                "threads intra=1 inter=1",
+                dict(cache=cache, rounds=rounds, threads=[1, 1], variants=[dict(name="default")]),
+            ),
+            (
+                "threads intra=2 inter=1",
+                dict(cache=cache, rounds=rounds, threads=[2, 1], variants=[dict(name="default")]),
+            ),
+            (
+                "threads intra=1 inter=2",
+                dict(cache=cache, rounds=rounds, threads=[1, 2], variants=[dict(name="default")]),
+            ),
         ]
     rows, raw = [], []
     for label, spec in specs:
@@ -332,8 +424,7 @@ PRECISION_VARIANTS = [
 def run_precision(quick: bool, cache: str):
     """s/epoch of the SVGP-VAE and the VAE (same networks) per network precision; the GP block is
     float64 in every variant (``gpflow_svgpvae.networks.network_precision``)."""
-    spec = dict(cache=cache, rounds=2 if quick else 6, order=["vae", "svgpvae"],
-                variants=PRECISION_VARIANTS)
+    spec = dict(cache=cache, rounds=2 if quick else 6, order=["vae", "svgpvae"], variants=PRECISION_VARIANTS)
     res = child("pair", spec)
     return dict(runs=[dict(spec=spec, result=res)]), table(PAIR_HEADERS, _pair_rows(None, res["variants"]))
 
@@ -344,9 +435,11 @@ def run_scaling(quick: bool, cache: str):
     else:
         series = {"N": [4050, 12150, 20250, 40500], "m": [16, 32, 64, 128, 256], "b": [64, 128, 256, 512, 1024]}
     epochs = 1 if quick else 3
-    configs = {"N": [dict(N=N, m=32, b=256) for N in series["N"]],
-               "m": [dict(N=4050, m=m, b=256) for m in series["m"]],
-               "b": [dict(N=4050, m=32, b=b) for b in series["b"]]}
+    configs = {
+        "N": [dict(N=N, m=32, b=256) for N in series["N"]],
+        "m": [dict(N=4050, m=m, b=256) for m in series["m"]],
+        "b": [dict(N=4050, m=32, b=b) for b in series["b"]],
+    }
     out = {}
     if quick:  # one process; peak RSS is reset (VmHWM) before each configuration
         unique = []
@@ -363,15 +456,29 @@ def run_scaling(quick: bool, cache: str):
     rows = []
     for key in ("N", "m", "b"):
         for c in out[key]:
-            rows.append([key, c["N"], c["m"], c["b"], c["steps_per_epoch"], c["s_per_epoch"], 1000 * c["s_per_step"],
-                         c["cpu_s_per_epoch"], c["rss_before_mb"], c["peak_rss_mb"]])
+            rows.append(
+                [
+                    key,
+                    c["N"],
+                    c["m"],
+                    c["b"],
+                    c["steps_per_epoch"],
+                    c["s_per_epoch"],
+                    1000 * c["s_per_step"],
+                    c["cpu_s_per_epoch"],
+                    c["rss_before_mb"],
+                    c["peak_rss_mb"],
+                ]
+            )
     slopes = {}
     for key, x in (("N", "N"), ("m", "m"), ("b", "b")):
         xs = [c[x] for c in out[key]]
         for y in ("s_per_epoch", "s_per_step", "cpu_s_per_epoch", "peak_rss_mb"):
             slopes[f"{y}_vs_{x}"] = _slope(xs, [c[y] for c in out[key]])
-    text = table(["series", "N", "m", "b", "steps/epoch", "s/epoch", "ms/step", "CPU s/epoch", "RSS before MB",
-                  "peak RSS MB"], rows)
+    text = table(
+        ["series", "N", "m", "b", "steps/epoch", "s/epoch", "ms/step", "CPU s/epoch", "RSS before MB", "peak RSS MB"],
+        rows,
+    )
     text += "\n\nlog-log slopes: " + ", ".join(f"{k} {v:.2f}" for k, v in slopes.items())
     return dict(results=out, slopes=slopes), text
 
@@ -379,13 +486,29 @@ def run_scaling(quick: bool, cache: str):
 def run_posterior(quick: bool, cache: str):
     Ns = [10_000, 100_000] if quick else [10_000, 100_000, 1_000_000]
     res = child("posterior", dict(Ns=Ns, batch_sizes=[1024] if quick else [1024, 16384], L=16, m=32, input_dim=8))
-    rows = [[c["N"], c["batch_size"], c["s"], 1e6 * c["s"] / c["N"], c["rss_before_mb"], c["peak_rss_mb"],
-             c["peak_rss_mb"] - c["rss_before_mb"], c["predict_f_10k_s"]] for c in res["configs"]]
-    text = table(["N", "chunk", "posterior s", "us/point", "RSS before MB", "peak RSS MB", "extra MB",
-                  "predict_f(10^4) s"], rows)
+    rows = [
+        [
+            c["N"],
+            c["batch_size"],
+            c["s"],
+            1e6 * c["s"] / c["N"],
+            c["rss_before_mb"],
+            c["peak_rss_mb"],
+            c["peak_rss_mb"] - c["rss_before_mb"],
+            c["predict_f_10k_s"],
+        ]
+        for c in res["configs"]
+    ]
+    text = table(
+        ["N", "chunk", "posterior s", "us/point", "RSS before MB", "peak RSS MB", "extra MB", "predict_f(10^4) s"], rows
+    )
     big = [c for c in res["configs"] if c["N"] == max(Ns)]
-    slopes = {"s_vs_N": _slope([c["N"] for c in res["configs"] if c["batch_size"] == 1024],
-                               [c["s"] for c in res["configs"] if c["batch_size"] == 1024])}
+    slopes = {
+        "s_vs_N": _slope(
+            [c["N"] for c in res["configs"] if c["batch_size"] == 1024],
+            [c["s"] for c in res["configs"] if c["batch_size"] == 1024],
+        )
+    }
     text += "\n\nlog-log slope of time vs N (chunk 1024): " + f"{slopes['s_vs_N']:.2f}"
     return dict(res, slopes=slopes, largest=big), text
 
@@ -397,21 +520,59 @@ def run_gppvae(quick: bool, cache: str):
     grow = child("gppvae_grow", dict(Ns=Ns, steps=4 if quick else 8))
     rows = []
     if real is not None:
-        rows.append(["4050 (rotated MNIST)", "measured epochs (alternated)", _med(real["gppvae"]),
-                     _med(real["svgpvae"]), _med([a / b for a, b in zip(real["gppvae"], real["svgpvae"])]),
-                     _med(real["gppvae_cpu"]), _med(real["svgpvae_cpu"]),
-                     _med([a / b for a, b in zip(real["gppvae_cpu"], real["svgpvae_cpu"])]), real["gppvae_refresh_s"]])
+        rows.append(
+            [
+                "4050 (rotated MNIST)",
+                "measured epochs (alternated)",
+                _med(real["gppvae"]),
+                _med(real["svgpvae"]),
+                _med([a / b for a, b in zip(real["gppvae"], real["svgpvae"])]),
+                _med(real["gppvae_cpu"]),
+                _med(real["svgpvae_cpu"]),
+                _med([a / b for a, b in zip(real["gppvae_cpu"], real["svgpvae_cpu"])]),
+                real["gppvae_refresh_s"],
+            ]
+        )
     for c in grow["configs"]:
-        rows.append([f"{c['N']} (synthetic)", "ms/step x steps + refresh", c["gppvae_s_per_epoch"],
-                     c["svgpvae_s_per_epoch"], c["gppvae_s_per_epoch"] / c["svgpvae_s_per_epoch"],
-                     c["gppvae_cpu_s_per_epoch"], c["svgpvae_cpu_s_per_epoch"],
-                     c["gppvae_cpu_s_per_epoch"] / c["svgpvae_cpu_s_per_epoch"], c["gppvae_refresh_s"]])
+        rows.append(
+            [
+                f"{c['N']} (synthetic)",
+                "ms/step x steps + refresh",
+                c["gppvae_s_per_epoch"],
+                c["svgpvae_s_per_epoch"],
+                c["gppvae_s_per_epoch"] / c["svgpvae_s_per_epoch"],
+                c["gppvae_cpu_s_per_epoch"],
+                c["svgpvae_cpu_s_per_epoch"],
+                c["gppvae_cpu_s_per_epoch"] / c["svgpvae_cpu_s_per_epoch"],
+                c["gppvae_refresh_s"],
+            ]
+        )
     Nall = [c["N"] for c in grow["configs"]]
-    slopes = {f"{k}_vs_N": _slope(Nall, [c[k] for c in grow["configs"]])
-              for k in ("gppvae_cpu_s_per_step", "svgpvae_cpu_s_per_step", "gppvae_cpu_s_per_epoch",
-                        "svgpvae_cpu_s_per_epoch", "gppvae_s_per_epoch", "svgpvae_s_per_epoch")}
-    text = table(["N", "how", "GPPVAE s/epoch", "SVGP-VAE s/epoch", "ratio", "GPPVAE CPU s/epoch",
-                  "SVGP-VAE CPU s/epoch", "CPU ratio", "GPPVAE refresh s"], rows)
+    slopes = {
+        f"{k}_vs_N": _slope(Nall, [c[k] for c in grow["configs"]])
+        for k in (
+            "gppvae_cpu_s_per_step",
+            "svgpvae_cpu_s_per_step",
+            "gppvae_cpu_s_per_epoch",
+            "svgpvae_cpu_s_per_epoch",
+            "gppvae_s_per_epoch",
+            "svgpvae_s_per_epoch",
+        )
+    }
+    text = table(
+        [
+            "N",
+            "how",
+            "GPPVAE s/epoch",
+            "SVGP-VAE s/epoch",
+            "ratio",
+            "GPPVAE CPU s/epoch",
+            "SVGP-VAE CPU s/epoch",
+            "CPU ratio",
+            "GPPVAE refresh s",
+        ],
+        rows,
+    )
     text += "\n\nlog-log slopes: " + ", ".join(f"{k} {v:.2f}" for k, v in slopes.items())
     return dict(real=real, grow=grow, slopes=slopes), text
 
@@ -450,26 +611,42 @@ SPRITES_VARIANTS = (
 def run_sprites(quick: bool, cache: str):
     out, texts = {}, []
     for label, onednn, overrides in SPRITES_VARIANTS:
-        res = child("sprites_parts", dict(rounds=3 if quick else 7, calls=3 if quick else 10,
-                                          characters=20 if quick else 40, onednn=onednn, config=overrides))
+        res = child(
+            "sprites_parts",
+            dict(
+                rounds=3 if quick else 7,
+                calls=3 if quick else 10,
+                characters=20 if quick else 40,
+                onednn=onednn,
+                config=overrides,
+            ),
+        )
         rows = [[name, _med(v), min(v), max(v)] for name, v in res["wall_ms"].items()]
-        text = f"### {label}\n\n" + table(["part (forward + gradient)", "wall ms/step (median)", "(min)", "(max)"], rows)
+        text = f"### {label}\n\n" + table(
+            ["part (forward + gradient)", "wall ms/step (median)", "(min)", "(max)"], rows
+        )
         step = _med(res["wall_ms"]["training step"])
         parts = sum(_med(v) for k, v in res["wall_ms"].items() if k != "training step")
-        text += (f"\n\nOne epoch at N = 50,000 (100 steps) from the step's median: {step * 100 / 1000:.1f} s; the "
-                 f"parts alone add up to {parts:.0f} ms of the step's {step:.0f} ms. Each timing is the best of "
-                 f"{res['rounds']} blocks of {res['calls']} calls, parts alternated; batch 500 drawn from "
-                 f"{res['characters']} characters' frames.")
-        epochs = child("sprites_epochs", dict(characters=100 if quick else 1000, epochs=3 if quick else 4,
-                                              onednn=onednn, config=overrides))
+        text += (
+            f"\n\nOne epoch at N = 50,000 (100 steps) from the step's median: {step * 100 / 1000:.1f} s; the "
+            f"parts alone add up to {parts:.0f} ms of the step's {step:.0f} ms. Each timing is the best of "
+            f"{res['rounds']} blocks of {res['calls']} calls, parts alternated; batch 500 drawn from "
+            f"{res['characters']} characters' frames."
+        )
+        epochs = child(
+            "sprites_epochs",
+            dict(characters=100 if quick else 1000, epochs=3 if quick else 4, onednn=onednn, config=overrides),
+        )
         res["epochs"] = epochs
         later = epochs["epoch_wall_s"][1:]  # the first epoch traces the step
-        text += (f"\n\nWhole epochs as `svgpvae sprites` trains them (`training.train` on `character_batches` of "
-                 f"uint8 frames in memory, {epochs['num_data']:,} frames, {epochs['steps_per_epoch']} steps of "
-                 f"batch 500): wall s/epoch after the first {', '.join(f'{v:.1f}' for v in later)} (median "
-                 f"{_med(later):.1f}), CPU s/epoch {', '.join(f'{v:.1f}' for v in epochs['epoch_cpu_s'][1:])}; "
-                 f"first epoch {epochs['epoch_wall_s'][0]:.1f} s. Rendering the frames took {epochs['render_s']:.0f} s "
-                 f"(not counted).")
+        text += (
+            f"\n\nWhole epochs as `svgpvae sprites` trains them (`training.train` on `character_batches` of "
+            f"uint8 frames in memory, {epochs['num_data']:,} frames, {epochs['steps_per_epoch']} steps of "
+            f"batch 500): wall s/epoch after the first {', '.join(f'{v:.1f}' for v in later)} (median "
+            f"{_med(later):.1f}), CPU s/epoch {', '.join(f'{v:.1f}' for v in epochs['epoch_cpu_s'][1:])}; "
+            f"first epoch {epochs['epoch_wall_s'][0]:.1f} s. Rendering the frames took {epochs['render_s']:.0f} s "
+            f"(not counted)."
+        )
         out[label] = dict(res, onednn=onednn, config=overrides)
         texts.append(text)
     return out, "\n\n".join(texts)
@@ -481,24 +658,49 @@ def run_startup(quick: bool, cache: str):
     times = {(path, v): [] for path in ("loop", "fit") for v in variants}
     traces = {}
     for r in range(rounds):  # fresh processes, the variants alternated (ABBA)
-        for v in (variants if r % 2 == 0 else variants[::-1]):
+        for v in variants if r % 2 == 0 else variants[::-1]:
             for path in ("loop", "fit"):
                 res = child("startup", dict(cache=cache, variant=v, path=path, round=r))
                 times[(path, v)].append(res["first_step_s"])
                 traces[(path, v)] = res["traces"]
                 times.setdefault((path, v, "second"), []).append(res["second_step_s"])
-    rows = [[path, v, _med(times[(path, v)]), min(times[(path, v)]), _med(times[(path, v, "second")]),
-             traces[(path, v)], len(times[(path, v)])] for path in ("loop", "fit") for v in variants]
+    rows = [
+        [
+            path,
+            v,
+            _med(times[(path, v)]),
+            min(times[(path, v)]),
+            _med(times[(path, v, "second")]),
+            traces[(path, v)],
+            len(times[(path, v)]),
+        ]
+        for path in ("loop", "fit")
+        for v in variants
+    ]
     text = table(["path", "step", "first step s (median)", "(min)", "second step s", "traces", "processes"], rows)
-    text += ("\n\nshipped: the package's step, traced without AutoGraph's rewriting of the package's code "
-             "(Keras still converts the networks' `call`) after the optimiser's state is created; autograph: the "
-             "same step with both undone. Rotated MNIST, b = 256, m = 32, L = 16; each number from a fresh process.")
-    return dict(rows=rows, raw={f"{k[0]}_{k[1]}" + (f"_{k[2]}" if len(k) > 2 else ""): v for k, v in times.items()}), text
+    text += (
+        "\n\nshipped: the package's step, traced without AutoGraph's rewriting of the package's code "
+        "(Keras still converts the networks' `call`) after the optimiser's state is created; autograph: the "
+        "same step with both undone. Rotated MNIST, b = 256, m = 32, L = 16; each number from a fresh process."
+    )
+    return dict(
+        rows=rows, raw={f"{k[0]}_{k[1]}" + (f"_{k[2]}" if len(k) > 2 else ""): v for k, v in times.items()}
+    ), text
 
 
-DRIVERS = dict(ratio=run_ratio, gpblock=run_gpblock, networks=run_networks, speed=run_speed, precision=run_precision,
-               scaling=run_scaling, posterior=run_posterior, gppvae=run_gppvae, paths=run_paths, sprites=run_sprites,
-               startup=run_startup)
+DRIVERS = dict(
+    ratio=run_ratio,
+    gpblock=run_gpblock,
+    networks=run_networks,
+    speed=run_speed,
+    precision=run_precision,
+    scaling=run_scaling,
+    posterior=run_posterior,
+    gppvae=run_gppvae,
+    paths=run_paths,
+    sprites=run_sprites,
+    startup=run_startup,
+)
 
 
 def main(argv=None):
@@ -506,9 +708,13 @@ def main(argv=None):
     parser.add_argument("task", nargs="?", default="all", choices=("all",) + TASKS)
     parser.add_argument("--quick", action="store_true", help="fewer configurations and epochs (~3 minutes for all)")
     parser.add_argument("--out", default=os.path.join(ROOT, "results", "benchmarks"))
-    parser.add_argument("--nice", type=int, default=0,
-                        help="add this to the scheduling niceness of the benchmark processes (negative: higher "
-                             "priority, needs root; reduces the effect of other load on the timings)")
+    parser.add_argument(
+        "--nice",
+        type=int,
+        default=0,
+        help="add this to the scheduling niceness of the benchmark processes (negative: higher "
+        "priority, needs root; reduces the effect of other load on the timings)",
+    )
     args = parser.parse_args(argv)
     if args.nice:
         os.nice(args.nice)
@@ -526,13 +732,16 @@ def main(argv=None):
             result, text = dict(error=repr(error)[-3000:]), f"FAILED: {repr(error)[-1500:]}"
             failed.append(task)
         info["load_average_after"] = os.getloadavg()
-        payload = dict(task=task, quick=args.quick, machine=info, versions=_versions(), wall_s=time.perf_counter() - t,
-                       **result)
+        payload = dict(
+            task=task, quick=args.quick, machine=info, versions=_versions(), wall_s=time.perf_counter() - t, **result
+        )
         suffix = "_quick" if args.quick else ""
         with open(os.path.join(args.out, f"{task}{suffix}.json"), "w") as f:
             json.dump(payload, f, indent=1, default=float)
-        block = (f"## {task}{' (quick)' if args.quick else ''}  [{time.perf_counter() - t:.0f} s, load average "
-                 f"{info['load_average'][0]:.1f} -> {info['load_average_after'][0]:.1f}]\n\n{text}\n")
+        block = (
+            f"## {task}{' (quick)' if args.quick else ''}  [{time.perf_counter() - t:.0f} s, load average "
+            f"{info['load_average'][0]:.1f} -> {info['load_average_after'][0]:.1f}]\n\n{text}\n"
+        )
         print(block, flush=True)
         report.append(block)
     print(f"total {time.perf_counter() - start:.0f} s; JSON in {args.out}")
@@ -548,9 +757,11 @@ _VERSIONS = None
 def _versions():
     global _VERSIONS
     if _VERSIONS is None:
-        code = ("import json, tensorflow as tf, gpflow, numpy, tensorflow_probability as tfp, tf_keras;"
-                "print(json.dumps(dict(tensorflow=tf.__version__, gpflow=gpflow.__version__, numpy=numpy.__version__,"
-                " tfp=tfp.__version__, tf_keras=tf_keras.__version__)))")
+        code = (
+            "import json, tensorflow as tf, gpflow, numpy, tensorflow_probability as tfp, tf_keras;"
+            "print(json.dumps(dict(tensorflow=tf.__version__, gpflow=gpflow.__version__, numpy=numpy.__version__,"
+            " tfp=tfp.__version__, tf_keras=tf_keras.__version__)))"
+        )
         env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
         out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
         try:
@@ -578,8 +789,12 @@ def _child(task: str, spec: dict):
         from gpflow.keras import tf_keras
 
         tf_keras.backend.set_floatx(spec["floatx"])
-    out = dict(threads_effective=[tf.config.threading.get_intra_op_parallelism_threads(),
-                                  tf.config.threading.get_inter_op_parallelism_threads()])
+    out = dict(
+        threads_effective=[
+            tf.config.threading.get_intra_op_parallelism_threads(),
+            tf.config.threading.get_inter_op_parallelism_threads(),
+        ]
+    )
     out.update(globals()[f"_task_{task}"](B, spec))
     print("RESULT " + json.dumps(out, default=float), flush=True)
 
@@ -616,8 +831,15 @@ def _task_startup(B, spec):
 
     if spec["path"] == "loop":
         t0 = time.perf_counter()
-        train(model, ds, epochs=2, steps_per_epoch=1, optimizer=tf_keras.optimizers.Adam(1e-3), progress=False,
-              callback=lambda epoch, logs: times.append(time.perf_counter() - t0))
+        train(
+            model,
+            ds,
+            epochs=2,
+            steps_per_epoch=1,
+            optimizer=tf_keras.optimizers.Adam(1e-3),
+            progress=False,
+            callback=lambda epoch, logs: times.append(time.perf_counter() - t0),
+        )
     else:
         view = model.as_training_model()
         view.compile(tf_keras.optimizers.Adam(1e-3))
@@ -637,8 +859,9 @@ def _task_pair(B, spec):
             from gpflow_svgpvae.networks import network_precision
 
             with network_precision(v.get("precision", "float32")):  # the networks' Keras policy
-                model = B.build(kind, data, likelihood=lik, d2s=v.get("d2s", False),
-                                keras_decoder=v.get("keras_decoder", False))
+                model = B.build(
+                    kind, data, likelihood=lik, d2s=v.get("d2s", False), keras_decoder=v.get("keras_decoder", False)
+                )
             ds = B.dataset(data, 256, video=(kind == "vae"), prefetch=v.get("prefetch", True))
             steppers[kind] = B.Stepper(model, ds, jit=v.get("jit", False), checks=v.get("checks"))
         for kind, s in steppers.items():  # warm-up epoch (tracing, XLA compilation), timed separately
@@ -660,8 +883,15 @@ def _task_pair(B, spec):
                 for i, name in enumerate(B.GP_STAGES):
                     fwd, fwd_ops = B.gp_block_timer(model, data, 256, stage=i, gradients=False)
                     both, both_ops = B.gp_block_timer(model, data, 256, stage=i)
-                    gp["stages"].append(dict(stage=f"{i} {name}", fwd_ms=1000 * fwd(20)[1], fwd_ops=fwd_ops,
-                                             fwd_bwd_ms=1000 * both(20)[1], fwd_bwd_ops=both_ops))
+                    gp["stages"].append(
+                        dict(
+                            stage=f"{i} {name}",
+                            fwd_ms=1000 * fwd(20)[1],
+                            fwd_ops=fwd_ops,
+                            fwd_bwd_ms=1000 * both(20)[1],
+                            fwd_bwd_ops=both_ops,
+                        )
+                    )
             out["gp_block"] = gp
     return out
 
@@ -672,9 +902,11 @@ def _task_gp_block(B, spec):
     model = B.build("svgpvae", data)
     out = {}
     unchecked = B.build("svgpvae", data, check_ids_in_graph=False)
-    makers = dict(step=lambda **k: B.gp_step_timer(model, data, 256, **k),
-                  step_ids_checked_once=lambda **k: B.gp_step_timer(unchecked, data, 256, **k),
-                  stages=lambda **k: B.gp_block_timer(model, data, 256, **k))
+    makers = dict(
+        step=lambda **k: B.gp_step_timer(model, data, 256, **k),
+        step_ids_checked_once=lambda **k: B.gp_step_timer(unchecked, data, 256, **k),
+        stages=lambda **k: B.gp_block_timer(model, data, 256, **k),
+    )
     timers, forward = {}, {}
     for name, make in makers.items():
         timers[name], ops = make()
@@ -689,8 +921,9 @@ def _task_gp_block(B, spec):
     if spec.get("xla"):
         timers["step_xla"], ops = B.gp_step_timer(model, data, 256, jit=True)
         out["step_xla"] = dict(ops=ops, fwd_ops=None, cpu_ms=[], wall_ms=[])
-    B.time_alternately([out[name] for name in timers], list(timers.values()), spec.get("rounds", 5),
-                       spec.get("calls", 20))
+    B.time_alternately(
+        [out[name] for name in timers], list(timers.values()), spec.get("rounds", 5), spec.get("calls", 20)
+    )
     return out
 
 
@@ -701,17 +934,24 @@ def _task_networks(B, spec):
     vaes = dict(vae=B.build("vae", data), vae_keras_decoder=B.build("vae", data, keras_decoder=True))
     steppers = {k: B.Stepper(m, B.dataset(data, 256, video=True)) for k, m in vaes.items()}
     times = B.alternate(steppers, int(spec.get("epochs", 8)))
-    out = dict(steps_per_epoch=steppers["vae"].steps_per_epoch, layers=[],
-               **{f"{k}_s_per_epoch": times[k] for k in vaes},
-               **{f"{k}_cpu_s_per_epoch": times[f"{k}_cpu"] for k in vaes})
+    out = dict(
+        steps_per_epoch=steppers["vae"].steps_per_epoch,
+        layers=[],
+        **{f"{k}_s_per_epoch": times[k] for k in vaes},
+        **{f"{k}_cpu_s_per_epoch": times[f"{k}_cpu"] for k in vaes},
+    )
     timers = []
-    networks = (("encoder", vaes["vae"].encoder), ("decoder", vaes["vae"].decoder),
-                ("decoder (Keras layers)", vaes["vae_keras_decoder"].decoder))
+    networks = (
+        ("encoder", vaes["vae"].encoder),
+        ("decoder", vaes["vae"].decoder),
+        ("decoder (Keras layers)", vaes["vae_keras_decoder"].decoder),
+    )
     for name, network in networks:
         for layer, timer, ops, flops, nbytes in B.layer_timers(network, 256):
             timers.append(timer)
-            out["layers"].append(dict(network=name, layer=layer, ops=ops, flops=flops, activation_bytes=nbytes,
-                                      cpu_ms=[], wall_ms=[]))
+            out["layers"].append(
+                dict(network=name, layer=layer, ops=ops, flops=flops, activation_bytes=nbytes, cpu_ms=[], wall_ms=[])
+            )
     B.time_alternately(out["layers"], timers, spec.get("rounds", 5), spec.get("calls", 20))
     out["gemm_gflops_float32"] = B.gemm_gflops((1024, 1024), (1024, 1024), dtype="float32", calls=10)
     out["elementwise_gbps"] = B.elementwise_gbps()
@@ -734,10 +974,19 @@ def _task_steps(B, spec):
         epochs = [s.epoch() for _ in range(int(spec["epochs"]))]
         cpu = s.cpu_times[1:]
         # s/step = s/epoch / steps per epoch (the last batch of an epoch may be smaller)
-        configs.append(dict(c, steps_per_epoch=s.steps_per_epoch, s_per_epoch=B.median(epochs), epochs=epochs,
-                            cpu_s_per_epoch=B.median(cpu), warmup_epoch_s=warm,
-                            s_per_step=B.median(epochs) / s.steps_per_epoch, rss_before_mb=rss_before,
-                            peak_rss_mb=B.peak_rss_mb()))
+        configs.append(
+            dict(
+                c,
+                steps_per_epoch=s.steps_per_epoch,
+                s_per_epoch=B.median(epochs),
+                epochs=epochs,
+                cpu_s_per_epoch=B.median(cpu),
+                warmup_epoch_s=warm,
+                s_per_step=B.median(epochs) / s.steps_per_epoch,
+                rss_before_mb=rss_before,
+                peak_rss_mb=B.peak_rss_mb(),
+            )
+        )
         del model, s, data
     return dict(configs=configs)
 
@@ -755,9 +1004,14 @@ def _task_posterior(B, spec):
 
     L, m, D = int(spec["L"]), int(spec["m"]), int(spec["input_dim"])
     tf_keras.utils.set_random_seed(0)
-    model = gv.SVGPVAE(mlp_encoder(D, L, hidden_units=()), mlp_decoder(L, D, hidden_units=()),
-                       gpflow.kernels.SquaredExponential(lengthscales=0.1), np.linspace(0, 1, m)[:, None],
-                       num_data=max(spec["Ns"]), seed=0)
+    model = gv.SVGPVAE(
+        mlp_encoder(D, L, hidden_units=()),
+        mlp_decoder(L, D, hidden_units=()),
+        gpflow.kernels.SquaredExponential(lengthscales=0.1),
+        np.linspace(0, 1, m)[:, None],
+        num_data=max(spec["Ns"]),
+        seed=0,
+    )
     Xnew = np.linspace(0, 1, 10_000)[:, None]
     configs = []
     model.posterior((np.zeros((10, 1)), np.zeros((10, D), np.float32)), batch_size=10)  # warm-up
@@ -777,9 +1031,18 @@ def _task_posterior(B, spec):
             mean, var = post.predict_f(Xnew)
             float(mean.numpy().sum())
             pred = time.perf_counter() - t
-            configs.append(dict(N=N, batch_size=bs, s=elapsed, rss_before_mb=rss_before, peak_rss_mb=peak,
-                                predict_f_10k_s=pred, num_conditioned=post.num_conditioned,
-                                min_var=float(np.min(var.numpy()))))
+            configs.append(
+                dict(
+                    N=N,
+                    batch_size=bs,
+                    s=elapsed,
+                    rss_before_mb=rss_before,
+                    peak_rss_mb=peak,
+                    predict_f_10k_s=pred,
+                    num_conditioned=post.num_conditioned,
+                    min_var=float(np.min(var.numpy())),
+                )
+            )
             del post
         del X, Y
     return dict(configs=configs)
@@ -798,8 +1061,10 @@ def _task_gppvae_real(B, spec):
         gpp.refresh(data["X"], data["Y"])
         refresh_times.append(time.perf_counter() - t0)
 
-    steppers = {"gppvae": B.Stepper(gpp, B.dataset(data, 256), after_epoch=refresh),
-                "svgpvae": B.Stepper(B.build("svgpvae", data), B.dataset(data, 256))}
+    steppers = {
+        "gppvae": B.Stepper(gpp, B.dataset(data, 256), after_epoch=refresh),
+        "svgpvae": B.Stepper(B.build("svgpvae", data), B.dataset(data, 256)),
+    }
     times = B.alternate(steppers, spec["rounds"], warmup=1)
     return dict(times, gppvae_refresh_s=B.median(refresh_times[1:]), gppvae_first_refresh_s=first_refresh)
 
@@ -828,7 +1093,7 @@ def _task_gppvae_grow(B, spec):
             steppers[kind].steps(2)  # trace
         blocks = {k: [] for k in steppers}
         for r in range(3):
-            for kind in (("svgpvae", "gppvae") if r % 2 == 0 else ("gppvae", "svgpvae")):
+            for kind in ("svgpvae", "gppvae") if r % 2 == 0 else ("gppvae", "svgpvae"):
                 blocks[kind].append(steppers[kind].timed_steps(n))
         spe = steppers["svgpvae"].steps_per_epoch
         row["steps_per_epoch"] = spe
@@ -862,9 +1127,17 @@ def _task_paths(B, spec):
             cpu.append(time.process_time())
 
         if path.startswith("loop"):
-            train(model, B.dataset(data, 256), epochs=epochs, optimizer=tf_keras.optimizers.Adam(1e-3),
-                  jit_compile=jit, progress=False, callback=stamp)
+            train(
+                model,
+                B.dataset(data, 256),
+                epochs=epochs,
+                optimizer=tf_keras.optimizers.Adam(1e-3),
+                jit_compile=jit,
+                progress=False,
+                callback=stamp,
+            )
         else:
+
             class Stamp(tf_keras.callbacks.Callback):
                 def on_epoch_begin(self, epoch, logs=None):
                     if epoch == 0:
@@ -902,32 +1175,43 @@ def _task_sprites_parts(B, spec):
             with tf.GradientTape() as tape:
                 value = forward()
             return [value] + list(tape.gradient(value, list(variables)))
+
         return run
 
     rep = model.input_transform.transforms[0]
     encoder, decoder = model.encoder, model.decoder
     Z = tf.random.stateless_normal([int(Y.shape[0]), cfg.num_latent], [0, 1])
     # What the decoder reads: the code, and the GP-input columns of decoder_gp_columns if any.
-    Z_decoder = Z if not model.decoder_gp_columns else tf.concat(
-        [Z, tf.cast(model.decoder_condition(model.map_inputs(X, Y)), Z.dtype)], axis=-1)
+    Z_decoder = (
+        Z
+        if not model.decoder_gp_columns
+        else tf.concat([Z, tf.cast(model.decoder_condition(model.map_inputs(X, Y)), Z.dtype)], axis=-1)
+    )
     enc_in = tf.cast(Y, tf.float32)
 
     X_gp = tf.constant(model.map_inputs(X, Y))  # the representation network is timed on its own
 
     def gp_block():
         means, variances = Z * 0.5, tf.ones_like(Z)
-        batch = amortized.minibatch_posterior(model.kernel, model.inducing_variable, X_gp, tf.cast(means, tf.float64),
-                                              tf.cast(variances, tf.float64), model.num_data, model.jitter)
+        batch = amortized.minibatch_posterior(
+            model.kernel,
+            model.inducing_variable,
+            X_gp,
+            tf.cast(means, tf.float64),
+            tf.cast(variances, tf.float64),
+            model.num_data,
+            model.jitter,
+        )
         return tf.reduce_sum(batch.mean) + tf.reduce_sum(batch.kl)
 
     parts = {
         "training step": lambda: step((X, Y)),
         "encoder": with_gradient(lambda: tf.reduce_sum(encoder(enc_in, training=True)[0]), encoder.trainable_variables),
-        "decoder": with_gradient(lambda: tf.reduce_sum(decoder(Z_decoder, training=True)),
-                                 decoder.trainable_variables),
+        "decoder": with_gradient(lambda: tf.reduce_sum(decoder(Z_decoder, training=True)), decoder.trainable_variables),
         "representation": with_gradient(lambda: tf.reduce_sum(rep(X, Y, training=True)), rep.trainable_variables),
-        "GP block": with_gradient(gp_block, list(model.kernel.trainable_variables)
-                                  + list(model.inducing_variable.trainable_variables)),
+        "GP block": with_gradient(
+            gp_block, list(model.kernel.trainable_variables) + list(model.inducing_variable.trainable_variables)
+        ),
     }
     for fn in parts.values():  # trace
         out = fn()
@@ -961,8 +1245,9 @@ def _sprites_setup(num_characters: int, overrides=None):
     render_s = time.perf_counter() - t
     cfg = Config(num_characters=n + 10, num_train_characters=n, pretrain_epochs=0, **(overrides or {}))
     model, _ = build_model(cfg, frames, ds.train_characters, ds.train_poses)
-    data = character_batches(ds.train_characters, ds.train_poses, frames, characters_per_batch=cfg.characters_per_batch,
-                             seed=0)
+    data = character_batches(
+        ds.train_characters, ds.train_poses, frames, characters_per_batch=cfg.characters_per_batch, seed=0
+    )
     return cfg, model, data, render_s
 
 
@@ -982,10 +1267,23 @@ def _task_sprites_epochs(B, spec):
         clock.update(wall=time.perf_counter(), cpu=time.process_time())
 
     clock = {"wall": time.perf_counter(), "cpu": time.process_time()}
-    train(model, data, epochs=int(spec["epochs"]), optimizer=tf_keras.optimizers.Adam(cfg.learning_rate),
-          objective=GECO(cfg.kappa_squared), seed=0, progress=False, callback=callback)
-    return dict(epoch_wall_s=wall, epoch_cpu_s=cpu, num_data=n * cfg.train_poses_per_character,
-                steps_per_epoch=-(-n // cfg.characters_per_batch), render_s=render_s)
+    train(
+        model,
+        data,
+        epochs=int(spec["epochs"]),
+        optimizer=tf_keras.optimizers.Adam(cfg.learning_rate),
+        objective=GECO(cfg.kappa_squared),
+        seed=0,
+        progress=False,
+        callback=callback,
+    )
+    return dict(
+        epoch_wall_s=wall,
+        epoch_cpu_s=cpu,
+        num_data=n * cfg.train_poses_per_character,
+        steps_per_epoch=-(-n // cfg.characters_per_batch),
+        render_s=render_s,
+    )
 
 
 if __name__ == "__main__":
@@ -993,4 +1291,3 @@ if __name__ == "__main__":
         _child(sys.argv[2], json.loads(sys.argv[3]))
     else:
         main()
-

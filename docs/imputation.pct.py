@@ -109,7 +109,7 @@ outage = np.zeros_like(hidden)
 for v, n in enumerate(lengths):
     width = n // 4
     start = rng.integers(2, n - width - 1)
-    outage[v, start:start + width, outage_channel[v]] = True
+    outage[v, start : start + width, outage_channel[v]] = True
 hidden |= outage
 real = np.broadcast_to(frames[..., None] > 0, Y_true.shape)
 hidden &= real  # padding is not "hidden": there is nothing to impute there
@@ -158,14 +158,23 @@ gpflow.utilities.print_summary(model.kernel)
 # out of the GP statistics. A batch holds whole sequences.
 
 # %%
-history = train(model, (X, Y, frames), epochs=EPOCHS, batch_size=10, seed=0, progress=False,
-                optimizer=tf_keras.optimizers.Adam(3e-3))
+history = train(
+    model,
+    (X, Y, frames),
+    epochs=EPOCHS,
+    batch_size=10,
+    seed=0,
+    progress=False,
+    optimizer=tf_keras.optimizers.Adam(3e-3),
+)
 plt.figure(figsize=(5, 2.5))
 plt.plot(history["elbo"])
 plt.xlabel("epoch")
 plt.ylabel("ELBO")
-print(f"final ELBO {history['elbo'][-1]:.1f}; kernel lengthscale {float(model.kernel.lengthscales.numpy()):.2f}; "
-      f"noise std {float(np.sqrt(model.likelihood.variance.numpy())):.3f}")
+print(
+    f"final ELBO {history['elbo'][-1]:.1f}; kernel lengthscale {float(model.kernel.lengthscales.numpy()):.2f}; "
+    f"noise std {float(np.sqrt(model.likelihood.variance.numpy())):.3f}"
+)
 
 # %% [markdown]
 # ## Imputation
@@ -204,8 +213,10 @@ def rmse(fill: np.ndarray, where: np.ndarray) -> float:
 
 
 for name, where in [("all hidden entries", hidden), ("sensor outages", outage)]:
-    print(f"RMSE on {name + ':':20s} SVGP-VAE {rmse(imputed, where):.3f}, "
-          f"linear interpolation {rmse(interpolated, where):.3f}, channel mean {rmse(mean_fill, where):.3f}")
+    print(
+        f"RMSE on {name + ':':20s} SVGP-VAE {rmse(imputed, where):.3f}, "
+        f"linear interpolation {rmse(interpolated, where):.3f}, channel mean {rmse(mean_fill, where):.3f}"
+    )
 
 noise_std = float(np.sqrt(model.likelihood.variance.numpy()))
 predictive = np.where(np.isnan(Y)[None], samples + noise_std * rng.normal(size=samples.shape), samples)

@@ -112,8 +112,9 @@ for ax, (a, o), y in zip(axes, X_raw[:8], Y[:8]):
 Q, L = 4, 8
 # each object's mean image (the new object's from its 3 context images only)
 mean_images = np.stack([Y[X_raw[:, 1] == o].mean(0) for o in range(NUM_OBJECTS - 1)] + [Y_context.mean(0)])
-table = ObjectVectors(NUM_OBJECTS, Q, id_column=-1, num_view_features=1,
-                      initial_vectors=pca_object_vectors(mean_images, Q))
+table = ObjectVectors(
+    NUM_OBJECTS, Q, id_column=-1, num_view_features=1, initial_vectors=pca_object_vectors(mean_images, Q)
+)
 kernel = periodic_linear_kernel(angle_dims=[0], object_dims=list(range(1, 1 + Q)))
 Z = init_inducing_per_view(angles, 2, table.vectors.numpy(), seed=0)  # [32, 1 + Q]
 
@@ -140,8 +141,7 @@ history = train(model, (X_raw, Y), epochs=EPOCHS, batch_size=128, seed=0, progre
 plt.figure(figsize=(5, 2.5))
 plt.plot(history["elbo"])
 plt.xlabel("epoch")
-plt.ylabel("ELBO");
-
+plt.ylabel("ELBO")
 # %% [markdown]
 # ## Generation at unseen views
 # The posterior is conditioned on all training images (`model.posterior`,
@@ -163,8 +163,7 @@ for j in range(8):
     axes[0, j].axis("off")
     axes[1, j].axis("off")
 axes[0, 0].set_title("truth", fontsize=8, loc="left")
-axes[1, 0].set_title("generated", fontsize=8, loc="left");
-
+axes[1, 0].set_title("generated", fontsize=8, loc="left")
 # %% [markdown]
 # ## A new object, seen only at test time
 # The last object never took part in training and no image of it entered the
@@ -193,8 +192,9 @@ mse_new = float(np.mean((generated_new - Y_test_new) ** 2))
 mse_new_mean = float(np.mean((Y_context.mean(0) - Y_test_new) ** 2))
 print(f"new object at an unseen view: SVGP-VAE {mse_new:.4f}, mean of its context images {mse_new_mean:.4f}")
 fig, axes = plt.subplots(1, 5, figsize=(6.5, 1.6))
-for ax, image, title in zip(axes, [*Y_context, Y_test_new[0], generated_new[0]],
-                            ["context", "context", "context", "truth", "generated"]):
+for ax, image, title in zip(
+    axes, [*Y_context, Y_test_new[0], generated_new[0]], ["context", "context", "context", "truth", "generated"]
+):
     ax.imshow(image.reshape(SIZE, SIZE), cmap="gray", vmin=0, vmax=1)
     ax.set_title(title, fontsize=8)
     ax.axis("off")

@@ -57,8 +57,7 @@ print(X.shape, Y.shape)
 plt.figure(figsize=(8, 2))
 plt.imshow(Y[np.argsort(X[:, 0])][::5].T, aspect="auto", cmap="gray")
 plt.xlabel("observation (sorted by t)")
-plt.ylabel("pixel");
-
+plt.ylabel("pixel")
 # %% [markdown]
 # ## Model
 # A GPflow kernel and inducing inputs, an encoder ending in a
@@ -83,8 +82,9 @@ gpflow.utilities.print_summary(model.kernel)
 dataset = tf.data.Dataset.from_tensor_slices((X, Y)).shuffle(len(X), seed=0).batch(100)
 keras_model = model.as_training_model()
 keras_model.compile(tf_keras.optimizers.Adam(1e-3))
-history = keras_model.fit(dataset, epochs=EPOCHS, verbose=0,
-                          callbacks=[tf_keras.callbacks.ReduceLROnPlateau("loss", patience=20)])
+history = keras_model.fit(
+    dataset, epochs=EPOCHS, verbose=0, callbacks=[tf_keras.callbacks.ReduceLROnPlateau("loss", patience=20)]
+)
 print({k: round(v[-1], 2) for k, v in history.history.items() if k != "lr"})
 
 # %% [markdown]
@@ -105,7 +105,7 @@ m = np.polyval(coef, mean.numpy()[:, 0])
 s = 2 * abs(coef[0]) * np.sqrt(var.numpy()[:, 0])
 plt.plot(Xnew[:, 0], m, label="posterior mean")
 plt.fill_between(Xnew[:, 0], m - s, m + s, alpha=0.3)
-plt.legend();
+plt.legend()
 print("correlation with the true path:", abs(np.corrcoef(fitted.numpy()[:, 0], data.latent)[0, 1]))
 
 # %%
@@ -120,8 +120,9 @@ print(images.shape)
 # posterior exports to a SavedModel that reloads without this package.
 
 # %%
-history = train(model, (X, Y), batch_size=100, epochs=2 if QUICK else 20,
-                objective=GECO(kappa_squared=0.01), progress=False)
+history = train(
+    model, (X, Y), batch_size=100, epochs=2 if QUICK else 20, objective=GECO(kappa_squared=0.01), progress=False
+)
 print("GECO lambda:", history["geco_lambda"][-1])
 posterior = model.posterior((X, Y))
 export_dir = os.path.join("results", "quickstart_savedmodel")

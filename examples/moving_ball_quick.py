@@ -4,14 +4,15 @@ paper's first experiment; see ``python -m svgpvae_paper.experiments.moving_ball`
 
 Run: ``python examples/moving_ball_quick.py`` (about a minute on 2 CPU cores).
 """
+
 import gpflow
 import numpy as np
 import tensorflow as tf
 from gpflow.keras import tf_keras
 
+from gpflow_svgpvae import SVGPVAE
 from gpflow_svgpvae.datasets.moving_ball import moving_ball_stream, moving_ball_test_set
 from gpflow_svgpvae.metrics import affine_path_rmse
-from gpflow_svgpvae import SVGPVAE
 from gpflow_svgpvae.networks import mlp_decoder, mlp_encoder
 from gpflow_svgpvae.training import train
 
@@ -30,8 +31,10 @@ def batches():
 
 dataset = tf.data.Dataset.from_generator(
     batches,
-    output_signature=(tf.TensorSpec([VIDEOS_PER_STEP, T, 1], tf.float64),
-                      tf.TensorSpec([VIDEOS_PER_STEP, T, 1024], tf.float32)),
+    output_signature=(
+        tf.TensorSpec([VIDEOS_PER_STEP, T, 1], tf.float64),
+        tf.TensorSpec([VIDEOS_PER_STEP, T, 1024], tf.float32),
+    ),
 )
 
 kernel = gpflow.kernels.SquaredExponential(variance=1.0, lengthscales=1.0)
@@ -52,5 +55,7 @@ print(f"ELBO per video after {STEPS} steps: {history['elbo'][-1] / VIDEOS_PER_ST
 test = moving_ball_test_set(100, seed=SEED)
 X_test = np.broadcast_to(test.times[None, :, None], (test.num_videos, T, 1)).copy()
 mean, var = model.predict_f(None, (X_test, test.videos))  # [V, T, 2] latent posterior per video
-print(f"test RMSE after a per-video affine map: {affine_path_rmse(mean.numpy(), test.paths):.3f} "
-      f"(random latents give about 0.84); lengthscale {float(kernel.lengthscales.numpy()):.2f}")
+print(
+    f"test RMSE after a per-video affine map: {affine_path_rmse(mean.numpy(), test.paths):.3f} "
+    f"(random latents give about 0.84); lengthscale {float(kernel.lengthscales.numpy()):.2f}"
+)

@@ -7,6 +7,7 @@ must recover the path from the pixels. Writes ``results/quickstart/``:
 
     python examples/quickstart.py [--epochs 200] [--quick]
 """
+
 import argparse
 import json
 import os
@@ -99,8 +100,12 @@ def main(argv=None):
     std = np.sqrt(var.numpy()[:, 0]) * abs(coef[0])
     ax.plot(X[:, 0], aligned, "C0-", lw=1, label="SVGP-VAE posterior mean (affine-aligned)")
     ax.fill_between(X[:, 0], aligned - 2 * std, aligned + 2 * std, color="C0", alpha=0.2)
-    ax.plot(model.inducing_variable.Z.numpy()[:, 0], np.full(args.num_inducing, data.latent.min() - 0.3), "k|",
-            label="inducing inputs")
+    ax.plot(
+        model.inducing_variable.Z.numpy()[:, 0],
+        np.full(args.num_inducing, data.latent.min() - 0.3),
+        "k|",
+        label="inducing inputs",
+    )
     ax.set_xlabel("t")
     ax.legend(loc="upper right", fontsize=7)
     fig.tight_layout()

@@ -6,6 +6,7 @@ The SVGP-VAE of Jazbec et al. (AISTATS 2021) as a GPflow model: one class,
 :mod:`gpflow_svgpvae.amortized`, training in :mod:`gpflow_svgpvae.training`
 and generated data in :mod:`gpflow_svgpvae.datasets`.
 """
+
 from . import (
     amortized,
     auxiliary,

@@ -31,6 +31,7 @@ from :mod:`gpflow_svgpvae.prior_covariances` (re-exported here).
 All functions below accept leading batch dimensions (e.g. one latent dataset
 per video: ``means [V, b, L]``, ``Kmb [V, 1 or L, M, b]``).
 """
+
 from typing import NamedTuple, Tuple, Union
 
 import gpflow
@@ -173,7 +174,10 @@ def _pairs_apply(W: tf.Tensor, num_channels) -> bool:
     for many inducing points and few channels the per-channel products are cheaper)."""
     M = W.shape[-2]
     return (
-        W.shape.rank == 3 and W.shape[0] == 1 and M is not None and num_channels is not None
+        W.shape.rank == 3
+        and W.shape[0] == 1
+        and M is not None
+        and num_channels is not None
         and int(M) <= 2 * int(num_channels)
     )
 
@@ -226,9 +230,7 @@ def upper_cholesky(matrix: tf.Tensor, name: str) -> tf.Tensor:
     "return.upper_chol: [batch..., L, M, M]",
     "return.whitened_mean: [batch..., L, M]",
 )
-def posterior_from_statistics(
-    prior_chol: tf.Tensor, P: tf.Tensor, r: tf.Tensor, scale: tf.Tensor
-) -> WhitenedPosterior:
+def posterior_from_statistics(prior_chol: tf.Tensor, P: tf.Tensor, r: tf.Tensor, scale: tf.Tensor) -> WhitenedPosterior:
     r"""Factorise :math:`B = I + sP` and return the whitened posterior.
 
     :param scale: :math:`s = N/b` (1 to condition on exactly the given data).
@@ -328,9 +330,7 @@ def amortized_inducing_posterior(
     inducing_variable = as_inducing_variable(inducing_variable, kernel)
     dtype = gpflow.default_float()
     X, means, variances = (tf.cast(t, dtype) for t in (X, means, variances))
-    posterior = amortized_whitened_posterior(
-        kernel, inducing_variable, X, means, variances, num_data, jitter
-    )
+    posterior = amortized_whitened_posterior(kernel, inducing_variable, X, means, variances, num_data, jitter)
     return inducing_distribution(posterior)
 
 
@@ -391,8 +391,9 @@ def latent_marginals(kernel: Kernel, inducing_variable, posterior: WhitenedPoste
     prior_chol = posterior.prior_chol
     while prior_chol.shape.rank > 3:  # [1, ..., 1 or L, M, M] -> [1 or L, M, M]
         prior_chol = prior_chol[0]
-    posterior = WhitenedPosterior(with_batch_rank(prior_chol, X.shape.rank - 2), posterior.upper_chol,
-                                  posterior.whitened_mean)
+    posterior = WhitenedPosterior(
+        with_batch_rank(prior_chol, X.shape.rank - 2), posterior.upper_chol, posterior.whitened_mean
+    )
     Kmr = cross_covariance(kernel, inducing_variable, X)  # [..., 1 or L, M, n]
     prior_var = prior_variance_diag(kernel, X)  # [..., n, 1 or L]
     return predict_marginals(posterior, Kmr, prior_var)

@@ -25,13 +25,13 @@ Because the inducing inputs are built in the *mapped* space
 inputs in one space: use ``ObjectVectors.mapped_dims`` to get the column
 indices for the kernel's ``active_dims``.
 """
+
 from typing import Optional, Tuple
 
+import gpflow
 import numpy as np
 import tensorflow as tf
 from check_shapes import check_shapes
-
-import gpflow
 from gpflow.base import Parameter, TensorType
 
 from .transforms import InputTransform
@@ -49,9 +49,7 @@ __all__ = [
 def _normalise_column(id_column: int, width: int) -> int:
     """Turn a (possibly negative) column index into one in ``[0, width)``."""
     if not -width <= id_column < width:
-        raise ValueError(
-            f"id_column={id_column} is out of range for auxiliary inputs with {width} columns."
-        )
+        raise ValueError(f"id_column={id_column} is out of range for auxiliary inputs with {width} columns.")
     return id_column % width
 
 
@@ -162,8 +160,7 @@ class ObjectVectors(InputTransform):
         initial_vectors = np.asarray(initial_vectors, dtype=np.float64)
         if initial_vectors.shape != (num_objects, Q):
             raise ValueError(
-                f"initial_vectors has shape {initial_vectors.shape}, expected "
-                f"(num_objects, Q) = {(num_objects, Q)}."
+                f"initial_vectors has shape {initial_vectors.shape}, expected (num_objects, Q) = {(num_objects, Q)}."
             )
         self.num_objects = num_objects
         self.Q = Q
@@ -223,15 +220,12 @@ class ObjectVectors(InputTransform):
             rounded = np.round(ids.astype(np.float64))
             bad = np.abs(ids - rounded) > 1e-6
             if np.any(bad):
-                raise ValueError(
-                    f"ObjectVectors: object ids must be integral; got e.g. {ids[bad][:5]}."
-                )
+                raise ValueError(f"ObjectVectors: object ids must be integral; got e.g. {ids[bad][:5]}.")
             int_ids = rounded.astype(np.int64)
         bad = (int_ids < 0) | (int_ids >= self.num_objects)
         if np.any(bad):
             raise ValueError(
-                f"ObjectVectors: object ids must be in [0, {self.num_objects}); "
-                f"got e.g. {int_ids[bad][:5]}."
+                f"ObjectVectors: object ids must be in [0, {self.num_objects}); got e.g. {int_ids[bad][:5]}."
             )
         return int_ids
 
@@ -373,9 +367,7 @@ def pca_object_vectors(
     return scores
 
 
-def random_object_vectors(
-    n: int, Q: int, scale: float = 0.1, seed: Optional[int] = None
-) -> np.ndarray:
+def random_object_vectors(n: int, Q: int, scale: float = 0.1, seed: Optional[int] = None) -> np.ndarray:
     """
     Random object vectors, i.i.d. :math:`\\mathcal{N}(0, \\mathrm{scale}^2)`. The
     paper's ablation of the PCA initialisation uses ``scale=1.5``; the default 0.1 trains
@@ -391,9 +383,7 @@ def random_object_vectors(
     return scale * rng.standard_normal((int(n), int(Q)))
 
 
-def fit_gaussian(
-    vectors: np.ndarray, max_jitter: float = 1e-3
-) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
+def fit_gaussian(vectors: np.ndarray, max_jitter: float = 1e-3) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
     r"""
     Fit a Gaussian to the rows of ``vectors``: sample mean, sample covariance
     (``ddof=1``, as :func:`numpy.cov`) and its lower Cholesky factor.

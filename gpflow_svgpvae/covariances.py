@@ -24,11 +24,11 @@ and the prior marginal variances :math:`k(x_i, x_i)` of a batch together: for th
 kernels above it evaluates the factors once on ``[Z; X]`` (reading every
 parameter once), otherwise it calls ``Kuu``, ``Kuf`` and the kernel's diagonal.
 """
+
 from typing import List, Optional, Tuple
 
 import numpy as np
 import tensorflow as tf
-
 from gpflow import covariances as gpflow_covariances
 from gpflow.base import TensorLike
 from gpflow.inducing_variables import InducingPoints

@@ -8,6 +8,7 @@ device with the global batch (not an average of per-replica posteriors).
 
 Outside a replica context, or with one replica, every helper is the identity.
 """
+
 from typing import Sequence, Tuple
 
 import tensorflow as tf

@@ -16,6 +16,7 @@ values of ``Y`` at missing entries are never read (they may be NaN).
 
 These are the simple baselines of the GP-VAE paper (Fortuin et al. 2020).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -33,8 +34,7 @@ def _check_data(Y, mask, *, name: str = "Y", mask_name: str = "mask", min_rank: 
     Y = np.asarray(Y)
     if Y.ndim < min_rank:
         raise ValueError(f"{name} must have rank >= {min_rank} ([V, T, ...]); got shape {Y.shape}")
-    if (not np.issubdtype(Y.dtype, np.number) and Y.dtype != np.bool_) \
-            or np.issubdtype(Y.dtype, np.complexfloating):
+    if (not np.issubdtype(Y.dtype, np.number) and Y.dtype != np.bool_) or np.issubdtype(Y.dtype, np.complexfloating):
         raise ValueError(f"{name} must be real numbers; got dtype {Y.dtype}")
     mask = np.asarray(mask)
     if mask.shape != Y.shape:
@@ -107,8 +107,7 @@ def mean_fill(Y, mask, train_Y, train_mask) -> np.ndarray:
     Y, mask = _check_data(Y, mask, min_rank=2)
     train_Y, train_mask = _check_data(train_Y, train_mask, name="train_Y", mask_name="train_mask", min_rank=2)
     if train_Y.shape[2:] != Y.shape[2:]:
-        raise ValueError(f"train_Y must have Y's frame shape {Y.shape[2:]} after [V, T]; "
-                         f"got {train_Y.shape[2:]}")
+        raise ValueError(f"train_Y must have Y's frame shape {Y.shape[2:]} after [V, T]; got {train_Y.shape[2:]}")
     means = observed_position_means(train_Y, train_mask)
     return np.where(mask, Y, means).astype(np.float32)
 
@@ -135,14 +134,16 @@ def forward_fill(Y, mask, fallback=None) -> np.ndarray:
     if fallback is None:
         fallback = 0.0
     fallback = np.asarray(fallback)
-    if (not np.issubdtype(fallback.dtype, np.number) and fallback.dtype != np.bool_) \
-            or np.issubdtype(fallback.dtype, np.complexfloating):
+    if (not np.issubdtype(fallback.dtype, np.number) and fallback.dtype != np.bool_) or np.issubdtype(
+        fallback.dtype, np.complexfloating
+    ):
         raise ValueError(f"fallback must be real numbers; got dtype {fallback.dtype}")
     try:
         fallback = np.broadcast_to(fallback, frame_shape)
     except ValueError:
-        raise ValueError(f"fallback must be broadcastable to one frame {frame_shape}; "
-                         f"got shape {fallback.shape}") from None
+        raise ValueError(
+            f"fallback must be broadcastable to one frame {frame_shape}; got shape {fallback.shape}"
+        ) from None
     if not np.all(np.isfinite(fallback)):
         raise ValueError("fallback must be finite")
     out = np.empty(Y.shape, dtype=np.float32)

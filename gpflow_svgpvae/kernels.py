@@ -12,13 +12,13 @@ All kernels are ordinary GPflow kernels: their parameters are
 transforms, they honour ``active_dims`` and they work with
 :mod:`gpflow.covariances` (``Kuu`` / ``Kuf``) and :mod:`gpflow.conditionals`.
 """
+
 from typing import Optional
 
+import gpflow
 import numpy as np
 import tensorflow as tf
 from check_shapes import inherit_check_shapes
-
-import gpflow
 from gpflow.base import Parameter, TensorType
 from gpflow.kernels.base import ActiveDims, Kernel
 from gpflow.utilities import positive
@@ -169,9 +169,7 @@ def periodic_linear_kernel(
     """
     angle_dims = _as_active_dims(angle_dims)
     object_dims = _as_active_dims(object_dims)
-    base = gpflow.kernels.SquaredExponential(
-        variance=variance, lengthscales=lengthscales, active_dims=angle_dims
-    )
+    base = gpflow.kernels.SquaredExponential(variance=variance, lengthscales=lengthscales, active_dims=angle_dims)
     periodic = gpflow.kernels.Periodic(base, period=period)
     gpflow.set_trainable(periodic.period, False)
     linear = gpflow.kernels.Linear(variance=linear_variance, active_dims=object_dims)

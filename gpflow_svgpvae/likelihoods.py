@@ -67,6 +67,7 @@ variance is a function of the GP inputs, multi-latent likelihoods, a
 subclass :class:`DecoderLikelihood` (``_pixel_log_prob``, ``mean``,
 ``sample``) to use other densities.
 """
+
 import abc
 from typing import Optional, Union
 
@@ -126,7 +127,8 @@ def _check_width(params: tf.Tensor, Y: tf.Tensor) -> tf.Tensor:
     if not numerical_checks():
         return params
     check = tf.debugging.assert_equal(
-        tf.reduce_prod(tf.shape(params)[1:]), tf.reduce_prod(tf.shape(Y)[1:]),
+        tf.reduce_prod(tf.shape(params)[1:]),
+        tf.reduce_prod(tf.shape(Y)[1:]),
         message="The decoder returns a different number of values per point than the observations have (the "
         "decoder's last layer needs one output per observed value).",
     )
@@ -199,12 +201,8 @@ class Gaussian(DecoderLikelihood):
     def __init__(self, variance: float = 1.0, trainable: bool = False, variance_lower_bound=1e-6):
         super().__init__()
         if not variance > variance_lower_bound:
-            raise ValueError(
-                f"Gaussian decoder variance must be > {variance_lower_bound}, got {variance}"
-            )
-        self.variance = gpflow.Parameter(
-            variance, transform=positive(lower=variance_lower_bound), trainable=trainable
-        )
+            raise ValueError(f"Gaussian decoder variance must be > {variance_lower_bound}, got {variance}")
+        self.variance = gpflow.Parameter(variance, transform=positive(lower=variance_lower_bound), trainable=trainable)
 
     def _pixel_log_prob(self, Y, params):
         return _gaussian_log_density(Y, params, tf.cast(self.variance, Y.dtype))

@@ -43,7 +43,6 @@ import math
 
 import tensorflow as tf
 from check_shapes import check_shapes
-
 from gpflow.base import TensorType
 
 __all__ = [
@@ -124,9 +123,7 @@ def lowrank_gaussian_nll(Z: TensorType, V: TensorType, noise_variance: TensorTyp
     VtZ = tf.linalg.matmul(V, Z, transpose_a=True)  # [H, L]
     A = tf.linalg.triangular_solve(L_C, VtZ, lower=True)  # [H, L]
     quad = (tf.reduce_sum(tf.square(Z)) - tf.reduce_sum(tf.square(A)) / alpha) / alpha
-    logdet = N * tf.math.log(alpha) + 2.0 * tf.reduce_sum(
-        tf.math.log(tf.linalg.diag_part(L_C))
-    )
+    logdet = N * tf.math.log(alpha) + 2.0 * tf.reduce_sum(tf.math.log(tf.linalg.diag_part(L_C)))
     log_2pi = tf.constant(math.log(2.0 * math.pi), dtype=Z.dtype)
     return 0.5 * (num_columns * (N * log_2pi + logdet) + quad)
 
@@ -228,9 +225,7 @@ def gppvae_kronecker_features(
     "noise_variance: []",
     "return: []",
 )
-def gppvae_taylor_surrogate(
-    Z: TensorType, V: TensorType, noise_variance: TensorType
-) -> tf.Tensor:
+def gppvae_taylor_surrogate(Z: TensorType, V: TensorType, noise_variance: TensorType) -> tf.Tensor:
     """
     First-order Taylor surrogate of the GP NLL around the current latents, used
     by GPPVAE (Casale et al. 2018) to train the encoder/decoder:
@@ -281,9 +276,7 @@ def taylor_linear_term(Z: TensorType, coefficients: TensorType) -> tf.Tensor:
     "noise_variance: []",
     "return: []",
 )
-def gp_term_for_hyperparameters(
-    Z: TensorType, V: TensorType, noise_variance: TensorType
-) -> tf.Tensor:
+def gp_term_for_hyperparameters(Z: TensorType, V: TensorType, noise_variance: TensorType) -> tf.Tensor:
     """
     ``lowrank_gaussian_nll(stop_gradient(Z), V, noise_variance)``: the exact
     NLL as a loss for the GP parameters (``V`` and ``noise_variance``) with the

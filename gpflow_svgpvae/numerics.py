@@ -5,6 +5,7 @@ factor with NaNs, which then propagate silently into the loss. Every Cholesky
 in this package goes through :func:`cholesky`, which turns that into an error
 naming the matrix and the usual fix.
 """
+
 from typing import Optional
 
 import tensorflow as tf

@@ -20,6 +20,7 @@ and the statistics for the kernel, inducing inputs and encoder as they were
 when it was built (like GPflow's ``posterior()`` with a tensor cache). Build a
 new one after training further.
 """
+
 import weakref
 from typing import Any, Optional
 
@@ -267,8 +268,10 @@ class SVGPVAEPosterior(tf.Module):
         if Xnew is None:
             Xnew = getattr(self, "_conditioned_inputs", None)
             if Xnew is None:
-                raise ValueError("Xnew=None predicts at the conditioning inputs, which a posterior built "
-                                 "from a tf.data.Dataset does not keep: pass Xnew.")
+                raise ValueError(
+                    "Xnew=None predicts at the conditioning inputs, which a posterior built "
+                    "from a tf.data.Dataset does not keep: pass Xnew."
+                )
         Xnew = self._check_inputs(Xnew)
         posterior, context = self._posterior_with(data, batch_size, scale)
         model = self.model
@@ -285,8 +288,9 @@ class SVGPVAEPosterior(tf.Module):
         (returns a pair). ``data``, ``scale``: as in :meth:`predict_f`.
         """
         mean, var, X_gp = self.predict_latents(Xnew, data, scale=scale)
-        return self.model.decode_predictions(mean, var, num_samples=num_samples, seed=seed,
-                                             condition=self.model.decoder_condition(X_gp))
+        return self.model.decode_predictions(
+            mean, var, num_samples=num_samples, seed=seed, condition=self.model.decoder_condition(X_gp)
+        )
 
     def export(self, path: str) -> None:
         """Write a SavedModel with signatures ``predict_f`` and ``predict_y``.

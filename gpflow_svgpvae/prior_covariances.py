@@ -8,6 +8,7 @@ Inputs may carry leading batch dimensions (one latent dataset each, e.g.
 videos, ``X [..., b, D]``); the channel axis is ``1`` for a kernel shared by all
 latent channels and ``L`` for one kernel per channel.
 """
+
 from typing import Tuple, Union
 
 import tensorflow as tf
@@ -34,9 +35,7 @@ __all__ = [
 ]
 
 
-def as_inducing_variable(
-    inducing_variable: Union[InducingVariables, tf.Tensor], kernel: Kernel
-) -> InducingVariables:
+def as_inducing_variable(inducing_variable: Union[InducingVariables, tf.Tensor], kernel: Kernel) -> InducingVariables:
     """Accept an array of inducing inputs or a GPflow inducing variable.
 
     A multi-output kernel needs a multi-output inducing variable; plain
@@ -44,9 +43,7 @@ def as_inducing_variable(
     """
     if not isinstance(inducing_variable, InducingVariables):
         inducing_variable = InducingPoints(inducing_variable)
-    if isinstance(kernel, MultioutputKernel) and not isinstance(
-        inducing_variable, MultioutputInducingVariables
-    ):
+    if isinstance(kernel, MultioutputKernel) and not isinstance(inducing_variable, MultioutputInducingVariables):
         inducing_variable = SharedIndependentInducingVariables(inducing_variable)
     return inducing_variable
 
@@ -56,12 +53,11 @@ def _with_channel_axis(tensor: tf.Tensor, rank_without: int) -> tf.Tensor:
     return tensor[None] if tensor.shape.rank == rank_without else tensor
 
 
-def prior_cholesky(
-    kernel: Kernel, inducing_variable: InducingVariables, jitter: float
-) -> tf.Tensor:
+def prior_cholesky(kernel: Kernel, inducing_variable: InducingVariables, jitter: float) -> tf.Tensor:
     """:math:`L_m = \\mathrm{chol}(K_{mm} + \\text{jitter}\\,I)`, shape ``[1 or L, M, M]``."""
-    return cholesky(_prior_covariance(kernel, inducing_variable, jitter),
-                    "Kuu (the prior covariance of the inducing variables)")
+    return cholesky(
+        _prior_covariance(kernel, inducing_variable, jitter), "Kuu (the prior covariance of the inducing variables)"
+    )
 
 
 def _prior_covariance(kernel: Kernel, inducing_variable: InducingVariables, jitter: float) -> tf.Tensor:
@@ -77,9 +73,7 @@ def _unflatten_cross(Kmn: tf.Tensor, X: tf.Tensor) -> tf.Tensor:
     return tf.transpose(Kmn, list(range(2, 2 + k)) + [0, 1, 2 + k])  # [..., C, M, b]
 
 
-def cross_covariance(
-    kernel: Kernel, inducing_variable: InducingVariables, X: tf.Tensor
-) -> tf.Tensor:
+def cross_covariance(kernel: Kernel, inducing_variable: InducingVariables, X: tf.Tensor) -> tf.Tensor:
     """:math:`K_{mb}`, shape ``[..., 1 or L, M, b]`` for inputs ``X [..., b, D]``.
 
     Leading dimensions (one latent dataset each, e.g. videos) share the inducing
@@ -130,7 +124,10 @@ def batch_covariances(
     X = tf.convert_to_tensor(X)
     joint = fast_covariances.prior_covariances(inducing_variable, kernel, flatten_inputs(X), jitter)
     if joint is None:
-        return (_prior_covariance(kernel, inducing_variable, jitter), cross_covariance(kernel, inducing_variable, X),
-                prior_variance_diag(kernel, X))
+        return (
+            _prior_covariance(kernel, inducing_variable, jitter),
+            cross_covariance(kernel, inducing_variable, X),
+            prior_variance_diag(kernel, X),
+        )
     Kmm, Kmn, diag = joint  # [M, M], [M, n], [n]
     return Kmm[None], _unflatten_cross(Kmn[None], X), tf.reshape(diag, tf.shape(X)[:-1])[..., None]

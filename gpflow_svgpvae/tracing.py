@@ -1,4 +1,5 @@
 """Tracing the package's compiled functions without AutoGraph's source rewriting."""
+
 import tensorflow as tf
 
 __all__ = ["not_autographed", "per_model_function"]

@@ -22,6 +22,7 @@ summarises the conditioning data once (:meth:`InputTransform.context`, e.g. one
 style per object) and maps queries through that summary
 (:meth:`InputTransform.map_queries`).
 """
+
 import abc
 from typing import Any, Iterable, List, Optional, Sequence, Tuple
 
@@ -252,9 +253,7 @@ class GroupRepresentation(InputTransform):
         from .networks.representation import StyleRepresentation  # networks sit beside this layer
 
         if not isinstance(representation, StyleRepresentation):
-            raise TypeError(
-                f"representation must be a StyleRepresentation; got {type(representation).__name__}"
-            )
+            raise TypeError(f"representation must be a StyleRepresentation; got {type(representation).__name__}")
         self.representation = representation
         self.group_column = int(group_column)
 
@@ -266,7 +265,9 @@ class GroupRepresentation(InputTransform):
         X = tf.convert_to_tensor(X)
         width = X.shape[-1]
         if width is not None and not -width <= self.group_column < width:
-            raise ValueError(f"GroupRepresentation: group_column={self.group_column} but the inputs have {width} columns.")
+            raise ValueError(
+                f"GroupRepresentation: group_column={self.group_column} but the inputs have {width} columns."
+            )
         return X[..., self.group_column]
 
     def __call__(self, X, Y=None, training: Optional[bool] = None) -> tf.Tensor:
@@ -300,7 +301,9 @@ class GroupRepresentation(InputTransform):
         if not sums:
             raise ValueError("GroupRepresentation: the conditioning data are empty.")
         ids = np.array(sorted(sums), dtype=np.float64)
-        vectors = np.stack([sums[g] / (counts[g] if self.representation.reduction == "mean" else 1) for g in sorted(sums)])
+        vectors = np.stack(
+            [sums[g] / (counts[g] if self.representation.reduction == "mean" else 1) for g in sorted(sums)]
+        )
         return tf.constant(ids), tf.constant(vectors, dtype=gpflow.default_float())
 
     def map_queries(self, Xnew, context=None) -> tf.Tensor:

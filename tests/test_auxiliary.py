@@ -1,4 +1,5 @@
 """Tests of gpflow_svgpvae.auxiliary: object-vector tables, PCA/random init, inducing init."""
+
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -122,8 +123,7 @@ def test_mapped_inputs_and_inducing_inputs_share_kernel_space(rng):
     ov = ObjectVectors(n_obj, Q, num_view_features=1, seed=2)
     angle_dims, obj_dims = ov.mapped_dims()
     k = periodic_linear_kernel(angle_dims=angle_dims, object_dims=obj_dims)
-    Z = init_inducing_per_view(np.linspace(0, 2 * np.pi, 4, endpoint=False), 2,
-                               ov.vectors.numpy(), seed=0)
+    Z = init_inducing_per_view(np.linspace(0, 2 * np.pi, 4, endpoint=False), 2, ov.vectors.numpy(), seed=0)
     X = np.stack([rng.uniform(0, 6, 10), rng.integers(0, n_obj, 10)], axis=1)
     with tf.GradientTape() as tape:
         Kuf = k(Z, ov(X))
@@ -165,7 +165,7 @@ def test_pca_scores_match_covariance_eigendecomposition(rng):
     # scale: one factor for all entries, RMS = scale (the raw and whitened scores alike)
     for whiten, base in ((False, T), (True, Tw)):
         Ts = pca_object_vectors(Y, Q, whiten=whiten, scale=0.1)
-        np.testing.assert_allclose(np.sqrt(np.mean(Ts ** 2)), 0.1, rtol=1e-12)
+        np.testing.assert_allclose(np.sqrt(np.mean(Ts**2)), 0.1, rtol=1e-12)
         np.testing.assert_allclose(Ts / Ts[0, 0], base / base[0, 0], rtol=1e-10)
     for bad in (0.0, -0.1, np.nan):
         with pytest.raises(ValueError, match="scale"):

@@ -1,5 +1,6 @@
 """The fast covariances of gpflow_svgpvae.covariances and the fast GP block of
 amortized.minibatch_posterior against GPflow's generic path and the reference formulas."""
+
 import gpflow
 import numpy as np
 import pytest
@@ -20,8 +21,9 @@ generic_Kuf = gcov.Kuf.dispatch(InducingPoints, Kernel, object)
 def _kernels():
     k1 = periodic_linear_kernel(angle_dims=[0], object_dims=list(range(1, 5)), lengthscales=0.7, variance=1.3)
     k2 = periodic_linear_kernel(angle_dims=slice(0, 1), object_dims=slice(1, 5))
-    per = gpflow.kernels.Periodic(gpflow.kernels.SquaredExponential(lengthscales=[0.5, 0.9], active_dims=[0, 4]),
-                                  period=[2.0, 3.0])
+    per = gpflow.kernels.Periodic(
+        gpflow.kernels.SquaredExponential(lengthscales=[0.5, 0.9], active_dims=[0, 4]), period=[2.0, 3.0]
+    )
     k3 = gpflow.kernels.Linear(variance=[0.5, 1.0, 2.0], active_dims=[1, 2, 3]) * per  # ARD, order swapped
     k4 = k1 * gpflow.kernels.Linear(active_dims=[3, 4])  # three factors
     return [k1, k2, k3, k4]
@@ -42,8 +44,9 @@ def test_fast_kuu_kuf_equal_gpflow_generic(index):
     assert is_fast_product(kernel)
     Z, X = _data(index)
     iv = InducingPoints(Z)
-    np.testing.assert_allclose(gcov.Kuu(iv, kernel, jitter=1e-6), generic_Kuu(iv, kernel, jitter=1e-6), rtol=1e-12,
-                               atol=1e-12)
+    np.testing.assert_allclose(
+        gcov.Kuu(iv, kernel, jitter=1e-6), generic_Kuu(iv, kernel, jitter=1e-6), rtol=1e-12, atol=1e-12
+    )
     np.testing.assert_allclose(gcov.Kuf(iv, kernel, X), generic_Kuf(iv, kernel, X), rtol=1e-12, atol=1e-12)
     Xb = X.reshape(4, 5, -1)  # leading dimensions
     np.testing.assert_allclose(gcov.Kuf(iv, kernel, Xb), generic_Kuf(iv, kernel, Xb), rtol=1e-12, atol=1e-12)
@@ -65,9 +68,12 @@ def test_fast_covariances_gradients_equal_gpflow_generic():
             if fast:
                 Kmm, Kmb, diag = prior_covariances(iv, kernel, Xv, 1e-6)
             else:
-                Kmm, Kmb, diag = generic_Kuu(iv, kernel, jitter=1e-6), generic_Kuf(iv, kernel, Xv), kernel(
-                    Xv, full_cov=False)
-            loss = tf.reduce_sum(tf.sin(Kmm)) + tf.reduce_sum(tf.cos(Kmb)) + tf.reduce_sum(diag ** 2)
+                Kmm, Kmb, diag = (
+                    generic_Kuu(iv, kernel, jitter=1e-6),
+                    generic_Kuf(iv, kernel, Xv),
+                    kernel(Xv, full_cov=False),
+                )
+            loss = tf.reduce_sum(tf.sin(Kmm)) + tf.reduce_sum(tf.cos(Kmb)) + tf.reduce_sum(diag**2)
         return tape.gradient(loss, variables)
 
     for a, b in zip(grads(True), grads(False)):
@@ -107,11 +113,15 @@ def _reference_block(kernel, iv, X, means, variances, num_data, jitter, weights=
     wm = tf.linalg.triangular_solve(U, tmp, lower=False, adjoint=True)[..., 0]
     U_inv = tf.linalg.triangular_solve(U, tf.eye(P.shape[-1], batch_shape=[P.shape[0]], dtype=tf.float64), lower=False)
     M = tf.cast(P.shape[-1], tf.float64)
-    kl = 0.5 * (tf.reduce_sum(U_inv ** 2, [-2, -1]) + tf.reduce_sum(wm ** 2, -1) - M
-                + 2 * tf.reduce_sum(tf.math.log(tf.linalg.diag_part(U)), -1))
+    kl = 0.5 * (
+        tf.reduce_sum(U_inv**2, [-2, -1])
+        + tf.reduce_sum(wm**2, -1)
+        - M
+        + 2 * tf.reduce_sum(tf.math.log(tf.linalg.diag_part(U)), -1)
+    )
     mean = tf.linalg.matvec(W, wm, transpose_a=True)
     V = tf.linalg.triangular_solve(U, tf.broadcast_to(W, [P.shape[0]] + W.shape[1:]), lower=False)
-    var = kernel(X, full_cov=False)[None] - tf.reduce_sum(W ** 2, -2) + tf.reduce_sum(V ** 2, -2)
+    var = kernel(X, full_cov=False)[None] - tf.reduce_sum(W**2, -2) + tf.reduce_sum(V**2, -2)
     return tf.transpose(mean), tf.transpose(var), kl
 
 
@@ -133,8 +143,9 @@ def test_table1_gp_block_equals_reference_values_and_gradients(weighted, M, L):
     means = tf.Variable(rng.standard_normal((b, L)))
     raw = tf.Variable(rng.standard_normal((b, L)))
     weights = tf.constant(rng.integers(0, 2, b).astype(float)) if weighted else None
-    variables = list(kernel.trainable_variables) + list(iv.trainable_variables) + list(table.trainable_variables) + [
-        means, raw]
+    variables = (
+        list(kernel.trainable_variables) + list(iv.trainable_variables) + list(table.trainable_variables) + [means, raw]
+    )
 
     def run(reference):
         with tf.GradientTape() as tape:

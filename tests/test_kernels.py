@@ -1,10 +1,11 @@
 """Reference-value tests of gpflow_svgpvae.kernels against independent numpy formulas."""
+
+import gpflow
 import numpy as np
 import pytest
 import tensorflow as tf
 import tensorflow_probability as tfp
 
-import gpflow
 from gpflow_svgpvae.kernels import Cauchy, CosineLinear, periodic_linear_kernel
 
 
@@ -115,7 +116,10 @@ def test_periodic_linear_matches_numpy(rng):
     X = np.concatenate([angles, rng.standard_normal((9, Q))], axis=1)
     X2 = np.concatenate([rng.uniform(-7, 7, size=(5, 1)), rng.standard_normal((5, Q))], axis=1)
     k = periodic_linear_kernel(
-        angle_dims=[0], object_dims=slice(1, 1 + Q), lengthscales=0.7, variance=1.4,
+        angle_dims=[0],
+        object_dims=slice(1, 1 + Q),
+        lengthscales=0.7,
+        variance=1.4,
         linear_variance=0.3,
     )
     obj = list(range(1, 1 + Q))
@@ -133,8 +137,7 @@ def test_periodic_linear_matches_numpy(rng):
 def test_periodic_linear_angle_not_first_column(rng):
     # layout [object vector (3), angle]
     X = np.concatenate([rng.standard_normal((6, 3)), rng.uniform(0, 6, (6, 1))], axis=1)
-    k = periodic_linear_kernel(angle_dims=[3], object_dims=[0, 1, 2], period=5.0,
-                               lengthscales=1.3)
+    k = periodic_linear_kernel(angle_dims=[3], object_dims=[0, 1, 2], period=5.0, lengthscales=1.3)
     ref = np_periodic_linear(X, X, 3, [0, 1, 2], 1.0, 1.3, 5.0, 1.0)
     np.testing.assert_allclose(k(X).numpy(), ref, rtol=1e-12, atol=1e-13)
 
@@ -156,9 +159,7 @@ def test_periodic_lengthscale_is_half_tfp_exp_sin_squared(rng):
     tfp_k = tfp.math.psd_kernels.ExpSinSquared(
         amplitude=np.float64(1.0), length_scale=np.float64(l_tfp), period=np.float64(2 * np.pi)
     )
-    gp_k = gpflow.kernels.Periodic(
-        gpflow.kernels.SquaredExponential(lengthscales=l_tfp / 2), period=2 * np.pi
-    )
+    gp_k = gpflow.kernels.Periodic(gpflow.kernels.SquaredExponential(lengthscales=l_tfp / 2), period=2 * np.pi)
     np.testing.assert_allclose(gp_k(a).numpy(), tfp_k.matrix(a, a).numpy(), rtol=1e-12)
 
 

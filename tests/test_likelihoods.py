@@ -1,5 +1,6 @@
 """Decoder likelihoods: GPflow Gaussian/Bernoulli adapters against scipy closed forms,
 Parameter reuse, set_trainable, checkpoints, clear errors, and the package's own likelihoods."""
+
 import gpflow
 import numpy as np
 import pytest
@@ -69,8 +70,9 @@ def test_gpflow_gaussian_reuses_the_parameter_and_trains_it(rng):
     before = gpflow_lik.variance.numpy()
     variable.assign_sub(0.01 * grad)
     assert gpflow_lik.variance.numpy() > before
-    np.testing.assert_allclose(lik.log_prob(Y, params).numpy(),
-                               stats.norm.logpdf(Y, 0.0, np.sqrt(gpflow_lik.variance.numpy())).sum(axis=1))
+    np.testing.assert_allclose(
+        lik.log_prob(Y, params).numpy(), stats.norm.logpdf(Y, 0.0, np.sqrt(gpflow_lik.variance.numpy())).sum(axis=1)
+    )
 
     # GPflow's lower bound still holds through the adapter
     variable.assign(-50.0)
@@ -104,8 +106,9 @@ def test_checkpoint_round_trip_restores_the_variance(tmp_path):
 # ----------------------------------------------------------------------------- Bernoulli
 
 F_GRID = np.array([[-40.0, -5.0, -0.3, 0.0, 0.7, 6.0, 40.0]] * 2)
-Y_GRID = np.array([[0.0, 1.0, 0.0, 1.0, 1.0, 0.0, 1.0],
-                   [1.0, 0.0, 1.0, 0.0, 0.0, 1.0, 0.0]])  # every |f| = 40 case with y = 0 and y = 1
+Y_GRID = np.array(
+    [[0.0, 1.0, 0.0, 1.0, 1.0, 0.0, 1.0], [1.0, 0.0, 1.0, 0.0, 0.0, 1.0, 0.0]]
+)  # every |f| = 40 case with y = 0 and y = 1
 
 
 def test_bernoulli_logistic_matches_log_expit_and_package_bernoulli():
@@ -140,8 +143,9 @@ def test_bernoulli_probit_matches_norm_logcdf_and_stays_finite():
     np.testing.assert_allclose(lik.log_prob([[1.0]], [[-40.0]]).numpy(), stats.norm.logcdf(-40.0), rtol=1e-10)
 
     # GPflow's inv_probit is Phi squeezed into [1e-3, 1 - 1e-3]: same p up to 1e-3
-    np.testing.assert_allclose(lik.mean(tf.constant(F_GRID)).numpy(),
-                               gpflow_lik.invlink(tf.constant(F_GRID)).numpy(), atol=1.01e-3)
+    np.testing.assert_allclose(
+        lik.mean(tf.constant(F_GRID)).numpy(), gpflow_lik.invlink(tf.constant(F_GRID)).numpy(), atol=1.01e-3
+    )
 
 
 @pytest.mark.parametrize("invlink", [tf.sigmoid, None])
@@ -172,10 +176,13 @@ def test_bernoulli_samples_have_the_mean(invlink, p):
 # ----------------------------------------------------------------------------- what does not fit
 
 
-@pytest.mark.parametrize("gpflow_lik, name", [
-    (gpflow.likelihoods.StudentT(), "StudentT"),
-    (gpflow.likelihoods.Poisson(), "Poisson"),
-])
+@pytest.mark.parametrize(
+    "gpflow_lik, name",
+    [
+        (gpflow.likelihoods.StudentT(), "StudentT"),
+        (gpflow.likelihoods.Poisson(), "Poisson"),
+    ],
+)
 def test_other_gpflow_likelihoods_raise_a_clear_type_error(gpflow_lik, name):
     with pytest.raises(TypeError) as info:
         as_likelihood(gpflow_lik)
@@ -186,12 +193,15 @@ def test_other_gpflow_likelihoods_raise_a_clear_type_error(gpflow_lik, name):
     assert "gpflow.likelihoods.Bernoulli (invlink=tf.sigmoid or the default inv_probit)" in message
 
 
-@pytest.mark.parametrize("gpflow_lik, match", [
-    (gpflow.likelihoods.Gaussian(variance=gpflow.functions.Linear()), "function of the GP inputs X"),
-    (gpflow.likelihoods.Gaussian(variance=np.array([0.1, 0.2])), "one scalar shared by all pixels"),
-    (gpflow.likelihoods.Bernoulli(invlink=lambda f: tf.exp(f) / (1 + tf.exp(f))), "logistic link.*probit link"),
-    (gpflow.likelihoods.Softmax(3), "not a scalar"),
-])
+@pytest.mark.parametrize(
+    "gpflow_lik, match",
+    [
+        (gpflow.likelihoods.Gaussian(variance=gpflow.functions.Linear()), "function of the GP inputs X"),
+        (gpflow.likelihoods.Gaussian(variance=np.array([0.1, 0.2])), "one scalar shared by all pixels"),
+        (gpflow.likelihoods.Bernoulli(invlink=lambda f: tf.exp(f) / (1 + tf.exp(f))), "logistic link.*probit link"),
+        (gpflow.likelihoods.Softmax(3), "not a scalar"),
+    ],
+)
 def test_gpflow_likelihoods_that_do_not_fit_say_why(gpflow_lik, match):
     with pytest.raises(TypeError, match=match):
         as_likelihood(gpflow_lik)
@@ -216,7 +226,9 @@ def test_svgpvae_accepts_a_gpflow_gaussian_and_trains_its_variance(rng):
     num_data, num_pixels = 12, 4
     tf_keras.utils.set_random_seed(0)
     pixels = tf_keras.Input(shape=(num_pixels,))
-    encoder = tf_keras.Model(pixels, gv.networks.GaussianSiteHead(num_latent=1)(tf_keras.layers.Dense(4, "tanh")(pixels)))
+    encoder = tf_keras.Model(
+        pixels, gv.networks.GaussianSiteHead(num_latent=1)(tf_keras.layers.Dense(4, "tanh")(pixels))
+    )
     decoder = tf_keras.Sequential([tf_keras.layers.Dense(4, "tanh"), tf_keras.layers.Dense(num_pixels)])
     kernel = gpflow.kernels.SquaredExponential(lengthscales=2.0)
     Z = np.linspace(0, 10, 3)[:, None]

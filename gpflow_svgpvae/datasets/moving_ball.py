@@ -61,6 +61,7 @@ inputs to the seed hash, so for a given ``seed`` the test set never repeats a
 training batch (and neither equals ``moving_ball(..., seed=seed)``, whose
 spawn key is empty). Use the same ``seed`` for the stream and the test set.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -108,9 +109,7 @@ class MovingBallConfig:
         if not self.radius > 0:
             raise ValueError(f"radius must be positive, got {self.radius!r}")
         if not 2 * self.radius <= self.image_size:
-            raise ValueError(
-                f"a ball of radius {self.radius} does not fit in a frame of size {self.image_size}"
-            )
+            raise ValueError(f"a ball of radius {self.radius} does not fit in a frame of size {self.image_size}")
         if not self.lengthscale > 0:
             raise ValueError(f"lengthscale must be positive, got {self.lengthscale!r}")
         if not self.pixels_per_unit > 0:
@@ -280,9 +279,7 @@ def moving_ball(
     return MovingBallData(videos=videos, times=times, paths=paths, clipped=clipped, config=config)
 
 
-def moving_ball_stream(
-    batch_size: int, *, seed: int, start_step: int = 0, **kwargs
-) -> Iterator[MovingBallData]:
+def moving_ball_stream(batch_size: int, *, seed: int, start_step: int = 0, **kwargs) -> Iterator[MovingBallData]:
     """Infinite, reproducible stream of fresh training batches.
 
     Batch ``i`` (counting from 0) is

@@ -12,6 +12,7 @@ at position :math:`c(t) = \tfrac{K}{2}(1 + 0.6\tanh z(t))` plus pixel noise:
 Encoders must recover :math:`z(t)` (up to an affine map) from the pixels, and
 the GP prior over :math:`t` must smooth it.
 """
+
 from dataclasses import dataclass
 
 import numpy as np
@@ -51,7 +52,12 @@ def gp_bump_images(
     images = np.exp(-0.5 * (pixels[None, :] - centre[:, None]) ** 2 / bump_width**2)
     images = images + noise_std * rng.standard_normal(images.shape)
     config = dict(
-        num_data=num_data, num_pixels=num_pixels, lengthscale=lengthscale, duration=duration,
-        bump_width=bump_width, noise_std=noise_std, seed=seed,
+        num_data=num_data,
+        num_pixels=num_pixels,
+        lengthscale=lengthscale,
+        duration=duration,
+        bump_width=bump_width,
+        noise_std=noise_std,
+        seed=seed,
     )
     return BumpData(t[:, None], images.astype(np.float32), z, config)

@@ -4,6 +4,7 @@ r"""Metrics (pure numpy), one module per kind:
 * :mod:`.imputation` -- missing-data imputation on the missing entries only
   (:func:`missing_bernoulli_nll`, :func:`imputation_mse`, :func:`classification_auroc`).
 """
+
 from .imputation import classification_auroc, imputation_mse, missing_bernoulli_nll
 from .paths import affine_align, affine_path_rmse
 

@@ -19,6 +19,7 @@ the *missing* entries only (:math:`\mathcal M = \{i : \text{mask}_i = 0\}`):
   first half of the sequences, scored on the second half by macro one-vs-rest
   AUROC.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -190,15 +191,20 @@ def classification_auroc(features, labels, *, seed: int = 0, max_iter: int = 100
     y_train, y_test = labels[:num_train], labels[num_train:]
     train_classes, test_classes = np.unique(y_train), np.unique(y_test)
     if train_classes.size < 2:
-        raise ValueError(f"the training half (first {num_train} sequences) needs at least 2 classes; "
-                         f"got {train_classes.tolist()}")
+        raise ValueError(
+            f"the training half (first {num_train} sequences) needs at least 2 classes; got {train_classes.tolist()}"
+        )
     unseen = np.setdiff1d(test_classes, train_classes)
     if unseen.size:
-        raise ValueError(f"classes {unseen.tolist()} occur in the test half but not in the training half "
-                         f"(first {num_train} sequences); reorder the sequences")
+        raise ValueError(
+            f"classes {unseen.tolist()} occur in the test half but not in the training half "
+            f"(first {num_train} sequences); reorder the sequences"
+        )
     if test_classes.size < 2:
-        raise ValueError(f"the test half (last {X.shape[0] - num_train} sequences) needs at least 2 classes "
-                         f"for an AUROC; got {test_classes.tolist()}")
+        raise ValueError(
+            f"the test half (last {X.shape[0] - num_train} sequences) needs at least 2 classes "
+            f"for an AUROC; got {test_classes.tolist()}"
+        )
 
     model = LogisticRegression(solver="lbfgs", max_iter=int(max_iter), random_state=seed)
     model.fit(X[:num_train], y_train)

@@ -27,6 +27,7 @@ The RMSE is taken over all videos, frames *and* coordinates, in the units of
 This is a per-coordinate RMSE; the root-mean-square *Euclidean* distance
 between aligned and true positions is :math:`\sqrt{D}` times larger.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -38,15 +39,12 @@ def _check_paths(predicted, true, per_video: bool):
     predicted = np.asarray(predicted, dtype=np.float64)
     true = np.asarray(true, dtype=np.float64)
     if predicted.ndim != 3:
-        raise ValueError(
-            f"predicted must have shape [num_videos, num_frames, num_latents], got {predicted.shape}"
-        )
+        raise ValueError(f"predicted must have shape [num_videos, num_frames, num_latents], got {predicted.shape}")
     if true.ndim != 3:
         raise ValueError(f"true must have shape [num_videos, num_frames, 2], got {true.shape}")
     if predicted.shape[:2] != true.shape[:2]:
         raise ValueError(
-            "predicted and true must agree in [num_videos, num_frames], got "
-            f"{predicted.shape[:2]} and {true.shape[:2]}"
+            f"predicted and true must agree in [num_videos, num_frames], got {predicted.shape[:2]} and {true.shape[:2]}"
         )
     num_videos, num_frames, num_latents = predicted.shape
     if num_videos == 0 or num_frames == 0 or num_latents == 0 or true.shape[2] == 0:

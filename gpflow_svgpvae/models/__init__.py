@@ -12,6 +12,7 @@ Every model predicts with ``predict_f(Xnew, data=None)`` and
 ``predict_y(Xnew, data=None, num_samples=None, seed=0)``, ``data`` being what the
 prediction conditions on.
 """
+
 from .base import LatentVariableAutoencoder
 from .cvae import CVAE
 from .deep_svigp import DeepSVIGP

@@ -12,6 +12,7 @@ so ``elbo = num_data / batch_size * reconstruction - kl``. The training
 objectives (plain/beta ELBO, GECO) in :mod:`gpflow_svgpvae.training` combine
 these terms, and both training paths call the same step function.
 """
+
 import abc
 import contextlib
 from typing import Dict, Optional, Tuple, Union
@@ -20,14 +21,14 @@ import gpflow
 import tensorflow as tf
 from gpflow.models import BayesianModel, ExternalDataTrainingLossMixin
 
-from ..numerics import assert_finite, assert_positive
 from .. import distribute
 from ..likelihoods import DecoderLikelihood, as_likelihood
+from ..networks.validation import check_network
+from ..numerics import assert_finite, assert_positive
 from ..tracing import not_autographed
+from ..transforms import flatten_leading as _flatten_leading
 from .checks import InputChecks, positive_count
 from .missing import MissingData
-from ..networks.validation import check_network
-from ..transforms import flatten_leading as _flatten_leading
 
 __all__ = ["LatentVariableAutoencoder", "ConditionedModel", "CONTEXT_PREDICT_Y_SHAPES"]
 
@@ -83,7 +84,9 @@ class LatentVariableAutoencoder(MissingData, InputChecks, BayesianModel, Externa
         # Monte Carlo draws are keyed by (seed, draw counter): reproducible, saved in
         # checkpoints, and identical on every replica of a distributed step.
         first = tf.VariableAggregation.ONLY_FIRST_REPLICA
-        self.sample_seed = tf.Variable(int(seed), dtype=tf.int64, trainable=False, name="sample_seed", aggregation=first)
+        self.sample_seed = tf.Variable(
+            int(seed), dtype=tf.int64, trainable=False, name="sample_seed", aggregation=first
+        )
         self.sample_counter = tf.Variable(0, dtype=tf.int64, trainable=False, name="sample_counter", aggregation=first)
         if not self._builds_networks_after_init:
             self.build_networks()
@@ -152,7 +155,9 @@ class LatentVariableAutoencoder(MissingData, InputChecks, BayesianModel, Externa
         try:
             build()
         except (ValueError, TypeError, tf.errors.InvalidArgumentError) as error:
-            raise ValueError(f"The {role} cannot take inputs of shape [batch, {', '.join(map(str, shape))}]: {error}") from error
+            raise ValueError(
+                f"The {role} cannot take inputs of shape [batch, {', '.join(map(str, shape))}]: {error}"
+            ) from error
 
     def _network_dtype(self, network) -> tf.DType:
         return tf.as_dtype(getattr(network, "compute_dtype", None) or tf.float32)
@@ -206,8 +211,15 @@ class LatentVariableAutoencoder(MissingData, InputChecks, BayesianModel, Externa
         shape = tf.concat([tf.shape(Y)[:num_leading], tf.shape(means)[-1:]], 0)
         return tf.reshape(means, shape), tf.reshape(variances, shape)
 
-    def reconstruct(self, Y: tf.Tensor, z_mean: tf.Tensor, z_var: tf.Tensor, training: Optional[bool] = None,
-                    mask: Optional[tf.Tensor] = None, condition: Optional[tf.Tensor] = None):
+    def reconstruct(
+        self,
+        Y: tf.Tensor,
+        z_mean: tf.Tensor,
+        z_var: tf.Tensor,
+        training: Optional[bool] = None,
+        mask: Optional[tf.Tensor] = None,
+        condition: Optional[tf.Tensor] = None,
+    ):
         r""":math:`\sum_i E_q[\log p(y_i\mid z_i)]` (Monte Carlo) over all rows of ``Y [..., b, ...]``
         given latent marginals ``[..., b, L]``, and the decoded means of the sampled codes, shaped like ``Y``.
 
@@ -220,8 +232,11 @@ class LatentVariableAutoencoder(MissingData, InputChecks, BayesianModel, Externa
         if condition is not None:
             extra["condition"] = _flatten_leading(condition, num_leading)
         reconstruction, decoded = self._reconstruction(
-            _flatten_leading(Y, num_leading), tf.reshape(z_mean, [-1, L]), tf.reshape(z_var, [-1, L]),
-            training=training, **extra,
+            _flatten_leading(Y, num_leading),
+            tf.reshape(z_mean, [-1, L]),
+            tf.reshape(z_var, [-1, L]),
+            training=training,
+            **extra,
         )
         return reconstruction, (decoded if num_leading == 1 else tf.reshape(decoded, tf.shape(Y)))
 
@@ -244,8 +259,15 @@ class LatentVariableAutoencoder(MissingData, InputChecks, BayesianModel, Externa
         # A mixed-precision decoder returns 16-bit floats: predictions and the likelihood get float32 or wider.
         return tf.cast(out, tf.float32) if out.dtype in (tf.bfloat16, tf.float16) else out
 
-    def decode_predictions(self, mean: tf.Tensor, var: tf.Tensor, num_samples: Optional[int] = None,
-                           seed: int = 0, stream: int = 0, condition: Optional[tf.Tensor] = None):
+    def decode_predictions(
+        self,
+        mean: tf.Tensor,
+        var: tf.Tensor,
+        num_samples: Optional[int] = None,
+        seed: int = 0,
+        stream: int = 0,
+        condition: Optional[tf.Tensor] = None,
+    ):
         r"""Decode latent predictions: the likelihood mean at the latent mean, and optionally
         the likelihood means of ``S`` latent samples :math:`z = m + \sqrt{v}\,\epsilon`.
 
@@ -367,8 +389,9 @@ class LatentVariableAutoencoder(MissingData, InputChecks, BayesianModel, Externa
         eps = eps[:, offset : offset + b]
         return mean + tf.sqrt(var) * eps
 
-    def _reconstruction(self, Y: tf.Tensor, z_mean: tf.Tensor, z_var: tf.Tensor, training=None, mask=None,
-                        condition=None):
+    def _reconstruction(
+        self, Y: tf.Tensor, z_mean: tf.Tensor, z_var: tf.Tensor, training=None, mask=None, condition=None
+    ):
         r""":math:`\sum_i E_q[\log p(y_i \mid z_i)]` by Monte Carlo, and the decoded mean of
         the samples (for GECO's reconstruction constraint). ``mask`` (``Y``'s shape, optional):
         sum over the observed entries only. ``condition`` (``[b, C]``, optional): the decoder

@@ -5,6 +5,7 @@ batch sizes unknown until run time) become graph assertions that fire before any
 variable is updated. :class:`InputChecks` is a mixin of
 :class:`~gpflow_svgpvae.models.base.LatentVariableAutoencoder`.
 """
+
 import numbers
 from typing import Optional
 
@@ -34,7 +35,9 @@ def _report_bad_points(bad: np.ndarray, what: str, hint: str = "") -> None:
     if per_point.any():
         first = int(np.argmax(per_point))
         count = int(per_point.sum())
-        raise ValueError(f"{what}, first at point {first} (index along the first axis; {count} bad point(s) in all){hint}.")
+        raise ValueError(
+            f"{what}, first at point {first} (index along the first axis; {count} bad point(s) in all){hint}."
+        )
 
 
 def static_dim(tensor, axis):
@@ -128,11 +131,17 @@ class InputChecks:
             if self.missing_values != "nan":
                 bad |= nan
             hint = (
-                "" if self.missing_values == "nan" else
-                "; to treat NaN as missing build the model with missing_values='nan' (or pass a mask with 0 there)"
+                ""
+                if self.missing_values == "nan"
+                else "; to treat NaN as missing build the model with missing_values='nan' (or pass a mask with 0 there)"
             )
-            _report_bad_points(bad, "Y (observations) contains " + ("inf" if self.missing_values == "nan" else "NaN or inf")
-                               + " at observed entries", hint)
+            _report_bad_points(
+                bad,
+                "Y (observations) contains "
+                + ("inf" if self.missing_values == "nan" else "NaN or inf")
+                + " at observed entries",
+                hint,
+            )
         check_inputs = getattr(getattr(self, "input_transform", None), "check_inputs", None)
         if check_inputs is not None:
             check_inputs(X)
@@ -153,7 +162,8 @@ class InputChecks:
         if not numerical_checks():
             return X
         check = tf.debugging.assert_equal(
-            tf.shape(X)[-1], expected,
+            tf.shape(X)[-1],
+            expected,
             message=f"X has the wrong number of input dimensions: the model expects {expected} ({origin}).",
         )
         with tf.control_dependencies([check]):

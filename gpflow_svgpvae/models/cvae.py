@@ -29,6 +29,7 @@ gives :math:`c = [\text{style of the character's frames}, \text{pose vector}]`; 
 prediction the style is computed from the context frames
 (:meth:`~gpflow_svgpvae.transforms.InputTransform.context`).
 """
+
 from typing import Optional, Tuple, Union
 
 import gpflow
@@ -128,8 +129,10 @@ class CVAE(LatentVariableAutoencoder):
         if self.condition is None or not self.condition.needs_observations:
             return self._condition(Xnew)
         if data is None:
-            raise ValueError(f"The condition {type(self.condition).__name__} of the queries is computed from "
-                             "the context: pass data = (X, Y).")
+            raise ValueError(
+                f"The condition {type(self.condition).__name__} of the queries is computed from "
+                "the context: pass data = (X, Y)."
+            )
         summary = self.condition.context([(np.asarray(data[0]), data[1])])
         return tf.cast(self.condition.map_queries(tf.convert_to_tensor(Xnew), summary), tf.float32)
 

@@ -25,6 +25,7 @@ training) can only be placed by optimising its object vector:
 :meth:`fit_object_vectors` does that on context images with everything else
 frozen; predict afterwards.
 """
+
 import warnings
 from typing import Optional, Union
 
@@ -143,8 +144,13 @@ class DeepSVIGP(LatentVariableAutoencoder):
 
     def _latent(self, X, full_cov: bool = False):
         return conditional(
-            self.map_inputs(X), self.inducing_variable, self.kernel, self.q_mu, q_sqrt=self.q_sqrt,
-            full_cov=full_cov, white=True,
+            self.map_inputs(X),
+            self.inducing_variable,
+            self.kernel,
+            self.q_mu,
+            q_sqrt=self.q_sqrt,
+            full_cov=full_cov,
+            white=True,
         )
 
     @staticmethod
@@ -199,8 +205,15 @@ class DeepSVIGP(LatentVariableAutoencoder):
         mean, var = self.predict_f(Xnew, data)
         return self.decode_predictions(mean, var, num_samples=num_samples, seed=seed, stream=2)
 
-    def fit_object_vectors(self, X_context, Y_context, object_ids, steps: int = 50, learning_rate: float = 0.05,
-                           initial_vectors: Optional[np.ndarray] = None):
+    def fit_object_vectors(
+        self,
+        X_context,
+        Y_context,
+        object_ids,
+        steps: int = 50,
+        learning_rate: float = 0.05,
+        initial_vectors: Optional[np.ndarray] = None,
+    ):
         """Optimise the object vectors of ``object_ids`` (new objects) to maximise the
         ELBO of their context images, with the GP, ``q(u)`` and decoder frozen
         (:func:`~gpflow_svgpvae.models.object_fitting.fit_object_vectors`).
@@ -209,8 +222,17 @@ class DeepSVIGP(LatentVariableAutoencoder):
         resets the rows first (e.g. to their PCA initialisation), which makes
         the result independent of earlier calls. Returns the final loss.
         """
-        return fit_object_vectors(self, self._free_posterior_latents, (), X_context, Y_context, object_ids,
-                                  steps=steps, learning_rate=learning_rate, initial_vectors=initial_vectors)
+        return fit_object_vectors(
+            self,
+            self._free_posterior_latents,
+            (),
+            X_context,
+            Y_context,
+            object_ids,
+            steps=steps,
+            learning_rate=learning_rate,
+            initial_vectors=initial_vectors,
+        )
 
     def _free_posterior_latents(self, X_gp):
         return conditional(X_gp, self.inducing_variable, self.kernel, self.q_mu, q_sqrt=self.q_sqrt, white=True)

@@ -61,6 +61,7 @@ context means :math:`\mu_c` (encoder means, no sampling) and features
 :math:`V_* V_c^\top K_c^{-1}\mu_c` and variance
 :math:`\lVert v_*\rVert^2 + \alpha - v_*^\top V_c^\top K_c^{-1} V_c v_*`.
 """
+
 from typing import Optional, Union
 
 import gpflow
@@ -274,9 +275,7 @@ class GPPVAE(LatentVariableAutoencoder):
         mean = tf.matmul(Vn, tf.matmul(Vc, Kinv_mu, transpose_a=True))  # [n, L]
         VtKinvV = tf.matmul(Vc, Kinv_V, transpose_a=True)  # [H, H]
         var = (
-            tf.reduce_sum(tf.square(Vn), -1)
-            + alpha
-            - tf.reduce_sum(tf.matmul(Vn, VtKinvV) * Vn, -1)
+            tf.reduce_sum(tf.square(Vn), -1) + alpha - tf.reduce_sum(tf.matmul(Vn, VtKinvV) * Vn, -1)
         )  # [n]; >= alpha analytically (no clipping)
         return mean, tf.tile(var[:, None], [1, self.num_latent_gps])
 

@@ -43,6 +43,7 @@ missing frames (their rows and columns of :math:`K_n` are unit vectors); then
 :math:`2\pi` term counts :math:`\sum_t w_t` frames, and the marginals use
 :math:`L_n^{-1}\,\mathrm{diag}(w)K`. With :math:`w = 1` these are exactly the unweighted numbers.
 """
+
 from typing import Optional
 
 import numpy as np
@@ -131,13 +132,35 @@ class GPVAE(VideoGPAutoencoder):
 
     full_videos_only = True
 
-    def __init__(self, encoder, decoder, kernel, likelihood="gaussian", *, num_data: int, num_latent_gps=None,
-                 jitter: float = 0.0, num_samples: int = 1, seed: int = 0, missing_values: Optional[str] = None,
-                 encoder_sees_mask: bool = False, name: Optional[str] = None):
+    def __init__(
+        self,
+        encoder,
+        decoder,
+        kernel,
+        likelihood="gaussian",
+        *,
+        num_data: int,
+        num_latent_gps=None,
+        jitter: float = 0.0,
+        num_samples: int = 1,
+        seed: int = 0,
+        missing_values: Optional[str] = None,
+        encoder_sees_mask: bool = False,
+        name: Optional[str] = None,
+    ):
         super().__init__(
-            encoder, decoder, kernel, likelihood, num_data=num_data, num_latent_gps=num_latent_gps,
-            jitter=jitter, num_samples=num_samples, seed=seed, missing_values=missing_values,
-            encoder_sees_mask=encoder_sees_mask, name=name,
+            encoder,
+            decoder,
+            kernel,
+            likelihood,
+            num_data=num_data,
+            num_latent_gps=num_latent_gps,
+            jitter=jitter,
+            num_samples=num_samples,
+            seed=seed,
+            missing_values=missing_values,
+            encoder_sees_mask=encoder_sees_mask,
+            name=name,
         )
 
     def latent_posterior(self, X, means, variances, num_data=None, weights=None) -> LatentPosterior:
@@ -171,4 +194,3 @@ class GPVAE(VideoGPAutoencoder):
         prior_var = tf.linalg.matrix_transpose(batched_prior_variance(self.kernel, Xnew))  # [V, C, R]
         var = prior_var - tf.reduce_sum(tf.square(A), axis=-2)
         return tf.linalg.matrix_transpose(mean), tf.linalg.matrix_transpose(var)
-

@@ -39,6 +39,7 @@ Parameterisation: whitened, :math:`u = L_m v`, :math:`q(v) = \mathcal N(m, SS^\t
 with ``q_mu [Q, M, L]`` and lower-triangular ``q_sqrt [Q, L, M, M]``
 (GPflow ``Parameter`` with the ``triangular()`` transform), ``Q = 1`` or ``num_videos``.
 """
+
 from typing import Optional
 
 import gpflow
@@ -78,14 +79,40 @@ class HensmanGPVAE(InducingVideoAutoencoder):
     :class:`~gpflow_svgpvae.SVGPVAE` on video data.
     """
 
-    def __init__(self, encoder, decoder, kernel, inducing_variable, likelihood="gaussian", *, num_data: int,
-                 num_latent_gps: int, num_videos: Optional[int] = None, q_mu=None, q_sqrt=None,
-                 jitter: float = 1e-6, num_samples: int = 1, seed: int = 0, missing_values: Optional[str] = None,
-                 encoder_sees_mask: bool = False, name: Optional[str] = None):
+    def __init__(
+        self,
+        encoder,
+        decoder,
+        kernel,
+        inducing_variable,
+        likelihood="gaussian",
+        *,
+        num_data: int,
+        num_latent_gps: int,
+        num_videos: Optional[int] = None,
+        q_mu=None,
+        q_sqrt=None,
+        jitter: float = 1e-6,
+        num_samples: int = 1,
+        seed: int = 0,
+        missing_values: Optional[str] = None,
+        encoder_sees_mask: bool = False,
+        name: Optional[str] = None,
+    ):
         super().__init__(
-            encoder, decoder, kernel, inducing_variable, likelihood, num_data=num_data,
-            num_latent_gps=num_latent_gps, jitter=jitter, num_samples=num_samples, seed=seed,
-            missing_values=missing_values, encoder_sees_mask=encoder_sees_mask, name=name,
+            encoder,
+            decoder,
+            kernel,
+            inducing_variable,
+            likelihood,
+            num_data=num_data,
+            num_latent_gps=num_latent_gps,
+            jitter=jitter,
+            num_samples=num_samples,
+            seed=seed,
+            missing_values=missing_values,
+            encoder_sees_mask=encoder_sees_mask,
+            name=name,
         )
         if num_latent_gps is None:
             raise ValueError("HensmanGPVAE needs num_latent_gps (the number of free q(u) per set).")

@@ -1,5 +1,6 @@
 """Missing entries of the observations: what every autoencoder does with ``(X, Y, mask)``
 and with NaN in ``Y`` (models that take missing data set :attr:`MissingData.supports_missing`)."""
+
 from typing import Optional
 
 import gpflow
@@ -78,8 +79,10 @@ class MissingData:
         if mask is not None:
             mask = tf.convert_to_tensor(mask)
             lead_shape = Y.shape[:num_leading]
-            if mask.shape.rank is not None and Y.shape.rank is not None and not (
-                mask.shape.is_compatible_with(Y.shape) or mask.shape.is_compatible_with(lead_shape)
+            if (
+                mask.shape.rank is not None
+                and Y.shape.rank is not None
+                and not (mask.shape.is_compatible_with(Y.shape) or mask.shape.is_compatible_with(lead_shape))
             ):
                 raise ValueError(
                     f"mask must have Y's shape {Y.shape.as_list()} (1 = observed, 0 = missing) or "

@@ -25,6 +25,7 @@ towards the origin: a copy of a training object is fitted with a shrunken vector
 ``tests/models/test_object_fitting.py``). The decoded mean has no such pull and matches
 what a prediction decodes.
 """
+
 import contextlib
 from typing import Callable, Optional, Sequence
 
@@ -44,11 +45,19 @@ OBJECTIVES = ("expected_log_likelihood", "decoded_mean")
 LatentPredictor = Callable[..., tuple]
 
 
-def fit_object_vectors(model, predict_latents: LatentPredictor, latent_args: Sequence[tf.Tensor], X_context,
-                       Y_context, object_ids, steps: int, learning_rate: float,
-                       initial_vectors: Optional[np.ndarray] = None,
-                       objective: str = "expected_log_likelihood",
-                       draw_seed: Optional[int] = None) -> Optional[float]:
+def fit_object_vectors(
+    model,
+    predict_latents: LatentPredictor,
+    latent_args: Sequence[tf.Tensor],
+    X_context,
+    Y_context,
+    object_ids,
+    steps: int,
+    learning_rate: float,
+    initial_vectors: Optional[np.ndarray] = None,
+    objective: str = "expected_log_likelihood",
+    draw_seed: Optional[int] = None,
+) -> Optional[float]:
     """Fit the rows ``object_ids`` of ``model.input_transform`` to the context images (module docstring).
 
     :param predict_latents: ``predict_latents(X_gp, *latent_args)``, the frozen latent predictive
@@ -71,8 +80,10 @@ def fit_object_vectors(model, predict_latents: LatentPredictor, latent_args: Seq
         raise ValueError("fit_object_vectors needs input_transform=ObjectVectors(...) (a GP-LVM table).")
     X_context = np.asarray(X_context, dtype=np.float64)
     if X_context.ndim != 2 or len(X_context) != len(Y_context) or len(X_context) == 0:
-        raise ValueError(f"X_context must be [n, D] with n = len(Y_context) > 0; got shapes "
-                         f"{X_context.shape} and {np.shape(Y_context)}.")
+        raise ValueError(
+            f"X_context must be [n, D] with n = len(Y_context) > 0; got shapes "
+            f"{X_context.shape} and {np.shape(Y_context)}."
+        )
     if table.id_column not in (-1, X_context.shape[1] - 1):
         raise ValueError("fit_object_vectors expects the object id in the last column of X.")
     ids = np.asarray(object_ids, dtype=np.int64).reshape(-1)
@@ -111,8 +122,14 @@ def fit_object_vectors(model, predict_latents: LatentPredictor, latent_args: Seq
     return None if loss is None else float(loss.numpy())
 
 
-def _fitter(model, predict_latents: LatentPredictor, num_rows: int, learning_rate: float, objective: str,
-            draw_seed: Optional[int]):
+def _fitter(
+    model,
+    predict_latents: LatentPredictor,
+    num_rows: int,
+    learning_rate: float,
+    objective: str,
+    draw_seed: Optional[int],
+):
     """(rows variable, optimiser, compiled step), built once per model, size, learning rate, objective
     and draw (the draw is fixed when the step is traced)."""
     cache = model.__dict__.setdefault("_object_fitters", {})

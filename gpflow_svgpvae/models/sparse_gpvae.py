@@ -32,6 +32,7 @@ The computation uses :math:`W = L_m^{-1}K_{mn}`,
 :math:`B = I + W\tilde D^{-1}W^\top = L_BL_B^\top` and :math:`c = L_B^{-1}W\tilde D^{-1}\tilde y`
 (as in GPflow's SGPR), independently of :mod:`gpflow_svgpvae.amortized`.
 """
+
 import numpy as np
 import tensorflow as tf
 

@@ -60,6 +60,7 @@ sequences one by one (each a latent dataset with :math:`s = 1`). (With
 ``num_data > T`` the padded frames count as missing frames of a longer
 sequence: :math:`s = N/T` for every sequence.)
 """
+
 from typing import Optional, Sequence, Union
 
 import numpy as np
@@ -151,8 +152,15 @@ class SVGPVAE(LatentVariableAutoencoder):
         name: Optional[str] = None,
     ):
         super().__init__(
-            encoder, decoder, likelihood, num_data=num_data, num_samples=num_samples, seed=seed,
-            missing_values=missing_values, encoder_sees_mask=encoder_sees_mask, name=name,
+            encoder,
+            decoder,
+            likelihood,
+            num_data=num_data,
+            num_samples=num_samples,
+            seed=seed,
+            missing_values=missing_values,
+            encoder_sees_mask=encoder_sees_mask,
+            name=name,
         )
         if not isinstance(kernel, Kernel):
             raise TypeError(f"kernel must be a gpflow.kernels.Kernel; got {type(kernel).__name__}")
@@ -260,7 +268,14 @@ class SVGPVAE(LatentVariableAutoencoder):
         reduce = distribute.sum_across_replicas if X.shape.rank == 2 else None
         weights = None if mask is None else self.point_weights(mask, X.shape.rank - 1)
         batch = amortized.minibatch_posterior(
-            self.kernel, self.inducing_variable, X, means, variances, n, self.jitter, reduce_statistics=reduce,
+            self.kernel,
+            self.inducing_variable,
+            X,
+            means,
+            variances,
+            n,
+            self.jitter,
+            reduce_statistics=reduce,
             weights=weights,
         )
         return X, Y, mask, batch
@@ -278,8 +293,9 @@ class SVGPVAE(LatentVariableAutoencoder):
         """The ELBO terms of a batch ``(X, Y)`` or ``(X, Y, mask)``; with missing entries also
         ``mask`` (the entry mask, ``Y``'s shape) for objectives that compare ``decoded`` with ``Y``."""
         X_gp, Y, mask, batch = self._batch(data, training=training)
-        reconstruction, decoded = self.reconstruct(Y, batch.mean, batch.variance, training=training, mask=mask,
-                                                   condition=self.decoder_condition(X_gp))
+        reconstruction, decoded = self.reconstruct(
+            Y, batch.mean, batch.variance, training=training, mask=mask, condition=self.decoder_condition(X_gp)
+        )
         kl = tf.reduce_sum(batch.kl)
         if batch.mean.shape.rank > 2:  # independent datasets split across replicas
             (kl,) = distribute.sum_across_replicas([kl])
@@ -375,9 +391,19 @@ class SVGPVAE(LatentVariableAutoencoder):
             self._queries(Xnew, data), num_samples=num_samples, seed=seed
         )
 
-    def fit_object_vectors(self, X_context, Y_context, object_ids, data, steps: int = 100,
-                           learning_rate: float = 0.05, initial_vectors=None, batch_size: int = 1024,
-                           objective: str = "decoded_mean", seed: int = 0):
+    def fit_object_vectors(
+        self,
+        X_context,
+        Y_context,
+        object_ids,
+        data,
+        steps: int = 100,
+        learning_rate: float = 0.05,
+        initial_vectors=None,
+        batch_size: int = 1024,
+        objective: str = "decoded_mean",
+        seed: int = 0,
+    ):
         r"""Place new objects (never in training) by fitting their rows of the
         :class:`~gpflow_svgpvae.auxiliary.ObjectVectors` table to their context images.
 
@@ -401,13 +427,23 @@ class SVGPVAE(LatentVariableAutoencoder):
             raise ValueError("fit_object_vectors conditions on one latent dataset: data X must be [N, D].")
         posterior = self.posterior(data, batch_size=batch_size).whitened
         return fit_object_vectors(
-            self, self._conditioned_latents, tuple(posterior), X_context, Y_context, object_ids, steps=steps,
-            learning_rate=learning_rate, initial_vectors=initial_vectors, objective=objective, draw_seed=int(seed),
+            self,
+            self._conditioned_latents,
+            tuple(posterior),
+            X_context,
+            Y_context,
+            object_ids,
+            steps=steps,
+            learning_rate=learning_rate,
+            initial_vectors=initial_vectors,
+            objective=objective,
+            draw_seed=int(seed),
         )
 
     def _conditioned_latents(self, X_gp, *posterior):
-        return amortized.latent_marginals(self.kernel, self.inducing_variable,
-                                          amortized.WhitenedPosterior(*posterior), X_gp)
+        return amortized.latent_marginals(
+            self.kernel, self.inducing_variable, amortized.WhitenedPosterior(*posterior), X_gp
+        )
 
     def impute(self, data, num_samples: Optional[int] = None, seed: int = 0, batch_size: int = 1024):
         r"""Fill in the missing entries of ``data = (X, Y, mask)`` (or ``(X, Y)`` with NaN for

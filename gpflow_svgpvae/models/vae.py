@@ -17,6 +17,7 @@ nothing observed (weight :math:`w_{vt} = 0`) gets the prior as its posterior,
 :math:`q(z_{vt}) = \mathcal N(0, I)` (the encoder's output for it is not used), so
 it adds exactly 0 to the KL.
 """
+
 import tensorflow as tf
 
 from .video import LatentPosterior, VideoAutoencoder

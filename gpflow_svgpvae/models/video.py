@@ -51,6 +51,7 @@ The kernel helpers below evaluate GPflow kernels on batched inputs: a plain
 kernel is shared by all :math:`L` channels (one "channel kernel", ``C = 1``);
 a ``SeparateIndependent`` kernel has one per channel (``C = L``).
 """
+
 import abc
 from typing import List, NamedTuple, Optional, Union
 
@@ -61,8 +62,8 @@ from gpflow.inducing_variables import InducingPoints
 from gpflow.kernels import Kernel, MultioutputKernel, SeparateIndependent, SharedIndependent
 
 from .. import amortized, distribute
-from ..prior_covariances import prior_variance_diag
 from ..likelihoods import DecoderLikelihood
+from ..prior_covariances import prior_variance_diag
 from .base import LatentVariableAutoencoder
 
 __all__ = [
@@ -156,9 +157,7 @@ def expected_log_site(mean: tf.Tensor, variance: tf.Tensor, site_mean: tf.Tensor
     :math:`E_q[\log\mathcal N(\tilde y; z, \tilde v)]`.
     """
     return -0.5 * (
-        np.log(2.0 * np.pi)
-        + tf.math.log(site_variance)
-        + (tf.square(mean - site_mean) + variance) / site_variance
+        np.log(2.0 * np.pi) + tf.math.log(site_variance) + (tf.square(mean - site_mean) + variance) / site_variance
     )
 
 
@@ -263,9 +262,7 @@ class VideoAutoencoder(LatentVariableAutoencoder):
         ``mask`` (the entry mask, ``Y``'s shape) for objectives that compare ``decoded`` with ``Y``."""
         X, Y, mask, weights, means, variances = self._videos(data, training=training)
         posterior = self.latent_posterior(X, means, variances, num_data=self.num_data, weights=weights)
-        reconstruction, decoded = self.reconstruct(
-            Y, posterior.mean, posterior.variance, training=training, mask=mask
-        )
+        reconstruction, decoded = self.reconstruct(Y, posterior.mean, posterior.variance, training=training, mask=mask)
         # Videos are independent GP datasets: under tf.distribute each replica holds
         # whole videos, and the KL of the global batch is the sum over replicas.
         (kl,) = distribute.sum_across_replicas([tf.reduce_sum(posterior.kl)])
@@ -348,8 +345,15 @@ class VideoGPAutoencoder(VideoAutoencoder):
         name: Optional[str] = None,
     ):
         super().__init__(
-            encoder, decoder, likelihood, num_data=num_data, num_samples=num_samples, seed=seed,
-            missing_values=missing_values, encoder_sees_mask=encoder_sees_mask, name=name,
+            encoder,
+            decoder,
+            likelihood,
+            num_data=num_data,
+            num_samples=num_samples,
+            seed=seed,
+            missing_values=missing_values,
+            encoder_sees_mask=encoder_sees_mask,
+            name=name,
         )
         kernels = channel_kernels(kernel)
         self.kernel = kernel
@@ -358,7 +362,9 @@ class VideoGPAutoencoder(VideoAutoencoder):
         self.jitter = float(jitter)
         self.num_latent_gps = None if num_latent_gps is None else int(num_latent_gps)
         if len(kernels) > 1 and self.num_latent_gps is not None and len(kernels) != self.num_latent_gps:
-            raise ValueError(f"The kernel has {len(kernels)} channel kernels but num_latent_gps is {self.num_latent_gps}.")
+            raise ValueError(
+                f"The kernel has {len(kernels)} channel kernels but num_latent_gps is {self.num_latent_gps}."
+            )
         self.build_networks()  # L is known now
 
     @property

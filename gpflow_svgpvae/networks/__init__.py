@@ -1,4 +1,5 @@
 """Encoder/decoder building blocks shared by all models."""
+
 from .conv import DepthwiseSumConv2D, RepeatUpsampling2D, UpsamplingConv2D, conv_decoder, conv_encoder
 from .heads import GaussianSiteHead
 from .init import set_output_bias

@@ -30,6 +30,7 @@ oneDNN's convolution with one output channel is slow on CPU.
 ``upsampling="repeat", output_layer="conv"`` builds the plain Keras layers. Timings
 are in ``benchmarks/README.md``.
 """
+
 from typing import Optional, Sequence, Tuple
 
 import numpy as np
@@ -38,8 +39,15 @@ from gpflow.keras import tf_keras
 
 from .heads import GaussianSiteHead
 
-__all__ = ["RepeatUpsampling2D", "UpsamplingConv2D", "DepthwiseSumConv2D", "phase_taps", "phase_windows",
-           "conv_encoder", "conv_decoder"]
+__all__ = [
+    "RepeatUpsampling2D",
+    "UpsamplingConv2D",
+    "DepthwiseSumConv2D",
+    "phase_taps",
+    "phase_windows",
+    "conv_encoder",
+    "conv_decoder",
+]
 
 _UPSAMPLINGS = ("repeat", "fused", "transpose")
 
@@ -67,7 +75,12 @@ class RepeatUpsampling2D(tf_keras.layers.Layer):
         static = inputs.shape
         if static.rank == 4:
             out.set_shape(
-                [static[0], None if static[1] is None else static[1] * f, None if static[2] is None else static[2] * f, static[3]]
+                [
+                    static[0],
+                    None if static[1] is None else static[1] * f,
+                    None if static[2] is None else static[2] * f,
+                    static[3],
+                ]
             )
         return out
 
@@ -75,9 +88,7 @@ class RepeatUpsampling2D(tf_keras.layers.Layer):
         input_shape = tf.TensorShape(input_shape)
         f = self.factor
         return tf.TensorShape(
-            [input_shape[0]]
-            + [None if d is None else d * f for d in input_shape[1:3]]
-            + [input_shape[3]]
+            [input_shape[0]] + [None if d is None else d * f for d in input_shape[1:3]] + [input_shape[3]]
         )
 
     def get_config(self):
@@ -113,8 +124,15 @@ class _ConvLikeLayer(tf_keras.layers.Layer):
     created in ``Conv2D``'s order so that the same seed gives ``Conv2D``'s initial values;
     subclasses compute the layer (convolution, bias, activation) their own way in ``call``."""
 
-    def __init__(self, filters: int, kernel_size: int = 3, activation=None, kernel_initializer="glorot_uniform",
-                 bias_initializer="zeros", **kwargs):
+    def __init__(
+        self,
+        filters: int,
+        kernel_size: int = 3,
+        activation=None,
+        kernel_initializer="glorot_uniform",
+        bias_initializer="zeros",
+        **kwargs,
+    ):
         super().__init__(**kwargs)
         self.filters, self.kernel_size = int(filters), int(kernel_size)
         self.activation = tf_keras.activations.get(activation)
@@ -126,16 +144,21 @@ class _ConvLikeLayer(tf_keras.layers.Layer):
         if channels is None:
             raise ValueError(f"{type(self).__name__} needs the number of input channels at build time")
         k = self.kernel_size
-        self.kernel = self.add_weight("kernel", shape=(k, k, int(channels), self.filters),
-                                      initializer=self.kernel_initializer, trainable=True)
+        self.kernel = self.add_weight(
+            "kernel", shape=(k, k, int(channels), self.filters), initializer=self.kernel_initializer, trainable=True
+        )
         self.bias = self.add_weight("bias", shape=(self.filters,), initializer=self.bias_initializer, trainable=True)
         super().build(input_shape)
 
     def get_config(self):
-        return {**super().get_config(), "filters": self.filters, "kernel_size": self.kernel_size,
-                "activation": tf_keras.activations.serialize(self.activation),
-                "kernel_initializer": tf_keras.initializers.serialize(self.kernel_initializer),
-                "bias_initializer": tf_keras.initializers.serialize(self.bias_initializer)}
+        return {
+            **super().get_config(),
+            "filters": self.filters,
+            "kernel_size": self.kernel_size,
+            "activation": tf_keras.activations.serialize(self.activation),
+            "kernel_initializer": tf_keras.initializers.serialize(self.kernel_initializer),
+            "bias_initializer": tf_keras.initializers.serialize(self.bias_initializer),
+        }
 
 
 def phase_windows(kernel_size: int, factor: int) -> Tuple[np.ndarray, int]:

@@ -3,8 +3,9 @@ r"""Encoder output heads.
 The SVGP-VAE encoder returns, per data point and latent channel, a Gaussian
 site :math:`\tilde q(z_{il} \mid y_i) = \mathcal N(\tilde y_{il}, \tilde v_{il})`.
 """
-from gpflow.keras import tf_keras
+
 import tensorflow as tf
+from gpflow.keras import tf_keras
 
 __all__ = ["GaussianSiteHead"]
 
@@ -46,8 +47,15 @@ class GaussianSiteHead(tf_keras.layers.Layer):
 
     PARAMETRIZATIONS = ("variance", "natural")
 
-    def __init__(self, num_latent: int, min_variance: float = 1e-4, kernel_initializer="glorot_uniform",
-                 parametrization: str = "variance", min_precision: float = 1e-3, **kwargs):
+    def __init__(
+        self,
+        num_latent: int,
+        min_variance: float = 1e-4,
+        kernel_initializer="glorot_uniform",
+        parametrization: str = "variance",
+        min_precision: float = 1e-3,
+        **kwargs,
+    ):
         super().__init__(**kwargs)
         if int(num_latent) < 1:
             raise ValueError(f"num_latent must be a positive integer, got {num_latent}")
@@ -74,6 +82,11 @@ class GaussianSiteHead(tf_keras.layers.Layer):
         return first / precision, 1.0 / precision
 
     def get_config(self):
-        return {**super().get_config(), "num_latent": self.num_latent, "min_variance": self.min_variance,
-                "kernel_initializer": tf_keras.initializers.serialize(self.kernel_initializer),
-                "parametrization": self.parametrization, "min_precision": self.min_precision}
+        return {
+            **super().get_config(),
+            "num_latent": self.num_latent,
+            "min_variance": self.min_variance,
+            "kernel_initializer": tf_keras.initializers.serialize(self.kernel_initializer),
+            "parametrization": self.parametrization,
+            "min_precision": self.min_precision,
+        }

@@ -1,4 +1,5 @@
 """Data-dependent initialisation of a decoder's output bias."""
+
 import numpy as np
 from gpflow.keras import tf_keras
 
@@ -7,10 +8,16 @@ __all__ = ["set_output_bias"]
 
 def _output_layer(decoder):
     """The last layer of ``decoder`` that has a bias (Dense, Conv2D, Conv2DTranspose)."""
-    layers = decoder._flatten_layers(include_self=False, recursive=True) if isinstance(decoder, tf_keras.layers.Layer) else []
+    layers = (
+        decoder._flatten_layers(include_self=False, recursive=True)
+        if isinstance(decoder, tf_keras.layers.Layer)
+        else []
+    )
     with_bias = [layer for layer in layers if getattr(layer, "bias", None) is not None]
     if not with_bias:
-        raise ValueError("set_output_bias needs a tf_keras decoder whose last layer has a bias (Dense or a convolution).")
+        raise ValueError(
+            "set_output_bias needs a tf_keras decoder whose last layer has a bias (Dense or a convolution)."
+        )
     return with_bias[-1]
 
 

@@ -1,4 +1,5 @@
 """Fully connected encoders and decoders (the moving-ball networks of the paper)."""
+
 from typing import Sequence
 
 from gpflow.keras import tf_keras
@@ -18,7 +19,8 @@ def fan_in_truncated_normal(seed=None) -> tf_keras.initializers.Initializer:
     so the scale passed to it is :math:`0.8796^2`.
     """
     return tf_keras.initializers.VarianceScaling(
-        scale=0.87962566103423978 ** 2, mode="fan_in", distribution="truncated_normal", seed=seed)
+        scale=0.87962566103423978**2, mode="fan_in", distribution="truncated_normal", seed=seed
+    )
 
 
 def _layer_initializers(initializer, count: int) -> list:
@@ -57,8 +59,9 @@ def mlp_encoder(
     h = inputs
     for units, init in zip(hidden_units, inits):
         h = tf_keras.layers.Dense(units, activation=activation, kernel_initializer=init)(h)
-    outputs = GaussianSiteHead(num_latent, min_variance=min_variance, kernel_initializer=inits[-1],
-                               parametrization=site_parametrization)(h)
+    outputs = GaussianSiteHead(
+        num_latent, min_variance=min_variance, kernel_initializer=inits[-1], parametrization=site_parametrization
+    )(h)
     return tf_keras.Model(inputs, outputs, name=name)
 
 

@@ -9,6 +9,7 @@ float32 (Keras keeps master weights in float32), so optimisers and checkpoints
 are unchanged. On CPUs with AVX512-BF16 or AMX, ``"mixed_bfloat16"`` uses
 oneDNN's bfloat16 kernels; on a GPU the same switch is ``"mixed_float16"``.
 """
+
 import contextlib
 from typing import Iterator
 

@@ -34,6 +34,7 @@ irrelevant there and sum and mean give the same GP prior; they differ only
 for kernels that see the norm. (A training character contributes its 50
 training frames to its style, a test character its 36 context frames.)
 """
+
 from typing import Dict, Optional, Sequence, Tuple
 
 import gpflow
@@ -42,8 +43,8 @@ import tensorflow as tf
 from gpflow.keras import tf_keras
 from tqdm.auto import tqdm
 
-from .validation import check_network
 from ..tracing import not_autographed
+from .validation import check_network
 
 __all__ = [
     "REDUCTIONS",

@@ -6,6 +6,7 @@ silently missing from ``trainable_variables`` and never train. We accept only
 Keras 2 (``from gpflow.keras import tf_keras``) layers and models, or plain
 ``tf.Module`` callables.
 """
+
 import tensorflow as tf
 from gpflow.keras import tf_keras
 

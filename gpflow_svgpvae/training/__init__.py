@@ -1,4 +1,5 @@
 """Training: objectives (ELBO, GECO), the shared step, the compiled loop and the Keras view."""
+
 from .keras import KerasTrainingModel
 from .loop import make_dataset, train
 from .objectives import ELBO, GECO
@@ -6,4 +7,15 @@ from .optimizers import OptimizerGroups, gp_optimizer_groups
 from .schedules import DelayedStart
 from .step import evaluation_terms, training_step
 
-__all__ = ["train", "make_dataset", "ELBO", "GECO", "OptimizerGroups", "gp_optimizer_groups", "DelayedStart", "KerasTrainingModel", "training_step", "evaluation_terms"]
+__all__ = [
+    "train",
+    "make_dataset",
+    "ELBO",
+    "GECO",
+    "OptimizerGroups",
+    "gp_optimizer_groups",
+    "DelayedStart",
+    "KerasTrainingModel",
+    "training_step",
+    "evaluation_terms",
+]

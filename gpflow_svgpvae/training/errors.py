@@ -8,6 +8,7 @@ message the package wrote comes last. :func:`errors_first` re-raises such errors
 (same type) with that message first, where in the run it happened (epoch and
 batch), and TensorFlow's full report after it.
 """
+
 import contextlib
 import re
 from typing import Callable, Optional
@@ -29,7 +30,9 @@ def _without_frames(text: str) -> str:
     if "Detected at node" not in text:
         return text
     lines = text.splitlines()
-    last_frame = max(i for i, line in enumerate(lines) if line.startswith("  File ") or line.startswith("Detected at node"))
+    last_frame = max(
+        i for i, line in enumerate(lines) if line.startswith("  File ") or line.startswith("Detected at node")
+    )
     rest = [line for line in lines[last_frame + 1 :] if line.strip()]
     return "\n".join(rest)
 
@@ -84,7 +87,9 @@ def errors_first(where: Optional[Callable[[], str]] = None):
         place = where() if where is not None else ""
         original = error.message if isinstance(error, tf.errors.OpError) else str(error)
         # The package's checks feed the loss, and every update waits for the loss.
-        untouched = " no variable was updated from this batch;" if isinstance(error, tf.errors.InvalidArgumentError) else ""
+        untouched = (
+            " no variable was updated from this batch;" if isinstance(error, tf.errors.InvalidArgumentError) else ""
+        )
         message = (
             f"{core}\n\n(Raised {place + ', ' if place else ''}inside the compiled step;{untouched} "
             f"TensorFlow's report follows.)\n{original}"

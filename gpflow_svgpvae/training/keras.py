@@ -4,6 +4,7 @@ Like GPflux's ``as_training_model``, the GPflow model stays the source of
 truth; the Keras model only owns the optimiser and the logged metrics and
 runs the package's :func:`~gpflow_svgpvae.training.step.training_step`.
 """
+
 import os
 
 import numpy as np
@@ -99,8 +100,15 @@ class KerasTrainingModel(tf_keras.Model):
                 build_optimizer_for(self.optimizer, self.model)
         with errors_first(position.describe):
             return super().fit(
-                x, y, batch_size, epochs, *args, sample_weight=sample_weight, validation_data=validation_data,
-                callbacks=callbacks, **kwargs,
+                x,
+                y,
+                batch_size,
+                epochs,
+                *args,
+                sample_weight=sample_weight,
+                validation_data=validation_data,
+                callbacks=callbacks,
+                **kwargs,
             )
 
     def evaluate(self, x=None, y=None, batch_size=None, *args, sample_weight=None, **kwargs):

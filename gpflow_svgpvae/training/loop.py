@@ -4,6 +4,7 @@ One ``tf.function`` (optionally XLA-compiled) per training step, the same
 step as the Keras path, a progress bar, per-epoch mean logs and optional
 checkpointing with resume.
 """
+
 import contextlib
 import os
 from typing import Dict, List, Optional, Sequence, Union
@@ -23,8 +24,13 @@ __all__ = ["train", "make_dataset", "masked_arrays"]
 
 
 def make_dataset(
-    data, batch_size: int, shuffle: bool = True, seed: int = 0, drop_remainder: bool = False,
-    missing_values: Optional[str] = None, frames_per_sequence: Optional[int] = None,
+    data,
+    batch_size: int,
+    shuffle: bool = True,
+    seed: int = 0,
+    drop_remainder: bool = False,
+    missing_values: Optional[str] = None,
+    frames_per_sequence: Optional[int] = None,
 ):
     """``(X, Y)`` or ``(X, Y, mask)`` arrays -> a shuffled, batched, prefetching ``tf.data.Dataset``
     of such tuples.
@@ -196,7 +202,8 @@ def train(
         raise ValueError("frames_per_sequence applies to arrays; subsample frames in your tf.data pipeline instead.")
     dataset = (
         make_dataset(data, batch_size, shuffle=True, seed=seed, frames_per_sequence=frames_per_sequence)
-        if batch_size else data
+        if batch_size
+        else data
     )
     if validation_data is not None and not isinstance(validation_data, tf.data.Dataset):
         validation_data = make_dataset(validation_data, batch_size or 1024, shuffle=False)
@@ -212,9 +219,7 @@ def train(
         if cardinality == 0:
             raise ValueError("The training data produced no batches.")
         if cardinality < 0:
-            raise ValueError(
-                "The dataset's length is unknown (or infinite): pass steps_per_epoch."
-            )
+            raise ValueError("The dataset's length is unknown (or infinite): pass steps_per_epoch.")
         steps_per_epoch = cardinality
     steps_per_epoch = int(steps_per_epoch)
     # One iterator over the repeated dataset for the whole run: its position and
@@ -254,10 +259,17 @@ def train(
     history: Dict[str, List[float]] = {}
     total_steps = int(epochs) * steps_per_epoch
     done = int(global_step.numpy())
-    bar = tqdm(total=total_steps, initial=min(done, total_steps), desc="training", disable=not progress,
-               unit="step", dynamic_ncols=True)
+    bar = tqdm(
+        total=total_steps,
+        initial=min(done, total_steps),
+        desc="training",
+        disable=not progress,
+        unit="step",
+        dynamic_ncols=True,
+    )
     sums: Dict[str, tf.Tensor] = {}
     count = 0
+
     def position() -> str:
         epoch, batch = divmod(done, steps_per_epoch)
         return f"in epoch {epoch + 1}, batch {batch + 1} (1-based; step {done + 1})"

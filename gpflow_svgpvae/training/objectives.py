@@ -4,6 +4,7 @@ Every model returns ``reconstruction`` (:math:`\sum_{i\in b}E_q\log p(y_i\mid z_
 ``kl`` and ``scale`` (:math:`N/b`) for a batch; an objective turns them into the
 scalar that the optimiser minimises, plus the numbers to log.
 """
+
 from typing import Dict, Optional, Tuple
 
 import gpflow
@@ -43,7 +44,10 @@ class ELBO(gpflow.Module):
         if self.warmup_steps:
             self.log_keys = ("kl_weight",)
             self.step = tf.Variable(
-                0, dtype=tf.int64, trainable=False, name="elbo_warmup_step",
+                0,
+                dtype=tf.int64,
+                trainable=False,
+                name="elbo_warmup_step",
                 aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA,
             )
 
@@ -126,7 +130,9 @@ class GECO(gpflow.Module):
         self.lagrange_multiplier = tf.Variable(
             float(lambda_init), dtype=dtype, trainable=False, name="geco_lambda", aggregation=first
         )
-        self.constraint_ma = tf.Variable(0.0, dtype=dtype, trainable=False, name="geco_constraint_ma", aggregation=first)
+        self.constraint_ma = tf.Variable(
+            0.0, dtype=dtype, trainable=False, name="geco_constraint_ma", aggregation=first
+        )
         self.initialized = tf.Variable(False, trainable=False, name="geco_initialized", aggregation=first)
 
     def _squared_error(self, Y: tf.Tensor, decoded: tf.Tensor, mask: Optional[tf.Tensor] = None):

@@ -8,6 +8,7 @@ than the networks::
     train(model, data, epochs=..., optimizer=groups)
     # or: model.as_training_model().compile(optimizer=groups)
 """
+
 from typing import Any, Iterable, List, Optional, Sequence, Tuple
 
 import tensorflow as tf
@@ -65,12 +66,16 @@ class OptimizerGroups(tf.__internal__.tracking.AutoTrackable):
         optimizers, targets = [], []
         for i, group in enumerate(groups):
             if not (isinstance(group, (tuple, list)) and len(group) == 2):
-                raise TypeError(f"Optimizer group {i} must be an (optimizer, variables_or_modules) pair, got {group!r}.")
+                raise TypeError(
+                    f"Optimizer group {i} must be an (optimizer, variables_or_modules) pair, got {group!r}."
+                )
             optimizer, target = group
             if not isinstance(optimizer, _KERAS_OPTIMIZERS):
                 raise TypeError(f"Optimizer group {i}: expected a tf_keras optimizer, got {type(optimizer).__name__}.")
             if any(optimizer is other for other in optimizers):
-                raise ValueError(f"Optimizer group {i} reuses the optimizer of an earlier group; give each group its own.")
+                raise ValueError(
+                    f"Optimizer group {i} reuses the optimizer of an earlier group; give each group its own."
+                )
             if target is None and i != len(groups) - 1:
                 raise ValueError(
                     f"Optimizer group {i} has variables None (every remaining variable); only the last group may."
@@ -116,7 +121,9 @@ class OptimizerGroups(tf.__internal__.tracking.AutoTrackable):
             else:
                 out[i].append(v)
         if missing:
-            shown = ", ".join(repr(n) for n in missing[:5]) + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
+            shown = ", ".join(repr(n) for n in missing[:5]) + (
+                f" and {len(missing) - 5} more" if len(missing) > 5 else ""
+            )
             raise ValueError(
                 f"{len(missing)} trainable variable(s) are in no optimizer group: {shown}. Add them to a group, or "
                 "end the groups with (optimizer, None) for every remaining variable."
@@ -201,8 +208,9 @@ def build_optimizer_for(optimizer, model) -> bool:
     return True
 
 
-def gp_optimizer_groups(model, learning_rate: float = 1e-3, gp_learning_rate: Optional[float] = None,
-                        kernel_hold_steps: int = 0) -> OptimizerGroups:
+def gp_optimizer_groups(
+    model, learning_rate: float = 1e-3, gp_learning_rate: Optional[float] = None, kernel_hold_steps: int = 0
+) -> OptimizerGroups:
     r"""Adam for the networks at ``learning_rate``, Adam for the GP part at ``gp_learning_rate``,
     with the kernel hyperparameters optionally held at their initial values for the first
     ``kernel_hold_steps`` steps (:class:`~gpflow_svgpvae.training.DelayedStart`).

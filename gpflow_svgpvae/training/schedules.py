@@ -15,6 +15,7 @@ are entangled, and a kernel trained from step 0 fits its lengthscale to them
 (it falls to about half the true value) faster than the encoder can untangle
 them; the model then stays in that poor optimum.
 """
+
 from typing import Union
 
 import tensorflow as tf
@@ -36,8 +37,9 @@ class DelayedStart(tf_keras.optimizers.schedules.LearningRateSchedule):
     :param start_step: :math:`t_0 \ge 0`.
     """
 
-    def __init__(self, learning_rate: Union[float, tf_keras.optimizers.schedules.LearningRateSchedule],
-                 start_step: int):
+    def __init__(
+        self, learning_rate: Union[float, tf_keras.optimizers.schedules.LearningRateSchedule], start_step: int
+    ):
         super().__init__()
         if int(start_step) < 0 or int(start_step) != start_step:
             raise ValueError(f"start_step must be a whole number >= 0, got {start_step!r}")

@@ -1,4 +1,5 @@
 """The one training step both training paths (compiled loop and Keras ``fit``) run."""
+
 from typing import Dict
 
 import tensorflow as tf
@@ -28,7 +29,11 @@ def _logs(loss, terms, extra) -> Dict[str, tf.Tensor]:
 def _split_batch(model, batch):
     """``(X, Y)`` or ``(X, Y, mask)`` -> (the data tuple for the model, ``Y``)."""
     if not isinstance(batch, (tuple, list)) or len(batch) not in (2, 3):
-        got = f"a {type(batch).__name__} of {len(batch)}" if isinstance(batch, (tuple, list)) else f"a {type(batch).__name__}"
+        got = (
+            f"a {type(batch).__name__} of {len(batch)}"
+            if isinstance(batch, (tuple, list))
+            else f"a {type(batch).__name__}"
+        )
         raise TypeError(f"A batch must be (X, Y) or (X, Y, mask); got {got}.")
     if len(batch) == 3 and not getattr(model, "supports_missing", False):
         raise TypeError(
@@ -70,9 +75,7 @@ def training_step(model, objective, optimizer, batch) -> Dict[str, tf.Tensor]:
             # Keras all-reduces all gradients in one concatenation, which fails for a
             # float64 GP block beside float32 networks: reduce per dtype instead.
             reduced = distribute.sum_across_replicas_by_dtype([g for g, _ in pairs])
-            optimizer.apply_gradients(
-                zip(reduced, [v for _, v in pairs]), skip_gradients_aggregation=True
-            )
+            optimizer.apply_gradients(zip(reduced, [v for _, v in pairs]), skip_gradients_aggregation=True)
         else:
             optimizer.apply_gradients(pairs)
         objective.after_step()

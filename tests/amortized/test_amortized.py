@@ -1,6 +1,7 @@
 """The amortised inducing posterior against independent numpy computations and
 the exact identities of the notes (Titsias at b = N, exact GP at U = X,
 unbiasedness of Sigma_b over minibatches)."""
+
 import itertools
 
 import gpflow
@@ -37,8 +38,11 @@ def numpy_posterior(Kmm, Kmb, y, v, scale):
 def numpy_kl(mu, A, K):
     M = len(mu)
     return 0.5 * (
-        np.trace(np.linalg.solve(K, A)) + mu @ np.linalg.solve(K, mu) - M
-        + np.linalg.slogdet(K)[1] - np.linalg.slogdet(A)[1]
+        np.trace(np.linalg.solve(K, A))
+        + mu @ np.linalg.solve(K, mu)
+        - M
+        + np.linalg.slogdet(K)[1]
+        - np.linalg.slogdet(A)[1]
     )
 
 
@@ -195,9 +199,16 @@ def test_inducing_at_data_equals_exact_gp(problem):
         assert max_dev(mean[:, l], exact_mean) < 1e-8
         assert max_dev(var[:, l], exact_var) < 1e-8
         lml = -0.5 * (N * np.log(2 * np.pi) + np.linalg.slogdet(C)[1] + y[:, l] @ np.linalg.solve(C, y[:, l]))
-        bound = np.sum(
-            -0.5 * (np.log(2 * np.pi * v[:, l]) + ((y[:, l] - mean_x[:, l].numpy()) ** 2 + var_x[:, l].numpy()) / v[:, l])
-        ) - kl[l]
+        bound = (
+            np.sum(
+                -0.5
+                * (
+                    np.log(2 * np.pi * v[:, l])
+                    + ((y[:, l] - mean_x[:, l].numpy()) ** 2 + var_x[:, l].numpy()) / v[:, l]
+                )
+            )
+            - kl[l]
+        )
         assert abs(bound - lml) < 1e-6
     # GPflow's GPR with homoscedastic noise
     noise = 0.25
@@ -291,8 +302,10 @@ def test_statistics_are_additive_over_chunks(problem):
     iv = InducingPoints(Z)
     Lm = amortized.prior_cholesky(kernel, iv, 1e-6)
     P, r = amortized.whitened_statistics(Lm, amortized.cross_covariance(kernel, iv, X), y, v)
-    parts = [amortized.whitened_statistics(Lm, amortized.cross_covariance(kernel, iv, X[s]), y[s], v[s])
-             for s in (slice(0, 5), slice(5, 9), slice(9, None))]
+    parts = [
+        amortized.whitened_statistics(Lm, amortized.cross_covariance(kernel, iv, X[s]), y[s], v[s])
+        for s in (slice(0, 5), slice(5, 9), slice(9, None))
+    ]
     assert max_dev(P, sum(p for p, _ in parts)) < 1e-12
     assert max_dev(r, sum(q for _, q in parts)) < 1e-12
 

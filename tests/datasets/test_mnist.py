@@ -1,4 +1,5 @@
 """Tests for the MNIST sources: the IDX reader and load_mnist."""
+
 import gzip
 import struct
 

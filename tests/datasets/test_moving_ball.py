@@ -72,11 +72,7 @@ def _expected_disc(centre_xy, radius):
     x, y = centre_xy
     rows = range(int(np.floor(y - radius)) - 1, int(np.ceil(y + radius)) + 2)
     cols = range(int(np.floor(x - radius)) - 1, int(np.ceil(x + radius)) + 2)
-    return {
-        (r, c)
-        for r, c in itertools.product(rows, cols)
-        if (c + 0.5 - x) ** 2 + (r + 0.5 - y) ** 2 <= radius**2
-    }
+    return {(r, c) for r, c in itertools.product(rows, cols) if (c + 0.5 - x) ** 2 + (r + 0.5 - y) ** 2 <= radius**2}
 
 
 def test_ball_is_entirely_inside_every_frame(data):

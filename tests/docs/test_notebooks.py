@@ -1,4 +1,5 @@
 """Every docs notebook (jupytext percent script) executes in quick mode."""
+
 import glob
 import os
 import subprocess

@@ -60,7 +60,8 @@ def test_nll_single_sample_axis_equals_no_sample_axis(rng):
     truth, mask = _random_problem(rng)
     probs = rng.random(truth.shape)
     assert missing_bernoulli_nll(probs[None], truth, mask) == pytest.approx(
-        missing_bernoulli_nll(probs, truth, mask), rel=1e-12)
+        missing_bernoulli_nll(probs, truth, mask), rel=1e-12
+    )
 
 
 def test_nll_identical_samples_equal_single_sample(rng):
@@ -68,7 +69,8 @@ def test_nll_identical_samples_equal_single_sample(rng):
     probs = rng.random(truth.shape)
     stacked = np.stack([probs] * 4)
     assert missing_bernoulli_nll(stacked, truth, mask) == pytest.approx(
-        missing_bernoulli_nll(probs, truth, mask), rel=1e-10)
+        missing_bernoulli_nll(probs, truth, mask), rel=1e-10
+    )
 
 
 def test_nll_clipping_at_zero_and_one():
@@ -82,7 +84,8 @@ def test_nll_clipping_at_zero_and_one():
     # (1 - (1 - eps) is eps only up to float rounding: relative 1e-9.)
     assert value == pytest.approx(expected, rel=1e-9)
     assert missing_bernoulli_nll(probs, truth, mask, eps=1e-3) == pytest.approx(
-        -(2 * math.log(1e-3) + 2 * math.log(1 - 1e-3)) / 4, rel=1e-9)
+        -(2 * math.log(1e-3) + 2 * math.log(1 - 1e-3)) / 4, rel=1e-9
+    )
     # With samples, an all-wrong sample does not dominate: log-mean-exp stays stable.
     probs2 = np.stack([probs, 1.0 - probs])
     expected2 = -math.log((eps + 1 - eps) / 2)
@@ -126,7 +129,8 @@ def test_nll_accepts_bool_mask_and_int_truth(rng):
     truth, mask = _random_problem(rng)
     probs = rng.random(truth.shape)
     assert missing_bernoulli_nll(probs, truth.astype(np.int64), mask.astype(bool)) == pytest.approx(
-        missing_bernoulli_nll(probs, truth, mask), rel=1e-12)
+        missing_bernoulli_nll(probs, truth, mask), rel=1e-12
+    )
 
 
 # ------------------------------------------------------------------------------------------ MSE
@@ -249,7 +253,7 @@ def test_auroc_random_features_near_chance(seed):
 def test_auroc_equals_direct_sklearn(rng, num_classes):
     num = 201  # odd: the first 100 sequences train
     labels = np.concatenate([np.arange(num_classes), rng.integers(0, num_classes, size=num - num_classes)])
-    labels[100:100 + num_classes] = np.arange(num_classes)
+    labels[100 : 100 + num_classes] = np.arange(num_classes)
     features = rng.normal(size=(num, 3, 2)) + 0.7 * labels[:, None, None] * rng.normal(size=(1, 3, 2))
     value = classification_auroc(features, labels)
     expected = _direct_sklearn_auroc(features, labels)
@@ -266,7 +270,7 @@ def test_auroc_trains_on_one_half_and_scores_the_other(rng):
     n = 400
     features = rng.normal(size=(n, 2))
     labels = (features[:, 0] > 0).astype(int)
-    labels[n // 2:] = 1 - labels[n // 2:]
+    labels[n // 2 :] = 1 - labels[n // 2 :]
     assert classification_auroc(features, labels) < 0.02
 
 

@@ -1,4 +1,5 @@
 """Test doubles of an encoder shared by the model tests."""
+
 import tensorflow as tf
 
 

@@ -1,5 +1,6 @@
 """Constructor arguments checked at once (issue 16): inducing inputs against the kernel's input
 dimension (ARD parameters, active dims) and whole-number counts."""
+
 import gpflow
 import numpy as np
 import pytest
@@ -17,7 +18,9 @@ def _model(kernel, Z, **kwargs):
 
 
 def test_inducing_inputs_must_fit_the_kernels_ard_lengthscales():
-    with pytest.raises(ValueError, match="Matern52 has 2 lengthscales .* GP inputs \\(inducing inputs\\) have 3 columns"):
+    with pytest.raises(
+        ValueError, match="Matern52 has 2 lengthscales .* GP inputs \\(inducing inputs\\) have 3 columns"
+    ):
         _model(gpflow.kernels.Matern52(lengthscales=[1.0, 1.0]), np.zeros((5, 3)))
     _model(gpflow.kernels.Matern52(lengthscales=[1.0, 1.0, 1.0]), np.zeros((5, 3)))  # matches
     _model(gpflow.kernels.Matern52(lengthscales=1.0), np.zeros((5, 3)))  # isotropic: any width
@@ -34,7 +37,13 @@ def test_inducing_inputs_must_fit_the_kernels_ard_lengthscales():
         (lambda: gpflow.kernels.RBF(lengthscales=[1.0, 1.0]) * gpflow.kernels.Linear(active_dims=[1]), 3, False),
         (lambda: gpflow.kernels.Periodic(gpflow.kernels.RBF(lengthscales=[1.0, 1.0])), 3, False),
         (lambda: gpflow.kernels.SharedIndependent(gpflow.kernels.RBF(lengthscales=[1.0, 1.0]), output_dim=2), 3, False),
-        (lambda: gpflow.kernels.SeparateIndependent([gpflow.kernels.RBF(), gpflow.kernels.RBF(lengthscales=[1.0] * 3)]), 3, True),
+        (
+            lambda: gpflow.kernels.SeparateIndependent(
+                [gpflow.kernels.RBF(), gpflow.kernels.RBF(lengthscales=[1.0] * 3)]
+            ),
+            3,
+            True,
+        ),
     ],
 )
 def test_check_input_dim_walks_combinations_and_multioutput_kernels(kernel, columns, ok):
@@ -60,10 +69,14 @@ def test_integral_num_data_of_any_type_is_accepted(num_data):
 
 def test_each_model_builds_its_networks_once_at_construction(monkeypatch):
     from gpflow_svgpvae.models.base import LatentVariableAutoencoder
+
     calls = []
     original = LatentVariableAutoencoder.build_networks
-    monkeypatch.setattr(LatentVariableAutoencoder, "build_networks",
-                        lambda self, *a, **k: calls.append(type(self).__name__) or original(self, *a, **k))
+    monkeypatch.setattr(
+        LatentVariableAutoencoder,
+        "build_networks",
+        lambda self, *a, **k: calls.append(type(self).__name__) or original(self, *a, **k),
+    )
     model = _model(gpflow.kernels.Matern52(), np.zeros((5, 1)))
     vae = gv.VAE(mlp_encoder(4, 2, hidden_units=(4,)), tf_keras.Sequential([tf_keras.layers.Dense(4)]), num_data=50)
     assert calls == ["SVGPVAE", "VAE"]

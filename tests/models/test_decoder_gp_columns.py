@@ -3,6 +3,7 @@
 References: a model whose decoder reads the code alone (the same draws give the same codes),
 and the closed-form Gaussian log density of the extra columns.
 """
+
 import gpflow
 import numpy as np
 import pytest
@@ -40,9 +41,19 @@ def _sites(rng):
 def _model(encoder, decoder, columns=None, transform=None, num_samples=3, likelihood=None):
     kernel = gpflow.kernels.SquaredExponential(lengthscales=[1.5, 1.0])
     Z = np.c_[np.linspace(0, 5, 5), np.linspace(-1, 1, 5)]
-    return gv.SVGPVAE(encoder, decoder, kernel, Z, likelihood or gv.Gaussian(0.3), num_data=N,
-                      input_transform=transform, num_latent_gps=L, num_samples=num_samples, seed=3,
-                      decoder_gp_columns=columns)
+    return gv.SVGPVAE(
+        encoder,
+        decoder,
+        kernel,
+        Z,
+        likelihood or gv.Gaussian(0.3),
+        num_data=N,
+        input_transform=transform,
+        num_latent_gps=L,
+        num_samples=num_samples,
+        seed=3,
+        decoder_gp_columns=columns,
+    )
 
 
 def test_the_extra_columns_add_exactly_their_gaussian_log_density(rng):
@@ -124,8 +135,10 @@ def test_a_decoder_that_ignores_the_columns_gives_the_numbers_of_the_plain_model
     for a, b in zip(gradients(plain), gradients(reading)):
         np.testing.assert_array_equal(a.numpy(), b.numpy())
     Xnew = _inputs(rng, 5)
-    for a, b in zip(plain.posterior((X, Y)).predict_y(Xnew, num_samples=2, seed=4),
-                    reading.posterior((X, Y)).predict_y(Xnew, num_samples=2, seed=4)):
+    for a, b in zip(
+        plain.posterior((X, Y)).predict_y(Xnew, num_samples=2, seed=4),
+        reading.posterior((X, Y)).predict_y(Xnew, num_samples=2, seed=4),
+    ):
         np.testing.assert_array_equal(a.numpy(), b.numpy())
     mask = rng.uniform(size=Y.shape) > 0.3
     np.testing.assert_array_equal(plain.impute((X, Y, mask)).numpy(), reading.impute((X, Y, mask)).numpy())
@@ -188,5 +201,6 @@ def test_export_serves_the_decoder_columns(rng, tmp_path):
     Xnew = _inputs(rng, 5)
     # The exported graph and the eager call may round float32 differently (oneDNN kernels on
     # AVX-512 hosts: 6e-8 seen); a wrong column would be off by ~0.1.
-    np.testing.assert_allclose(loaded.predict_y(tf.constant(Xnew))["mean"].numpy(),
-                               posterior.predict_y(Xnew).numpy(), rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(
+        loaded.predict_y(tf.constant(Xnew))["mean"].numpy(), posterior.predict_y(Xnew).numpy(), rtol=1e-6, atol=1e-6
+    )

@@ -7,6 +7,7 @@ leaves the model unchanged. The one case where neither holds (inputs offset by
 ~1e8 lengthscales: GPflow's expanded squared distance) is ``xfail(strict=True)``
 with the exact reason, so it fails the suite (XPASS) once fixed.
 """
+
 import os
 
 import gpflow
@@ -45,8 +46,13 @@ def np_kl(mu, A, Kmm):
     M = Kmm.shape[0]
     total = 0.0
     for l in range(mu.shape[1]):
-        total += 0.5 * (np.trace(np.linalg.solve(Kmm, A[l])) + mu[:, l] @ np.linalg.solve(Kmm, mu[:, l]) - M
-                        + np.linalg.slogdet(Kmm)[1] - np.linalg.slogdet(A[l])[1])
+        total += 0.5 * (
+            np.trace(np.linalg.solve(Kmm, A[l]))
+            + mu[:, l] @ np.linalg.solve(Kmm, mu[:, l])
+            - M
+            + np.linalg.slogdet(Kmm)[1]
+            - np.linalg.slogdet(A[l])[1]
+        )
     return total
 
 
@@ -105,7 +111,6 @@ def test_nan_pixels_are_a_clear_error_on_every_path():
     assert _unchanged(model, snapshot)
 
 
-
 @pytest.fixture(scope="module")
 def xla_nan_run(tmp_path_factory):
     """One XLA training epoch over data with a NaN pixel, checkpointing to a directory
@@ -116,8 +121,15 @@ def xla_nan_run(tmp_path_factory):
     checkpoint_dir = str(tmp_path_factory.mktemp("xla_nan"))
     model = make_tiny_model()
     try:
-        train(model, tf.data.Dataset.from_tensor_slices((X, Y)).batch(20), epochs=1,
-              optimizer=tf_keras.optimizers.Adam(1e-2), progress=False, jit_compile=True, checkpoint_dir=checkpoint_dir)
+        train(
+            model,
+            tf.data.Dataset.from_tensor_slices((X, Y)).batch(20),
+            epochs=1,
+            optimizer=tf_keras.optimizers.Adam(1e-2),
+            progress=False,
+            jit_compile=True,
+            checkpoint_dir=checkpoint_dir,
+        )
     except Exception as error:  # noqa: BLE001 - inspected by the tests
         return error, checkpoint_dir
     return None, checkpoint_dir
@@ -324,10 +336,14 @@ def test_moderate_input_offsets_are_exact():
         np.testing.assert_allclose(b.numpy(), a.numpy(), atol=1e-8)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "silent wrong result: with X and Z offset by 1e8 lengthscales, GPflow's square_distance "
-    "(|x|^2 + |z|^2 - 2 x.z) cancels catastrophically; q(u) and the KL are wrong by O(1) with no error "
-    "(measured: KL off by ~125%). A fix could centre inputs before the kernel or detect |x|/lengthscale > ~1e6"))
+@pytest.mark.xfail(
+    strict=True,
+    reason=(
+        "silent wrong result: with X and Z offset by 1e8 lengthscales, GPflow's square_distance "
+        "(|x|^2 + |z|^2 - 2 x.z) cancels catastrophically; q(u) and the KL are wrong by O(1) with no error "
+        "(measured: KL off by ~125%). A fix could centre inputs before the kernel or detect |x|/lengthscale > ~1e6"
+    ),
+)
 def test_huge_input_offset_is_exact_or_an_error():
     X, Y = tiny_data()
     base = make_tiny_model()

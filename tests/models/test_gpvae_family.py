@@ -4,6 +4,7 @@ Latent datasets (site means/variances) are random arrays in float64, so every
 identity is tested on "the same encoder outputs" without a network in the way;
 the end-to-end ELBOs are compared with a shared encoder and the same sampler seed.
 """
+
 import gpflow
 import numpy as np
 import pytest
@@ -66,14 +67,21 @@ def _expected_log_site(m, s, y, v):
 def test_exact_gpvae_matches_numpy_gp_regression(rng, separate):
     X, means, variances = _latent_dataset(rng)
     lengthscales = [2.0, 0.8]
-    kernel = (gpflow.kernels.SeparateIndependent([_kernel(l) for l in lengthscales]) if separate
-              else _kernel(2.0, variance=1.3))
+    kernel = (
+        gpflow.kernels.SeparateIndependent([_kernel(l) for l in lengthscales])
+        if separate
+        else _kernel(2.0, variance=1.3)
+    )
     enc, dec = _networks()
     model = GPVAE(enc, dec, kernel, num_data=T, num_latent_gps=L)
     post = model.latent_posterior(tf.constant(X), tf.constant(means), tf.constant(variances), num_data=T)
     Xnew = np.linspace(-2.0, 31.0, 11)
-    pred_mean, pred_var = model._predict_at(tf.constant(X), tf.constant(means), tf.constant(variances),
-                                            tf.constant(np.broadcast_to(Xnew[None, :, None], (V, 11, 1)).copy()))
+    pred_mean, pred_var = model._predict_at(
+        tf.constant(X),
+        tf.constant(means),
+        tf.constant(variances),
+        tf.constant(np.broadcast_to(Xnew[None, :, None], (V, 11, 1)).copy()),
+    )
     for v in range(V):
         kl_ref = 0.0
         for l in range(L):
@@ -88,8 +96,9 @@ def test_exact_gpvae_matches_numpy_gp_regression(rng, separate):
             Kn = K_ + np.diag(variances[v, :, l])
             Ksn = _rbf(Xnew, TIMES, ls, var)
             np.testing.assert_allclose(pred_mean[v, :, l], Ksn @ np.linalg.solve(Kn, means[v, :, l]), atol=1e-8)
-            np.testing.assert_allclose(pred_var[v, :, l], var - np.einsum("ij,ji->i", Ksn, np.linalg.solve(Kn, Ksn.T)),
-                                       atol=1e-8)
+            np.testing.assert_allclose(
+                pred_var[v, :, l], var - np.einsum("ij,ji->i", Ksn, np.linalg.solve(Kn, Ksn.T)), atol=1e-8
+            )
         np.testing.assert_allclose(post.kl[v], kl_ref, rtol=1e-9)
 
 
@@ -106,8 +115,13 @@ def test_exact_gpvae_prior_term_is_the_kl_divergence(rng):
             Kn = K_ + np.diag(variances[v, :, l])
             mean = K_ @ np.linalg.solve(Kn, means[v, :, l])
             cov = K_ - K_ @ np.linalg.solve(Kn, K_)
-            kl += 0.5 * (np.trace(np.linalg.solve(K_, cov)) + mean @ np.linalg.solve(K_, mean) - T
-                         + np.linalg.slogdet(K_)[1] - np.linalg.slogdet(cov)[1])
+            kl += 0.5 * (
+                np.trace(np.linalg.solve(K_, cov))
+                + mean @ np.linalg.solve(K_, mean)
+                - T
+                + np.linalg.slogdet(K_)[1]
+                - np.linalg.slogdet(cov)[1]
+            )
         np.testing.assert_allclose(post.kl[v], kl, rtol=1e-4)  # jitter 1e-6 in the reference
 
 
@@ -210,7 +224,8 @@ def test_svgpvae_on_videos_is_the_single_dataset_posterior_per_video(rng):
         )
         kl = tf.reduce_sum(amortized.prior_kl(ref))
         mean, var = amortized.predict_marginals(
-            ref, amortized.cross_covariance(batched.kernel, iv, tf.constant(X[v])),
+            ref,
+            amortized.cross_covariance(batched.kernel, iv, tf.constant(X[v])),
             amortized.prior_variance_diag(batched.kernel, tf.constant(X[v])),
         )
         np.testing.assert_allclose(post.kl[v], kl, rtol=1e-10)
@@ -226,7 +241,7 @@ def test_hensman_whitened_kl_matches_gpflow(rng):
     ours = whitened_gauss_kl(tf.constant(q_mu), tf.constant(q_sqrt)).numpy()
     for q in range(3):
         for l in range(L):
-            ref = gpflow.kullback_leiblers.gauss_kl(tf.constant(q_mu[q, :, l:l + 1]), tf.constant(q_sqrt[q, l][None]))
+            ref = gpflow.kullback_leiblers.gauss_kl(tf.constant(q_mu[q, :, l : l + 1]), tf.constant(q_sqrt[q, l][None]))
             np.testing.assert_allclose(ours[q, l], ref.numpy(), rtol=1e-10)
 
 
@@ -240,12 +255,14 @@ def test_hensman_encoder_gradient_is_exactly_zero_and_others_are_not(rng):
     X, Y = _videos(rng)
     Z = np.linspace(0, 29, 6)[:, None]
     enc, dec = _networks()
-    hensman = HensmanGPVAE(enc, dec, _kernel(), Z, "bernoulli", num_data=T, num_latent_gps=L,
-                           q_mu=rng.normal(size=(1, 6, L)))
+    hensman = HensmanGPVAE(
+        enc, dec, _kernel(), Z, "bernoulli", num_data=T, num_latent_gps=L, q_mu=rng.normal(size=(1, 6, L))
+    )
     with tf.GradientTape() as tape:
         terms = hensman.objective_terms((X, Y))
-    grads = tape.gradient(terms["elbo"], enc.trainable_variables + dec.trainable_variables
-                          + [hensman.q_mu.unconstrained_variable])
+    grads = tape.gradient(
+        terms["elbo"], enc.trainable_variables + dec.trainable_variables + [hensman.q_mu.unconstrained_variable]
+    )
     n_enc = len(enc.trainable_variables)
     assert n_enc > 0 and all(g is not None for g in grads[:n_enc])
     assert all(np.all(g.numpy() == 0.0) for g in grads[:n_enc])  # exactly zero, not just small
@@ -269,8 +286,17 @@ def test_hensman_encoder_gradient_is_exactly_zero_and_others_are_not(rng):
 def test_hensman_one_free_posterior_per_video(rng):
     X, Y = _videos(rng)
     enc, dec = _networks()
-    model = HensmanGPVAE(enc, dec, _kernel(), np.linspace(0, 29, 6)[:, None], "bernoulli", num_data=T,
-                         num_latent_gps=L, num_videos=V, q_mu=rng.normal(size=(V, 6, L)))
+    model = HensmanGPVAE(
+        enc,
+        dec,
+        _kernel(),
+        np.linspace(0, 29, 6)[:, None],
+        "bernoulli",
+        num_data=T,
+        num_latent_gps=L,
+        num_videos=V,
+        q_mu=rng.normal(size=(V, 6, L)),
+    )
     mean, var = model.predict_f(None, (X, Y))
     assert mean.shape == (V, T, L) and np.all(var.numpy() > 0)
     assert not np.allclose(mean[0], mean[1])  # each video has its own q(u)

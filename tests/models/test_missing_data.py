@@ -1,5 +1,6 @@
 """Missing data in the SVGP-VAE: masked likelihoods, masked data path, fully missing points,
 padded sequences, imputation, training with masked batches, GECO on observed entries."""
+
 import gpflow
 import numpy as np
 import pytest
@@ -10,7 +11,7 @@ import gpflow_svgpvae as gv
 from gpflow_svgpvae import amortized
 from gpflow_svgpvae.likelihoods import as_likelihood
 from gpflow_svgpvae.networks import mlp_decoder, mlp_encoder
-from gpflow_svgpvae.training import GECO, ELBO, evaluation_terms, make_dataset, train
+from gpflow_svgpvae.training import ELBO, GECO, evaluation_terms, make_dataset, train
 from gpflow_svgpvae.training.loop import masked_arrays
 from tests.conftest import make_tiny_model, tiny_data
 
@@ -128,7 +129,9 @@ def _float64_model(num_data, K=8, L=2, **kwargs):
     """An SVGP-VAE with float64 networks (row by row exact, whatever the batch layout)."""
     kernel = gpflow.kernels.Matern32(lengthscales=2.0)
     Z = np.linspace(0.0, 10.0, 6)[:, None]
-    return gv.SVGPVAE(LinearSites(K, L, 1), LinearDecoder(L, K, 2), kernel, Z, gv.Gaussian(0.1), num_data=num_data, **kwargs)
+    return gv.SVGPVAE(
+        LinearSites(K, L, 1), LinearDecoder(L, K, 2), kernel, Z, gv.Gaussian(0.1), num_data=num_data, **kwargs
+    )
 
 
 def test_weighted_statistics_drop_zero_weight_points(rng):
@@ -224,7 +227,9 @@ def test_padded_sequences_equal_one_by_one(entry_mask, monkeypatch):
             terms = single.objective_terms((X, Y, mask))
         elbo_ref += terms["elbo"].numpy()
         kl_ref += terms["kl"].numpy()
-        grad_ref = [a + b.numpy() for a, b in zip(grad_ref, tape.gradient(terms["elbo"], single.kernel.trainable_variables))]
+        grad_ref = [
+            a + b.numpy() for a, b in zip(grad_ref, tape.gradient(terms["elbo"], single.kernel.trainable_variables))
+        ]
     np.testing.assert_allclose(elbo.numpy(), elbo_ref, rtol=1e-8)
     np.testing.assert_allclose(model.objective_terms(padded)["kl"].numpy(), kl_ref, rtol=1e-8)
     for g, g_ref in zip(grad, grad_ref):
@@ -287,9 +292,13 @@ def test_encoder_sees_mask_as_extra_channels():
     X, Y, mask = _masked_tiny()
     K = Y.shape[-1]
     model = gv.SVGPVAE(
-        mlp_encoder(2 * K, 1, hidden_units=(16,)), mlp_decoder(1, K, hidden_units=(16,)),
-        gpflow.kernels.SquaredExponential(), np.linspace(0.0, 10.0, 6)[:, None], gv.Gaussian(0.05),
-        num_data=60, encoder_sees_mask=True,
+        mlp_encoder(2 * K, 1, hidden_units=(16,)),
+        mlp_decoder(1, K, hidden_units=(16,)),
+        gpflow.kernels.SquaredExponential(),
+        np.linspace(0.0, 10.0, 6)[:, None],
+        gv.Gaussian(0.05),
+        num_data=60,
+        encoder_sees_mask=True,
     )
     inputs = model.encoder_inputs(tf.constant(np.where(mask > 0, Y, 0)), tf.constant(mask)).numpy()
     np.testing.assert_array_equal(inputs, np.concatenate([np.where(mask > 0, Y, 0), mask], -1))
@@ -313,7 +322,8 @@ def test_nan_needs_a_mask_or_the_model_flag(tiny_model):
     explicit = make_tiny_model()
     np.testing.assert_allclose(
         flagged.objective_terms((X, Y_nan))["elbo"].numpy(),
-        explicit.objective_terms((X, Y_nan, mask))["elbo"].numpy(), rtol=1e-12,
+        explicit.objective_terms((X, Y_nan, mask))["elbo"].numpy(),
+        rtol=1e-12,
     )
     with pytest.raises(ValueError, match="missing_values"):
         make_tiny_model(missing_values="zero")

@@ -1,5 +1,6 @@
 """The rotated-MNIST models: GPPVAE vs the exact low-rank GP term, GP-LVM gradients through
 the SVGP-VAE and Deep SVIGP, the CVAE's terms, and few-epoch smoke runs of each model."""
+
 import gpflow
 import numpy as np
 import pytest
@@ -9,7 +10,6 @@ from gpflow.keras import tf_keras
 
 from gpflow_svgpvae.auxiliary import ObjectVectors
 from gpflow_svgpvae.kernels import periodic_linear_kernel
-from gpflow_svgpvae.models.svgpvae import SVGPVAE
 from gpflow_svgpvae.models.cvae import CVAE, angle_condition
 from gpflow_svgpvae.models.deep_svigp import DeepSVIGP
 from gpflow_svgpvae.models.gppvae import GPPVAE
@@ -61,8 +61,17 @@ def make_gppvae(rng, X, noise_variance=0.3):
     encoder, decoder = networks()
     view_kernel = gpflow.kernels.Periodic(gpflow.kernels.SquaredExponential(lengthscales=0.7), period=2 * np.pi)
     gpflow.set_trainable(view_kernel.period, False)
-    return GPPVAE(encoder, decoder, view_kernel, ANGLES, table(rng), num_data=len(X), num_latent_gps=L,
-                  noise_variance=noise_variance, seed=3)
+    return GPPVAE(
+        encoder,
+        decoder,
+        view_kernel,
+        ANGLES,
+        table(rng),
+        num_data=len(X),
+        num_latent_gps=L,
+        noise_variance=noise_variance,
+        seed=3,
+    )
 
 
 def test_gppvae_objective_matches_autodiff_of_exact_gp_term(rng):
@@ -246,8 +255,15 @@ def test_deep_svigp_matches_gpflow_svgp_and_trains_object_vectors(rng):
     _, decoder = networks()
     model = DeepSVIGP(decoder, kernel(), inducing(rng), num_latent_gps=L, num_data=len(X), input_transform=table(rng))
     model.q_mu.assign(rng.standard_normal(model.q_mu.shape))
-    svgp = gpflow.models.SVGP(model.kernel, gpflow.likelihoods.Gaussian(), model.inducing_variable,
-                              num_latent_gps=L, q_mu=model.q_mu.numpy(), q_sqrt=model.q_sqrt.numpy(), whiten=True)
+    svgp = gpflow.models.SVGP(
+        model.kernel,
+        gpflow.likelihoods.Gaussian(),
+        model.inducing_variable,
+        num_latent_gps=L,
+        q_mu=model.q_mu.numpy(),
+        q_sqrt=model.q_sqrt.numpy(),
+        whiten=True,
+    )
     for u, v in zip(model.predict_f(X), svgp.predict_f(model.map_inputs(X))):
         np.testing.assert_allclose(u.numpy(), v.numpy(), rtol=1e-10)
     np.testing.assert_allclose(model.prior_kl().numpy(), svgp.prior_kl().numpy(), rtol=1e-10)
@@ -401,16 +417,24 @@ def make_style_cvae(X, encoder_sees_condition):
 
     tf_keras.utils.set_random_seed(0)
     rep = StyleRepresentation(tf_keras.Sequential([tf_keras.Input((K,)), tf_keras.layers.Dense(2)]))
-    views = ObjectVectors(A, 2, id_column=0, num_view_features=0,
-                          initial_vectors=np.random.default_rng(0).standard_normal((A, 2)))
+    views = ObjectVectors(
+        A, 2, id_column=0, num_view_features=0, initial_vectors=np.random.default_rng(0).standard_normal((A, 2))
+    )
     condition = representation_and_table(rep, views, group_column=1, id_column=0)
     H = 4
     inputs = [tf_keras.Input((K,)), tf_keras.Input((H,))] if encoder_sees_condition else [tf_keras.Input((K,))]
     h = tf_keras.layers.Concatenate()(inputs) if encoder_sees_condition else inputs[0]
     encoder = tf_keras.Model(inputs, GaussianSiteHead(L)(tf_keras.layers.Dense(8, activation="tanh")(h)))
     _, decoder = networks(decoder_inputs=L + H)
-    return CVAE(encoder, decoder, num_data=len(X), seed=2, id_column=1, condition=condition,
-                encoder_sees_condition=encoder_sees_condition)
+    return CVAE(
+        encoder,
+        decoder,
+        num_data=len(X),
+        seed=2,
+        id_column=1,
+        condition=condition,
+        encoder_sees_condition=encoder_sees_condition,
+    )
 
 
 @pytest.mark.parametrize("encoder_sees_condition", [False, True])

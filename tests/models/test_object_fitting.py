@@ -1,5 +1,6 @@
 """Placing new objects by fitting their object vectors to context images
 (:mod:`gpflow_svgpvae.models.object_fitting`), through the SVGP-VAE and Deep SVIGP."""
+
 import numpy as np
 import pytest
 from gpflow.keras import tf_keras
@@ -25,9 +26,18 @@ def svgpvae(rng, num_samples=1):
     table = ObjectVectors(P + 1, Q, num_view_features=1, initial_vectors=vectors)
     kernel = periodic_linear_kernel(angle_dims=[0], object_dims=list(range(1, 1 + Q)), lengthscales=0.8)
     Z = np.concatenate([rng.uniform(0, 2 * np.pi, (8, 1)), rng.standard_normal((8, Q))], axis=1)
-    model = SVGPVAE(mlp_encoder(K, L, hidden_units=(16,)), mlp_decoder(L, K, hidden_units=(16,)), kernel, Z,
-                    likelihood="gaussian", num_data=P * A, num_latent_gps=L, input_transform=table,
-                    num_samples=num_samples, seed=1)
+    model = SVGPVAE(
+        mlp_encoder(K, L, hidden_units=(16,)),
+        mlp_decoder(L, K, hidden_units=(16,)),
+        kernel,
+        Z,
+        likelihood="gaussian",
+        num_data=P * A,
+        num_latent_gps=L,
+        input_transform=table,
+        num_samples=num_samples,
+        seed=1,
+    )
     X = np.concatenate([inputs(p) for p in range(P)])
     Y = rng.uniform(size=(len(X), K)).astype(np.float32)
     return model, (X, Y)
@@ -74,8 +84,9 @@ def test_expected_log_likelihood_fit_shrinks_the_vector(seed):
     """The Monte Carlo objective rewards small predictive variance: the fitted copy of object 1
     ends with a shorter vector (the reason the SVGP-VAE's default is the decoded mean)."""
     model, data, Y_context, target_mean, start_mean = copy_of_object_1(seed)
-    model.fit_object_vectors(inputs(NEW), Y_context, [NEW], data=data, steps=300, learning_rate=0.05,
-                             objective="expected_log_likelihood")
+    model.fit_object_vectors(
+        inputs(NEW), Y_context, [NEW], data=data, steps=300, learning_rate=0.05, objective="expected_log_likelihood"
+    )
     vectors = model.input_transform.vectors.numpy()
     assert np.linalg.norm(vectors[NEW]) < 0.95 * np.linalg.norm(vectors[1])
 
@@ -98,8 +109,7 @@ def test_initial_vectors_follow_the_order_of_object_ids(rng):
     X_context = np.concatenate([inputs(3), inputs(NEW)])
     Y_context = rng.uniform(size=(len(X_context), K)).astype(np.float32)
     initial = np.array([[1.0, 2.0], [3.0, 4.0]])
-    assert model.fit_object_vectors(X_context, Y_context, [NEW, 3], data=data, steps=0,
-                                    initial_vectors=initial) is None
+    assert model.fit_object_vectors(X_context, Y_context, [NEW, 3], data=data, steps=0, initial_vectors=initial) is None
     vectors = model.input_transform.vectors.numpy()
     np.testing.assert_array_equal(vectors[NEW], initial[0])
     np.testing.assert_array_equal(vectors[3], initial[1])
@@ -120,9 +130,14 @@ def test_fit_refuses_bad_input(rng):
         model.fit_object_vectors(inputs(NEW), Y_context, [NEW], data=data, initial_vectors=np.zeros((2, Q)))
     with pytest.raises(ValueError, match="one latent dataset"):
         model.fit_object_vectors(inputs(NEW), Y_context, [NEW], data=(data[0][None], data[1][None]))
-    no_table = SVGPVAE(mlp_encoder(K, L, hidden_units=(8,)), mlp_decoder(L, K, hidden_units=(8,)),
-                       periodic_linear_kernel(angle_dims=[0], object_dims=[1]), np.zeros((4, 2)),
-                       num_data=P * A, num_latent_gps=L)
+    no_table = SVGPVAE(
+        mlp_encoder(K, L, hidden_units=(8,)),
+        mlp_decoder(L, K, hidden_units=(8,)),
+        periodic_linear_kernel(angle_dims=[0], object_dims=[1]),
+        np.zeros((4, 2)),
+        num_data=P * A,
+        num_latent_gps=L,
+    )
     with pytest.raises(ValueError, match="ObjectVectors"):
         no_table.fit_object_vectors(inputs(NEW), Y_context, [NEW], data=data)
 
@@ -133,8 +148,9 @@ def test_deep_svigp_and_svgpvae_share_the_fit(rng):
     table = ObjectVectors(P + 1, Q, num_view_features=1, initial_vectors=rng.standard_normal((P + 1, Q)))
     kernel = periodic_linear_kernel(angle_dims=[0], object_dims=list(range(1, 1 + Q)), lengthscales=0.8)
     Z = np.concatenate([rng.uniform(0, 2 * np.pi, (8, 1)), rng.standard_normal((8, Q))], axis=1)
-    model = DeepSVIGP(mlp_decoder(L, K, hidden_units=(8,)), kernel, Z, num_latent_gps=L, num_data=P * A,
-                      input_transform=table)
+    model = DeepSVIGP(
+        mlp_decoder(L, K, hidden_units=(8,)), kernel, Z, num_latent_gps=L, num_data=P * A, input_transform=table
+    )
     Y_context = rng.uniform(size=(A, K)).astype(np.float32)
     with pytest.raises(ValueError, match="not in object_ids"):
         model.fit_object_vectors(inputs(NEW), Y_context, [2])
@@ -151,6 +167,12 @@ def test_svgpvae_fit_leaves_the_training_draws_alone(rng):
     between epochs cannot change the training that follows; Deep SVIGP's fresh draws advance it."""
     model, data = svgpvae(rng)
     counter = int(model.sample_counter.numpy())
-    model.fit_object_vectors(inputs(NEW), rng.uniform(size=(A, K)).astype(np.float32), [NEW], data=data, steps=5,
-                             objective="expected_log_likelihood")
+    model.fit_object_vectors(
+        inputs(NEW),
+        rng.uniform(size=(A, K)).astype(np.float32),
+        [NEW],
+        data=data,
+        steps=5,
+        objective="expected_log_likelihood",
+    )
     assert int(model.sample_counter.numpy()) == counter

@@ -1,4 +1,5 @@
 """SVGPVAE: objective against its definition, gradients, learning, prediction, bad input."""
+
 import gpflow
 import numpy as np
 import pytest
@@ -35,8 +36,14 @@ def test_elbo_matches_numpy_with_gaussian_decoder(rng):
     kernel = gpflow.kernels.SquaredExponential(lengthscales=1.5)
     Z = np.linspace(0, 5, 4)[:, None]
     model = gv.SVGPVAE(
-        FixedSites(means, variances), LinearDecoder(W), kernel, Z, gv.Gaussian(noise), num_data=N,
-        num_samples=20000, seed=3,
+        FixedSites(means, variances),
+        LinearDecoder(W),
+        kernel,
+        Z,
+        gv.Gaussian(noise),
+        num_data=N,
+        num_samples=20000,
+        seed=3,
     )
     batch = (X[:b], Y[:b])
     terms = model.objective_terms(batch)
@@ -44,7 +51,8 @@ def test_elbo_matches_numpy_with_gaussian_decoder(rng):
         kernel, model.inducing_variable, X[:b], means[:b], variances[:b], N, jitter=model.jitter
     )
     m, v = amortized.predict_marginals(
-        post, amortized.cross_covariance(kernel, model.inducing_variable, X[:b]),
+        post,
+        amortized.cross_covariance(kernel, model.inducing_variable, X[:b]),
         amortized.prior_variance_diag(kernel, X[:b]),
     )
     m, v = m.numpy(), v.numpy()
@@ -168,8 +176,13 @@ def test_rejects_keras3_networks():
     with pytest.raises(TypeError, match="Keras 3.*from gpflow.keras import tf_keras"):
         gv.SVGPVAE(enc, dec, gpflow.kernels.SquaredExponential(), np.zeros((3, 1)), num_data=10)
     with pytest.raises(TypeError, match="decoder is a Keras 3"):
-        gv.SVGPVAE(mlp_encoder(8, 1, hidden_units=(4,)), keras3.layers.Dense(8),
-                   gpflow.kernels.SquaredExponential(), np.zeros((3, 1)), num_data=10)
+        gv.SVGPVAE(
+            mlp_encoder(8, 1, hidden_units=(4,)),
+            keras3.layers.Dense(8),
+            gpflow.kernels.SquaredExponential(),
+            np.zeros((3, 1)),
+            num_data=10,
+        )
 
 
 def test_rejects_non_networks_and_bad_arguments():
@@ -199,9 +212,21 @@ def _assert_unchanged(model, snapshot):
     [
         (lambda X, Y: (np.c_[X, X], Y), ValueError, "2 input dimensions.*expects 1"),
         (lambda X, Y: (X, Y[:-1]), ValueError, "different batch sizes"),
-        (lambda X, Y: (np.where(np.arange(len(X))[:, None] == 3, np.nan, X), Y), tf.errors.InvalidArgumentError, "X .*NaN or inf"),
-        (lambda X, Y: (X, np.where(np.arange(len(Y))[:, None] == 2, np.inf, Y)), tf.errors.InvalidArgumentError, "Y .*NaN or inf"),
-        (lambda X, Y: (np.r_[X, X, X, X][:80], np.r_[Y, Y, Y, Y][:80]), ValueError, "batch has 80 points but num_data is 60"),
+        (
+            lambda X, Y: (np.where(np.arange(len(X))[:, None] == 3, np.nan, X), Y),
+            tf.errors.InvalidArgumentError,
+            "X .*NaN or inf",
+        ),
+        (
+            lambda X, Y: (X, np.where(np.arange(len(Y))[:, None] == 2, np.inf, Y)),
+            tf.errors.InvalidArgumentError,
+            "Y .*NaN or inf",
+        ),
+        (
+            lambda X, Y: (np.r_[X, X, X, X][:80], np.r_[Y, Y, Y, Y][:80]),
+            ValueError,
+            "batch has 80 points but num_data is 60",
+        ),
     ],
 )
 def test_bad_batches_raise_clear_errors_and_change_nothing(tiny, corrupt, error, match):
@@ -225,8 +250,11 @@ class NegativeVarianceEncoder(tf_keras.layers.Layer):
 def test_non_positive_encoder_variance_is_an_error(tiny):
     X, Y = tiny
     model = gv.SVGPVAE(
-        NegativeVarianceEncoder(), mlp_decoder(1, 8, hidden_units=(4,)), gpflow.kernels.SquaredExponential(),
-        np.linspace(0, 10, 4)[:, None], num_data=60,
+        NegativeVarianceEncoder(),
+        mlp_decoder(1, 8, hidden_units=(4,)),
+        gpflow.kernels.SquaredExponential(),
+        np.linspace(0, 10, 4)[:, None],
+        num_data=60,
     )
     snapshot = _snapshot(model)
     with pytest.raises(tf.errors.InvalidArgumentError, match="non-positive variances"):
@@ -237,8 +265,13 @@ def test_non_positive_encoder_variance_is_an_error(tiny):
 def test_encoder_channel_count_must_match_separate_kernels(tiny):
     X, Y = tiny
     kernel = gpflow.kernels.SeparateIndependent([gpflow.kernels.SquaredExponential() for _ in range(3)])
-    model = gv.SVGPVAE(mlp_encoder(8, 2, hidden_units=(4,)), mlp_decoder(2, 8, hidden_units=(4,)), kernel,
-                       np.linspace(0, 10, 4)[:, None], num_data=60)
+    model = gv.SVGPVAE(
+        mlp_encoder(8, 2, hidden_units=(4,)),
+        mlp_decoder(2, 8, hidden_units=(4,)),
+        kernel,
+        np.linspace(0, 10, 4)[:, None],
+        num_data=60,
+    )
     with pytest.raises(ValueError, match="2 latent channels but the model expects 3"):
         model.elbo((X[:10], Y[:10]))
 
@@ -247,7 +280,9 @@ def test_singular_kuu_error_names_matrix_and_fix(tiny):
     X, Y = tiny
     model = make_tiny_model(jitter=0.0)
     model.inducing_variable.Z.assign(np.zeros((6, 1)))
-    with pytest.raises(tf.errors.InvalidArgumentError, match="Cholesky decomposition of Kuu.*Increase the model's `jitter`"):
+    with pytest.raises(
+        tf.errors.InvalidArgumentError, match="Cholesky decomposition of Kuu.*Increase the model's `jitter`"
+    ):
         model.elbo((X[:10], Y[:10]))
 
 
@@ -291,7 +326,9 @@ def test_conditioning_scale_equals_repeated_data(tiny_model, tiny):
     assert np.all(v10.numpy() < v1.numpy())
 
 
-@pytest.mark.parametrize("scale, error", [(0, ValueError), (-1.0, ValueError), (np.nan, ValueError), ("big", TypeError)])
+@pytest.mark.parametrize(
+    "scale, error", [(0, ValueError), (-1.0, ValueError), (np.nan, ValueError), ("big", TypeError)]
+)
 def test_conditioning_scale_must_be_positive(tiny_model, tiny, scale, error):
     with pytest.raises(error, match="scale must be a positive"):
         tiny_model.posterior(tiny, scale=scale)

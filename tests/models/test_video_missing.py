@@ -6,6 +6,7 @@ with an entry mask or a frame mask ``[V, T]``, ``missing_values="nan"``,
 the posterior, and ``impute``. References are numpy formulas or the same model on the
 sequences without the missing frames.
 """
+
 import gpflow
 import numpy as np
 import pytest
@@ -71,8 +72,9 @@ def _build(name, encoder, decoder, kernel=None, num_data=T, **kwargs):
         return SparseGPVAE(encoder, decoder, kernel, Z_INDUCING, likelihood, num_data=num_data, **kwargs)
     if name == "hensman":
         q_mu = np.random.default_rng(4).normal(size=(1, len(Z_INDUCING), L))
-        return HensmanGPVAE(encoder, decoder, kernel, Z_INDUCING, likelihood, num_data=num_data,
-                            num_latent_gps=L, q_mu=q_mu, **kwargs)
+        return HensmanGPVAE(
+            encoder, decoder, kernel, Z_INDUCING, likelihood, num_data=num_data, num_latent_gps=L, q_mu=q_mu, **kwargs
+        )
     raise ValueError(name)
 
 
@@ -137,8 +139,9 @@ def test_fully_observed_data_give_todays_numbers(name, how):
     tf.random.set_seed(0)
     encoder, decoder = mlp_encoder(K, L, hidden_units=(8,)), mlp_decoder(L, K, hidden_units=(8,))
     plain = _build(name, encoder, decoder, kernel=_kernel())
-    masked = _build(name, encoder, decoder, kernel=_kernel(),
-                    missing_values="nan" if how == "nan_flag_without_nan" else None)
+    masked = _build(
+        name, encoder, decoder, kernel=_kernel(), missing_values="nan" if how == "nan_flag_without_nan" else None
+    )
     data = {
         "mask_of_ones": (X, Y, np.ones_like(Y)),
         "frame_mask_of_ones": (X, Y, np.ones((V, T), bool)),
@@ -207,12 +210,16 @@ def test_exact_gpvae_drops_fully_missing_frames_numpy(rng):
     means[weights == 0] = np.nan  # never used
     variances[weights == 0] = np.inf
     model = _linear_model("gpvae")
-    post = model.latent_posterior(tf.constant(X), tf.constant(means), tf.constant(variances),
-                                  num_data=T, weights=tf.constant(weights))
+    post = model.latent_posterior(
+        tf.constant(X), tf.constant(means), tf.constant(variances), num_data=T, weights=tf.constant(weights)
+    )
     Xnew = np.linspace(-1.0, 7.0, 5)
     pred_mean, pred_var = model._predict_at(
-        tf.constant(X), tf.constant(means), tf.constant(variances),
-        tf.constant(np.broadcast_to(Xnew[None, :, None], (V, 5, 1)).copy()), weights=tf.constant(weights),
+        tf.constant(X),
+        tf.constant(means),
+        tf.constant(variances),
+        tf.constant(np.broadcast_to(Xnew[None, :, None], (V, 5, 1)).copy()),
+        weights=tf.constant(weights),
     )
     for v in range(V):
         O, M = weights[v] > 0, weights[v] == 0
@@ -224,8 +231,10 @@ def test_exact_gpvae_drops_fully_missing_frames_numpy(rng):
             np.testing.assert_allclose(post.mean.numpy()[v, O, l], mean_O, rtol=1e-9, atol=1e-12)
             np.testing.assert_allclose(post.variance.numpy()[v, O, l], np.diag(cov_O), rtol=1e-9, atol=1e-12)
             Kn = K_OO + np.diag(variances[v, O, l])
-            for ts, m_got, s_got in ((TIMES[M], post.mean.numpy()[v, M, l], post.variance.numpy()[v, M, l]),
-                                     (Xnew, pred_mean.numpy()[v, :, l], pred_var.numpy()[v, :, l])):
+            for ts, m_got, s_got in (
+                (TIMES[M], post.mean.numpy()[v, M, l], post.variance.numpy()[v, M, l]),
+                (Xnew, pred_mean.numpy()[v, :, l], pred_var.numpy()[v, :, l]),
+            ):
                 K_sO = _matern32(ts, TIMES[O])
                 np.testing.assert_allclose(m_got, K_sO @ np.linalg.solve(Kn, means[v, O, l]), rtol=1e-9, atol=1e-12)
                 s_ref = 1.0 - np.einsum("ij,ji->i", K_sO, np.linalg.solve(Kn, K_sO.T))
@@ -305,7 +314,7 @@ def test_padded_sequences_equal_one_by_one(entry_mask, name, monkeypatch):
         m_ref, v_ref = single.predict_f(None, (X, Y, mask))
         np.testing.assert_allclose(mean.numpy()[v, :n], m_ref.numpy()[0], rtol=1e-8, atol=1e-12)
         np.testing.assert_allclose(var.numpy()[v, :n], v_ref.numpy()[0], rtol=1e-8)
-        mq_ref, vq_ref = single.predict_f(Xq[v:v + 1], (X, Y, mask))
+        mq_ref, vq_ref = single.predict_f(Xq[v : v + 1], (X, Y, mask))
         np.testing.assert_allclose(mean_q.numpy()[v], mq_ref.numpy()[0], rtol=1e-8, atol=1e-12)
         np.testing.assert_allclose(var_q.numpy()[v], vq_ref.numpy()[0], rtol=1e-8)
     np.testing.assert_allclose(terms["elbo"].numpy(), elbo_ref, rtol=1e-9)
@@ -330,13 +339,22 @@ def test_sparse_weighted_titsias_equals_svgpvae_and_the_shorter_video(rng):
         np.testing.assert_allclose(x.numpy(), y.numpy(), rtol=1e-9, atol=1e-11)
     keep = weights[1] > 0
     short = SparseGPVAE(titsias.encoder, titsias.decoder, titsias.kernel, Z_INDUCING, num_data=int(keep.sum()))
-    c = short.latent_posterior(tf.constant(X[1:2, keep]), tf.constant(means[1:2, keep]),
-                               tf.constant(variances[1:2, keep]), num_data=int(keep.sum()))
+    c = short.latent_posterior(
+        tf.constant(X[1:2, keep]),
+        tf.constant(means[1:2, keep]),
+        tf.constant(variances[1:2, keep]),
+        num_data=int(keep.sum()),
+    )
     np.testing.assert_allclose(a.kl.numpy()[1], c.kl.numpy()[0], rtol=1e-10)
     np.testing.assert_allclose(a.mean.numpy()[1, keep], c.mean.numpy()[0], rtol=1e-9, atol=1e-12)
     bound = titsias._titsias(*args, weights=tf.constant(weights))[-1].numpy()
-    np.testing.assert_allclose(bound[1], short._titsias(tf.constant(X[1:2, keep]), tf.constant(means[1:2, keep]),
-                                                        tf.constant(variances[1:2, keep]))[-1].numpy()[0], rtol=1e-11)
+    np.testing.assert_allclose(
+        bound[1],
+        short._titsias(tf.constant(X[1:2, keep]), tf.constant(means[1:2, keep]), tf.constant(variances[1:2, keep]))[
+            -1
+        ].numpy()[0],
+        rtol=1e-11,
+    )
 
 
 def test_sparse_predictions_equal_svgpvae_with_masks():
@@ -444,8 +462,9 @@ def test_encoder_sees_mask_doubles_its_input_width(name):
     ref = np.concatenate([np.where(mask > 0, Y, 0), mask], -1).reshape(-1, 2 * K) @ encoder.A.numpy()
     np.testing.assert_allclose(means.numpy().reshape(-1, L), ref, rtol=1e-12)
     with pytest.raises(Exception):  # an encoder of width K does not accept 2K
-        _build(name, mlp_encoder(K, L, hidden_units=(4,)), LinearDecoder(L, K, 2),
-               encoder_sees_mask=True).objective_terms((X, Y, mask))
+        _build(
+            name, mlp_encoder(K, L, hidden_units=(4,)), LinearDecoder(L, K, 2), encoder_sees_mask=True
+        ).objective_terms((X, Y, mask))
 
 
 @pytest.mark.parametrize("name", MODELS)
@@ -454,8 +473,9 @@ def test_nan_flag_equals_an_explicit_mask(name):
     mask = _entry_mask()
     Y_nan = np.where(mask > 0, Y, np.nan)
     explicit = _linear_model(name)
-    flagged = _build(name, explicit.encoder, explicit.decoder, kernel=getattr(explicit, "kernel", None),
-                     missing_values="nan")
+    flagged = _build(
+        name, explicit.encoder, explicit.decoder, kernel=getattr(explicit, "kernel", None), missing_values="nan"
+    )
     if name == "hensman":
         flagged.q_mu.assign(explicit.q_mu.numpy())
     a, b = explicit.objective_terms((X, Y_nan, mask)), flagged.objective_terms((X, Y_nan))
@@ -479,8 +499,13 @@ def test_training_and_geco_take_masked_video_batches():
     mask[1, 3:] = 0.0  # padded tail
     Y_nan = np.where(mask > 0, Y, np.nan).astype(np.float32)
     tf.random.set_seed(0)
-    model = GPVAE(mlp_encoder(K, L, hidden_units=(8,)), mlp_decoder(L, K, hidden_units=(8,)), _kernel(),
-                  gv.Gaussian(NOISE), num_data=T)
+    model = GPVAE(
+        mlp_encoder(K, L, hidden_units=(8,)),
+        mlp_decoder(L, K, hidden_units=(8,)),
+        _kernel(),
+        gv.Gaussian(NOISE),
+        num_data=T,
+    )
     terms = model.objective_terms((X, Y_nan, mask))
     geco = GECO(kappa_squared=0.01)
     decoded = terms["decoded"].numpy()

@@ -1,11 +1,18 @@
 """The rotated-MNIST conv networks: shapes, dtypes, upsampling, XLA-compilable gradients."""
+
 import numpy as np
 import pytest
 import tensorflow as tf
 from gpflow.keras import tf_keras
 
 from gpflow_svgpvae.networks.conv import (
-    DepthwiseSumConv2D, RepeatUpsampling2D, UpsamplingConv2D, conv_decoder, conv_encoder, phase_taps, phase_windows,
+    DepthwiseSumConv2D,
+    RepeatUpsampling2D,
+    UpsamplingConv2D,
+    conv_decoder,
+    conv_encoder,
+    phase_taps,
+    phase_windows,
 )
 
 
@@ -78,7 +85,7 @@ def _upsample_conv_numpy(x, kernel, bias, factor):
     out = np.zeros((b, H, W, kernel.shape[-1]))
     for a in range(k):
         for c in range(k):
-            out += np.einsum("bhwc,cf->bhwf", padded[:, a:a + H, c:c + W, :], kernel[a, c])
+            out += np.einsum("bhwc,cf->bhwf", padded[:, a : a + H, c : c + W, :], kernel[a, c])
     return out + bias
 
 
@@ -90,8 +97,9 @@ def test_upsampling_conv_equals_upsampling_then_conv_numpy(kernel_size, factor, 
     out = layer(x)
     layer.bias.assign(tf.random.stateless_normal([4], [2, 2]))
     out = layer(x).numpy()
-    expected = _upsample_conv_numpy(x.numpy().astype(np.float64), layer.kernel.numpy().astype(np.float64),
-                                    layer.bias.numpy(), factor)
+    expected = _upsample_conv_numpy(
+        x.numpy().astype(np.float64), layer.kernel.numpy().astype(np.float64), layer.bias.numpy(), factor
+    )
     if activation == "elu":
         expected = np.where(expected > 0, expected, np.expm1(expected))
     assert out.shape == (2, 5 * factor, 6 * factor, 4)
@@ -116,8 +124,9 @@ def test_phase_taps_cover_every_tap_once():
         A, r_min, r_max = phase_taps(k, f)
         assert A.shape == (f, r_max - r_min + 1, k)
         np.testing.assert_array_equal(A.sum(axis=1), np.ones((f, k)))  # each tap of each phase reads one offset
-    np.testing.assert_array_equal(phase_taps(3, 2)[0], [[[1, 0, 0], [0, 1, 1], [0, 0, 0]],
-                                                        [[0, 0, 0], [1, 1, 0], [0, 0, 1]]])
+    np.testing.assert_array_equal(
+        phase_taps(3, 2)[0], [[[1, 0, 0], [0, 1, 1], [0, 0, 0]], [[0, 0, 0], [1, 1, 0], [0, 0, 1]]]
+    )
     with pytest.raises(ValueError, match="odd"):
         phase_taps(4, 2)
 
@@ -133,7 +142,7 @@ def test_phase_windows_hold_every_phase_and_shift_the_phases_alike():
         for p in range(f):
             start = (p + c) // f
             placed = np.zeros_like(A[p])
-            placed[start:start + width] = S[(p + c) % f]
+            placed[start : start + width] = S[(p + c) % f]
             np.testing.assert_array_equal(placed, A[p])
     S, c = phase_windows(3, 2)  # the decoder's layers: 2x2 windows (4 of the 9 taps per phase)
     assert S.shape == (2, 2, 3) and c == 1
@@ -200,8 +209,10 @@ def test_conv_decoder_rejects_unknown_layer_choices():
         conv_decoder(4, output_layer="dense")
 
 
-@pytest.mark.parametrize("make", [lambda: UpsamplingConv2D(3, 3, 2, activation="elu"),
-                                  lambda: DepthwiseSumConv2D(2, 3, activation="sigmoid")])
+@pytest.mark.parametrize(
+    "make",
+    [lambda: UpsamplingConv2D(3, 3, 2, activation="elu"), lambda: DepthwiseSumConv2D(2, 3, activation="sigmoid")],
+)
 def test_fast_conv_layers_round_trip_through_their_config(make):
     layer = make()
     x = tf.random.stateless_normal([2, 4, 4, 3], [8, 8])

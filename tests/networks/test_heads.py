@@ -1,4 +1,5 @@
 """GaussianSiteHead: the variance and natural-parameter forms of the encoder's sites."""
+
 import numpy as np
 import pytest
 import tensorflow as tf

@@ -1,4 +1,5 @@
 """set_output_bias: the decoder starts at the data's mean (issue 13)."""
+
 import numpy as np
 import pytest
 from gpflow.keras import tf_keras

@@ -1,4 +1,5 @@
 """Mixed-precision networks (issue 15): the networks compute in 16 bits, the GP block stays float64."""
+
 import gpflow
 import numpy as np
 import pytest

@@ -1,4 +1,5 @@
 """The SPRITES representation network and the per-character style aggregation."""
+
 import numpy as np
 import pytest
 import tensorflow as tf

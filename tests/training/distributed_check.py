@@ -5,6 +5,7 @@ loss and gradients on 1 device vs 2 replicas of a MirroredStrategy, then a few
 steps of the compiled loop and of Keras fit on 2 replicas vs 1 device.
 Prints a JSON dict of maximum deviations.
 """
+
 import json
 import sys
 
@@ -17,10 +18,9 @@ import numpy as np  # noqa: E402
 from gpflow.keras import tf_keras  # noqa: E402
 
 sys.path.insert(0, sys.argv[1])
-from tests.conftest import make_tiny_model, tiny_data  # noqa: E402
-
 from gpflow_svgpvae.tracing import not_autographed  # noqa: E402
 from gpflow_svgpvae.training import GECO, train  # noqa: E402
+from tests.conftest import make_tiny_model, tiny_data  # noqa: E402
 
 X, Y = tiny_data()
 batch = (tf.constant(X[:24]), tf.constant(Y[:24]))
@@ -94,7 +94,8 @@ dist_hist = train(dist, dataset, epochs=2, optimizer=opt, objective=geco, progre
 out["loop_loss_rel_dev"] = max(abs(a - b) / abs(a) for a, b in zip(ref_hist["loss"], dist_hist["loss"]))
 out["loop_weights_max_abs_dev"] = float(np.max(np.abs(flat(ref) - flat(dist))))
 out["loop_geco_lambda_rel_dev"] = abs(ref_hist["geco_lambda"][-1] - dist_hist["geco_lambda"][-1]) / abs(
-    ref_hist["geco_lambda"][-1])
+    ref_hist["geco_lambda"][-1]
+)
 
 with strategy.scope():
     kmodel = make_tiny_model(seed=0)

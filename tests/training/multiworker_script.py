@@ -12,6 +12,7 @@ batches and writes that too. With ``--checkpoint-dir`` the distributed run
 checkpoints there every 2 steps (every worker gets the same directory, as a
 user calling ``train(..., checkpoint_dir=DIR)`` on every worker would).
 """
+
 import json
 import os
 import sys
@@ -57,15 +58,31 @@ def run(strategy_or_none, **train_kwargs):
     else:
         with strategy_or_none.scope():
             model, optimizer, geco = make_tiny_model(seed=0), tf_keras.optimizers.Adam(1e-2), GECO(0.02)
-    history = train(model, global_batches(), epochs=EPOCHS, optimizer=optimizer, objective=geco, progress=False,
-                    strategy=strategy_or_none, **train_kwargs)
-    return dict(history={k: list(map(float, v)) for k, v in history.items()}, weights=flat(model),
-                geco_lambda=float(geco.lagrange_multiplier.numpy()), sample_counter=int(model.sample_counter.numpy()))
+    history = train(
+        model,
+        global_batches(),
+        epochs=EPOCHS,
+        optimizer=optimizer,
+        objective=geco,
+        progress=False,
+        strategy=strategy_or_none,
+        **train_kwargs,
+    )
+    return dict(
+        history={k: list(map(float, v)) for k, v in history.items()},
+        weights=flat(model),
+        geco_lambda=float(geco.lagrange_multiplier.numpy()),
+        sample_counter=int(model.sample_counter.numpy()),
+    )
 
 
-result = dict(task=json.loads(os.environ["TF_CONFIG"])["task"], num_replicas=strategy.num_replicas_in_sync,
-              distributed=run(strategy, **(dict(checkpoint_dir=checkpoint_dir, checkpoint_every_steps=2)
-                                           if checkpoint_dir else {})))
+result = dict(
+    task=json.loads(os.environ["TF_CONFIG"])["task"],
+    num_replicas=strategy.num_replicas_in_sync,
+    distributed=run(
+        strategy, **(dict(checkpoint_dir=checkpoint_dir, checkpoint_every_steps=2) if checkpoint_dir else {})
+    ),
+)
 if reference:
     result["single"] = run(None)
 with open(out_path, "w") as f:

@@ -12,6 +12,7 @@ progress bar's ``update`` (called once per step, outside the compiled step)
 sleeps that long, so that a test can kill the process between two steps. It
 changes no number: the bar is host-side bookkeeping.
 """
+
 import os
 import sys
 import time

@@ -2,6 +2,7 @@
 
 Runs ``distributed_check.py`` in a fresh process (logical devices must be
 configured before TensorFlow initialises them)."""
+
 import json
 import os
 import subprocess

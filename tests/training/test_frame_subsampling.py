@@ -1,5 +1,6 @@
 """Random frame subsets of sequences (``frames_per_sequence``): the SVGP-VAE's minibatch over the
 points of each latent dataset."""
+
 import numpy as np
 import pytest
 

@@ -1,5 +1,6 @@
 """The Keras and GPflow user's path (issue 16): stock callbacks, checkpoints into fresh models,
 checks that survive retracing and run before any update, error messages, logs on one scale."""
+
 import csv
 import glob
 
@@ -56,8 +57,9 @@ def test_model_checkpoint_default_mode_saves_a_restorable_training_state(tmp_pat
 def test_tensorboard_callback_writes_the_package_logs(tmp_path):
     X, Y = tiny_data()
     view = _view(make_tiny_model())
-    history = view.fit(_dataset(X, Y), epochs=2, verbose=0,
-                       callbacks=[tf_keras.callbacks.TensorBoard(str(tmp_path / "tb"))])
+    history = view.fit(
+        _dataset(X, Y), epochs=2, verbose=0, callbacks=[tf_keras.callbacks.TensorBoard(str(tmp_path / "tb"))]
+    )
     scalars = {}
     for path in glob.glob(str(tmp_path / "tb" / "train" / "events*")):
         for event in tf.compat.v1.train.summary_iterator(path):
@@ -71,8 +73,12 @@ def test_csv_logger_and_progbar_report_the_package_logs(tmp_path, capsys):
     X, Y = tiny_data()
     view = _view(make_tiny_model())
     path = tmp_path / "log.csv"
-    history = view.fit(_dataset(X, Y), epochs=2, verbose=1,
-                       callbacks=[tf_keras.callbacks.CSVLogger(str(path)), tf_keras.callbacks.ProgbarLogger()])
+    history = view.fit(
+        _dataset(X, Y),
+        epochs=2,
+        verbose=1,
+        callbacks=[tf_keras.callbacks.CSVLogger(str(path)), tf_keras.callbacks.ProgbarLogger()],
+    )
     rows = list(csv.DictReader(open(path)))
     assert [int(r["epoch"]) for r in rows] == [0, 1]
     for key in ("loss", "elbo", "reconstruction", "kl"):
@@ -95,11 +101,13 @@ def test_backup_and_restore_resumes_as_if_uninterrupted(tmp_path):
     backup = str(tmp_path / "backup")
     first = make_tiny_model(seed=0)
     with pytest.raises(RuntimeError, match="interrupted"):
-        _view(first).fit(_dataset(X, Y), epochs=4, verbose=0,
-                         callbacks=[tf_keras.callbacks.BackupAndRestore(backup), Interrupt()])
+        _view(first).fit(
+            _dataset(X, Y), epochs=4, verbose=0, callbacks=[tf_keras.callbacks.BackupAndRestore(backup), Interrupt()]
+        )
     resumed = make_tiny_model(seed=3)  # a fresh process: other initial weights
-    history = _view(resumed).fit(_dataset(X, Y), epochs=4, verbose=0,
-                                 callbacks=[tf_keras.callbacks.BackupAndRestore(backup)])
+    history = _view(resumed).fit(
+        _dataset(X, Y), epochs=4, verbose=0, callbacks=[tf_keras.callbacks.BackupAndRestore(backup)]
+    )
     assert len(history.history["loss"]) == 2  # epochs 3 and 4
     _assert_same(_values(resumed), _values(straight), atol=1e-6)
 
@@ -160,8 +168,9 @@ def test_a_bad_batch_of_a_dataset_is_named_and_makes_no_update(path):
     # The model is exactly the one trained on the 7 good batches before it.
     reference = make_tiny_model(seed=0)
     if path == "loop":
-        train(reference, _dataset(X[:42], Y[:42], 6), epochs=1, optimizer=tf_keras.optimizers.Adam(1e-2),
-              progress=False)
+        train(
+            reference, _dataset(X[:42], Y[:42], 6), epochs=1, optimizer=tf_keras.optimizers.Adam(1e-2), progress=False
+        )
     else:
         _view(reference).fit(_dataset(X[:42], Y[:42], 6), epochs=1, verbose=0)
     _assert_same(_values(model), _values(reference))
@@ -186,8 +195,9 @@ def test_decoder_output_width_must_match_the_observations(likelihood):
     X, Y = tiny_data()
     encoder = mlp_encoder(8, 1, hidden_units=(8,))
     decoder = tf_keras.Sequential([tf_keras.layers.Dense(8, activation="tanh"), tf_keras.layers.Dense(1)])
-    model = gv.SVGPVAE(encoder, decoder, gpflow.kernels.Matern52(), np.linspace(0, 10, 4)[:, None], likelihood,
-                       num_data=len(X))
+    model = gv.SVGPVAE(
+        encoder, decoder, gpflow.kernels.Matern52(), np.linspace(0, 10, 4)[:, None], likelihood, num_data=len(X)
+    )
     with pytest.raises(ValueError, match="decoder returned 1 values per point but the observations have 8"):
         model.elbo((X[:10], np.clip(Y[:10], 0, 1)))
     # Also when Keras hides the widths (relaxed shapes): a run-time check, before any weight update.
@@ -208,8 +218,9 @@ def test_logs_are_on_one_scale():
     history = train(make_tiny_model(seed=0), _dataset(X, Y), epochs=2, progress=False)
     fit = _view(make_tiny_model(seed=0)).fit(_dataset(X, Y), epochs=2, verbose=0).history
     for logs in (history, fit):
-        np.testing.assert_allclose(np.array(logs["elbo"]), np.array(logs["reconstruction"]) - np.array(logs["kl"]),
-                                   rtol=1e-10)
+        np.testing.assert_allclose(
+            np.array(logs["elbo"]), np.array(logs["reconstruction"]) - np.array(logs["kl"]), rtol=1e-10
+        )
         np.testing.assert_allclose(logs["loss"], -np.array(logs["elbo"]), rtol=1e-10)
 
 
@@ -266,8 +277,13 @@ def test_build_networks_builds_an_encoder_without_input_shape(tmp_path):
     tf.train.Checkpoint(model=fresh).read(path).assert_consumed()
     _assert_same(_values(fresh), _values(model))
     with pytest.raises(ValueError, match="decoder cannot take inputs of shape"):
-        gv.SVGPVAE(mlp_encoder(8, 2, hidden_units=(8,)), tf_keras.Sequential([tf_keras.layers.Reshape((3, 3))]),
-                   gpflow.kernels.Matern52(), np.zeros((4, 1)), num_data=60)
+        gv.SVGPVAE(
+            mlp_encoder(8, 2, hidden_units=(8,)),
+            tf_keras.Sequential([tf_keras.layers.Reshape((3, 3))]),
+            gpflow.kernels.Matern52(),
+            np.zeros((4, 1)),
+            num_data=60,
+        )
 
 
 class _LazyEncoder(tf_keras.Model):
@@ -292,7 +308,12 @@ def test_trace_time_errors_in_fit_lead_with_the_package_message():
 def test_a_sequential_encoder_ending_in_the_site_head_gets_advice():
     X, Y = tiny_data()
     encoder = tf_keras.Sequential([tf_keras.layers.Dense(8), gv.networks.GaussianSiteHead(1)])
-    model = gv.SVGPVAE(encoder, tf_keras.Sequential([tf_keras.layers.Dense(8)]), gpflow.kernels.RBF(),
-                       np.linspace(0, 10, 4)[:, None], num_data=60)
+    model = gv.SVGPVAE(
+        encoder,
+        tf_keras.Sequential([tf_keras.layers.Dense(8)]),
+        gpflow.kernels.RBF(),
+        np.linspace(0, 10, 4)[:, None],
+        num_data=60,
+    )
     with pytest.raises(ValueError, match="Sequential ending in a layer with two outputs.*functional API"):
         model.elbo((X[:10], Y[:10]))

@@ -7,6 +7,7 @@ trains a fresh copy on one device on the same global batches. Because the
 model all-reduces the GP statistics (not the posteriors), the two runs must
 agree up to float32 round-off of the networks.
 """
+
 import json
 import os
 import socket
@@ -39,8 +40,11 @@ def _run_cluster(tmp_path, extra_args=()):
     cluster = {"worker": [f"127.0.0.1:{p}" for p in ports]}
     procs = []
     for index in range(2):
-        env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2",
-                   TF_CONFIG=json.dumps({"cluster": cluster, "task": {"type": "worker", "index": index}}))
+        env = dict(
+            os.environ,
+            TF_CPP_MIN_LOG_LEVEL="2",
+            TF_CONFIG=json.dumps({"cluster": cluster, "task": {"type": "worker", "index": index}}),
+        )
         cmd = [sys.executable, SCRIPT, ROOT, str(tmp_path / f"worker{index}.json")] + list(extra_args)
         if index == 0 and not extra_args:
             cmd.append("--reference")
@@ -67,8 +71,10 @@ def test_two_workers_equal_one_device(tmp_path):
     loss_dev = max(abs(a - b) / abs(b) for a, b in zip(dist0["history"]["loss"], single["history"]["loss"]))
     elbo_dev = max(abs(a - b) / abs(b) for a, b in zip(dist0["history"]["elbo"], single["history"]["elbo"]))
     weight_dev = float(np.max(np.abs(np.subtract(dist0["weights"], single["weights"]))))
-    print(f"2 workers vs 1 device: loss rel dev {loss_dev:.3g}, elbo rel dev {elbo_dev:.3g}, "
-          f"max |weight dev| {weight_dev:.3g}")
+    print(
+        f"2 workers vs 1 device: loss rel dev {loss_dev:.3g}, elbo rel dev {elbo_dev:.3g}, "
+        f"max |weight dev| {weight_dev:.3g}"
+    )
     assert len(dist0["history"]["loss"]) == 3
     assert loss_dev < 1e-6 and elbo_dev < 1e-6
     assert weight_dev < 1e-5

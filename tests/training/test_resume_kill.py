@@ -7,7 +7,7 @@ an uninterrupted reference, a run that the test kills with SIGKILL as soon as
 its checkpoint directory holds the checkpoint of step 8 (mid-epoch 2), and the
 same command restarted on the killed run's directory.
 """
-import pytest
+
 import os
 import re
 import signal
@@ -16,6 +16,7 @@ import sys
 import time
 
 import numpy as np
+import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SCRIPT = os.path.join(ROOT, "tests", "training", "resume_script.py")
@@ -41,10 +42,16 @@ def test_sigkill_mid_epoch_then_restart_equals_uninterrupted_run(tmp_path):
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", RESUME_TEST_STEP_DELAY="0.1")
     ckpt = tmp_path / "ckpt"
     # The reference and the run to be killed start together (2 cores).
-    reference = subprocess.Popen(_command(tmp_path / "ref_ckpt", tmp_path / "ref.npz"), env=env,
-                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    victim = subprocess.Popen(_command(ckpt, tmp_path / "killed.npz"), env=env,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    reference = subprocess.Popen(
+        _command(tmp_path / "ref_ckpt", tmp_path / "ref.npz"),
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    victim = subprocess.Popen(
+        _command(ckpt, tmp_path / "killed.npz"), env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
     try:
         deadline = time.monotonic() + 240
         while (_latest_step(ckpt) or 0) < KILL_AFTER:
@@ -64,8 +71,9 @@ def test_sigkill_mid_epoch_then_restart_equals_uninterrupted_run(tmp_path):
 
     _, err = reference.communicate(timeout=240)
     assert reference.returncode == 0, err[-3000:]
-    restarted = subprocess.run(_command(ckpt, tmp_path / "resumed.npz"), env=env, capture_output=True, text=True,
-                               timeout=240)
+    restarted = subprocess.run(
+        _command(ckpt, tmp_path / "resumed.npz"), env=env, capture_output=True, text=True, timeout=240
+    )
     assert restarted.returncode == 0, restarted.stderr[-3000:]
 
     ref, res = np.load(tmp_path / "ref.npz"), np.load(tmp_path / "resumed.npz")

@@ -1,4 +1,5 @@
 """DelayedStart: a group of variables held for the first steps, then trained (issue 13)."""
+
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -23,14 +24,23 @@ def test_delayed_start_values():
 
 
 def _held_run(model, X, Y, steps, checkpoint_dir=None):
-    groups = OptimizerGroups([
-        (tf_keras.optimizers.Adam(DelayedStart(5e-2, start_step=4)), [model.kernel]),
-        (tf_keras.optimizers.Adam(1e-2), None),
-    ])
+    groups = OptimizerGroups(
+        [
+            (tf_keras.optimizers.Adam(DelayedStart(5e-2, start_step=4)), [model.kernel]),
+            (tf_keras.optimizers.Adam(1e-2), None),
+        ]
+    )
     dataset = tf.data.Dataset.from_tensor_slices((X, Y)).batch(20)  # 3 steps per epoch
     lengthscales = []
-    train(model, dataset, epochs=steps // 3, optimizer=groups, progress=False, checkpoint_dir=checkpoint_dir,
-          callback=lambda epoch, logs: lengthscales.append(float(model.kernel.lengthscales.numpy())))
+    train(
+        model,
+        dataset,
+        epochs=steps // 3,
+        optimizer=groups,
+        progress=False,
+        checkpoint_dir=checkpoint_dir,
+        callback=lambda epoch, logs: lengthscales.append(float(model.kernel.lengthscales.numpy())),
+    )
     return lengthscales
 
 
@@ -60,16 +70,31 @@ def test_gp_optimizer_groups_holds_the_kernel_and_trains_the_inducing_inputs_at_
     start = float(model.kernel.lengthscales.numpy())
     Z0 = model.inducing_variable.Z.numpy().copy()
     lengthscales = []
-    train(model, dataset, epochs=3, optimizer=gp_optimizer_groups(model, 1e-2, 5e-2, kernel_hold_steps=4),
-          progress=False, callback=lambda epoch, logs: lengthscales.append(float(model.kernel.lengthscales.numpy())))
+    train(
+        model,
+        dataset,
+        epochs=3,
+        optimizer=gp_optimizer_groups(model, 1e-2, 5e-2, kernel_hold_steps=4),
+        progress=False,
+        callback=lambda epoch, logs: lengthscales.append(float(model.kernel.lengthscales.numpy())),
+    )
     assert lengthscales[0] == start and lengthscales[1] != start  # held 4 steps, released at step 4
     assert not np.allclose(model.inducing_variable.Z.numpy(), Z0)
     # The same three groups written by hand give the same run.
     manual = make_tiny_model(seed=0)
-    train(manual, dataset, epochs=3, progress=False, optimizer=OptimizerGroups([
-        (tf_keras.optimizers.Adam(DelayedStart(5e-2, start_step=4)), [manual.kernel]),
-        (tf_keras.optimizers.Adam(5e-2), [manual.inducing_variable]),
-        (tf_keras.optimizers.Adam(1e-2), None)]))
+    train(
+        manual,
+        dataset,
+        epochs=3,
+        progress=False,
+        optimizer=OptimizerGroups(
+            [
+                (tf_keras.optimizers.Adam(DelayedStart(5e-2, start_step=4)), [manual.kernel]),
+                (tf_keras.optimizers.Adam(5e-2), [manual.inducing_variable]),
+                (tf_keras.optimizers.Adam(1e-2), None),
+            ]
+        ),
+    )
     np.testing.assert_allclose(manual.kernel.lengthscales.numpy(), model.kernel.lengthscales.numpy(), rtol=1e-10)
     np.testing.assert_allclose(manual.inducing_variable.Z.numpy(), model.inducing_variable.Z.numpy(), rtol=1e-10)
     # The Keras view takes the same groups.

@@ -1,4 +1,5 @@
 """Training paths: compiled loop vs Keras fit, GECO, checkpoints, SavedModel, callbacks."""
+
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -25,8 +26,14 @@ def test_loop_and_keras_fit_agree(objective_factory):
     X, Y = tiny_data()
     epochs = 3
     loop_model = make_tiny_model(seed=0)
-    history = train(loop_model, _dataset(X, Y), epochs=epochs, optimizer=tf_keras.optimizers.Adam(1e-2),
-                    objective=objective_factory(), progress=False)
+    history = train(
+        loop_model,
+        _dataset(X, Y),
+        epochs=epochs,
+        optimizer=tf_keras.optimizers.Adam(1e-2),
+        objective=objective_factory(),
+        progress=False,
+    )
 
     keras_model = make_tiny_model(seed=0)
     view = keras_model.as_training_model(objective=objective_factory())
@@ -84,13 +91,27 @@ def test_checkpoint_resume_equals_uninterrupted_run(tmp_path):
     train(straight, _dataset(X, Y), epochs=4, optimizer=tf_keras.optimizers.Adam(1e-2), objective=geco, progress=False)
 
     first = make_tiny_model(seed=0)
-    train(first, _dataset(X, Y), epochs=2, optimizer=tf_keras.optimizers.Adam(1e-2), objective=GECO(0.02),
-          checkpoint_dir=tmp_path, progress=False)
+    train(
+        first,
+        _dataset(X, Y),
+        epochs=2,
+        optimizer=tf_keras.optimizers.Adam(1e-2),
+        objective=GECO(0.02),
+        checkpoint_dir=tmp_path,
+        progress=False,
+    )
     # a fresh process would rebuild everything from scratch with a different init:
     resumed = make_tiny_model(seed=123)
     resumed_geco = GECO(0.02)
-    history = train(resumed, _dataset(X, Y), epochs=4, optimizer=tf_keras.optimizers.Adam(1e-2),
-                    objective=resumed_geco, checkpoint_dir=tmp_path, progress=False)
+    history = train(
+        resumed,
+        _dataset(X, Y),
+        epochs=4,
+        optimizer=tf_keras.optimizers.Adam(1e-2),
+        objective=resumed_geco,
+        checkpoint_dir=tmp_path,
+        progress=False,
+    )
     assert len(history["loss"]) == 2  # epochs 3 and 4 only
     np.testing.assert_allclose(_flat(resumed), _flat(straight), rtol=1e-5, atol=1e-7)
     assert abs(float(resumed_geco.lagrange_multiplier.numpy()) - float(geco.lagrange_multiplier.numpy())) < 1e-9
@@ -99,8 +120,11 @@ def test_checkpoint_resume_equals_uninterrupted_run(tmp_path):
 def test_kl_warmup_weights_follow_the_linear_ramp():
     # beta_t = beta * min(1, (t + 1) / T_w); the loss is -(scale * reconstruction - beta_t * kl).
     objective = ELBO(beta=0.8, warmup_steps=4)
-    terms = {"scale": tf.constant(3.0, tf.float64), "local_reconstruction": tf.constant(-2.0, tf.float64),
-             "kl": tf.constant(5.0, tf.float64)}
+    terms = {
+        "scale": tf.constant(3.0, tf.float64),
+        "local_reconstruction": tf.constant(-2.0, tf.float64),
+        "kl": tf.constant(5.0, tf.float64),
+    }
     for t in range(7):
         weight = 0.8 * min(1.0, (t + 1) / 4)
         loss, logs = objective.loss(terms, None)
@@ -113,10 +137,17 @@ def test_kl_warmup_weights_follow_the_linear_ramp():
 def test_kl_warmup_of_one_step_is_the_elbo():
     X, Y = tiny_data()
     plain, warm = make_tiny_model(seed=0), make_tiny_model(seed=0)
-    h1 = train(plain, _dataset(X, Y), epochs=2, optimizer=tf_keras.optimizers.Adam(1e-2), objective=ELBO(),
-               progress=False)
-    h2 = train(warm, _dataset(X, Y), epochs=2, optimizer=tf_keras.optimizers.Adam(1e-2),
-               objective=ELBO(warmup_steps=1), progress=False)
+    h1 = train(
+        plain, _dataset(X, Y), epochs=2, optimizer=tf_keras.optimizers.Adam(1e-2), objective=ELBO(), progress=False
+    )
+    h2 = train(
+        warm,
+        _dataset(X, Y),
+        epochs=2,
+        optimizer=tf_keras.optimizers.Adam(1e-2),
+        objective=ELBO(warmup_steps=1),
+        progress=False,
+    )
     np.testing.assert_allclose(h1["loss"], h2["loss"], rtol=1e-12)
     np.testing.assert_allclose(h2["kl_weight"], [1.0, 1.0])
     np.testing.assert_allclose(_flat(plain), _flat(warm), rtol=1e-12)
@@ -125,15 +156,35 @@ def test_kl_warmup_of_one_step_is_the_elbo():
 def test_kl_warmup_resumes_its_schedule_from_a_checkpoint(tmp_path):
     X, Y = tiny_data()  # 3 steps per epoch: the warm-up of 8 steps spans the interruption
     straight = make_tiny_model(seed=0)
-    h = train(straight, _dataset(X, Y), epochs=4, optimizer=tf_keras.optimizers.Adam(1e-2),
-              objective=ELBO(warmup_steps=8), progress=False)
+    h = train(
+        straight,
+        _dataset(X, Y),
+        epochs=4,
+        optimizer=tf_keras.optimizers.Adam(1e-2),
+        objective=ELBO(warmup_steps=8),
+        progress=False,
+    )
     first = make_tiny_model(seed=0)
-    train(first, _dataset(X, Y), epochs=2, optimizer=tf_keras.optimizers.Adam(1e-2),
-          objective=ELBO(warmup_steps=8), checkpoint_dir=tmp_path, progress=False)
+    train(
+        first,
+        _dataset(X, Y),
+        epochs=2,
+        optimizer=tf_keras.optimizers.Adam(1e-2),
+        objective=ELBO(warmup_steps=8),
+        checkpoint_dir=tmp_path,
+        progress=False,
+    )
     resumed_objective = ELBO(warmup_steps=8)
     resumed = make_tiny_model(seed=123)
-    history = train(resumed, _dataset(X, Y), epochs=4, optimizer=tf_keras.optimizers.Adam(1e-2),
-                    objective=resumed_objective, checkpoint_dir=tmp_path, progress=False)
+    history = train(
+        resumed,
+        _dataset(X, Y),
+        epochs=4,
+        optimizer=tf_keras.optimizers.Adam(1e-2),
+        objective=resumed_objective,
+        checkpoint_dir=tmp_path,
+        progress=False,
+    )
     assert int(resumed_objective.step.numpy()) == 12
     np.testing.assert_allclose(history["kl_weight"], h["kl_weight"][2:], rtol=1e-12)
     np.testing.assert_allclose(_flat(resumed), _flat(straight), rtol=1e-5, atol=1e-7)
@@ -208,14 +259,17 @@ def test_xla_objective_matches_graph_objective():
     graph = tf.function(lambda: model.objective_terms(batch))()
     xla = tf.function(lambda: model.objective_terms(batch), jit_compile=True)()
     assert abs(float(graph["kl"]) - float(xla["kl"])) < 1e-6 * abs(float(graph["kl"]))
-    assert abs(float(graph["reconstruction"]) - float(xla["reconstruction"])) < 0.01 * abs(float(graph["reconstruction"]))
+    assert abs(float(graph["reconstruction"]) - float(xla["reconstruction"])) < 0.01 * abs(
+        float(graph["reconstruction"])
+    )
 
 
 def test_xla_training_reduces_loss():
     X, Y = tiny_data()
     model = make_tiny_model(seed=0)
-    history = train(model, _dataset(X, Y), epochs=5, optimizer=tf_keras.optimizers.Adam(1e-2), progress=False,
-                    jit_compile=True)
+    history = train(
+        model, _dataset(X, Y), epochs=5, optimizer=tf_keras.optimizers.Adam(1e-2), progress=False, jit_compile=True
+    )
     assert history["loss"][-1] < history["loss"][0]
 
 
@@ -237,8 +291,14 @@ def test_custom_objective_logs_its_declared_keys_in_fit_and_loop():
     # The tracker exists from compile() on, and it averages what the objective returned.
     np.testing.assert_allclose(fit.history["seen_kl"], fit.history["kl"], rtol=1e-10)
     assert "geco_lambda" not in fit.history
-    history = train(make_tiny_model(seed=0), _dataset(X, Y), epochs=2, optimizer=tf_keras.optimizers.Adam(1e-2),
-                    objective=_HalfELBO(), progress=False)
+    history = train(
+        make_tiny_model(seed=0),
+        _dataset(X, Y),
+        epochs=2,
+        optimizer=tf_keras.optimizers.Adam(1e-2),
+        objective=_HalfELBO(),
+        progress=False,
+    )
     np.testing.assert_allclose(history["seen_kl"], fit.history["seen_kl"], rtol=1e-5)
     np.testing.assert_allclose(history["loss"], fit.history["loss"], rtol=1e-5)
 
@@ -258,8 +318,12 @@ def test_objective_without_log_keys_is_rejected():
 
 # ------------------------------------------------------------------ optimizer groups
 def _gp_and_rest(model, gp_lr=1e-2, net_lr=1e-3):
-    return OptimizerGroups([(tf_keras.optimizers.Adam(gp_lr), [model.kernel, model.inducing_variable]),
-                            (tf_keras.optimizers.Adam(net_lr), None)])
+    return OptimizerGroups(
+        [
+            (tf_keras.optimizers.Adam(gp_lr), [model.kernel, model.inducing_variable]),
+            (tf_keras.optimizers.Adam(net_lr), None),
+        ]
+    )
 
 
 def test_optimizer_groups_step_equals_two_optimizers_by_hand():
@@ -435,8 +499,7 @@ def test_uint8_arrays_train_exactly_as_float32(with_mask):
     for dtype in (np.uint8, np.float32):
         data = (X, Y8.astype(dtype)) + ((mask8.astype(dtype),) if with_mask else ())
         model = make_tiny_model(seed=0)
-        history = train(model, data, epochs=2, batch_size=20, optimizer=tf_keras.optimizers.Adam(1e-2),
-                        progress=False)
+        history = train(model, data, epochs=2, batch_size=20, optimizer=tf_keras.optimizers.Adam(1e-2), progress=False)
         runs.append((history, _flat(model)))
     assert runs[0][0] == runs[1][0]
     np.testing.assert_array_equal(runs[0][1], runs[1][1])

@@ -5,6 +5,7 @@ prints the deviations themselves (float64), for the record:
 
     python examples/paper/studies/identity_report.py
 """
+
 import itertools
 import os
 import sys
@@ -15,6 +16,7 @@ import tensorflow as tf
 from gpflow.inducing_variables import InducingPoints, SharedIndependentInducingVariables
 
 sys.path.insert(0, os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..")))  # the repository
+from gpflow_svgpvae import amortized  # noqa: E402
 from tests.amortized.test_amortized import (  # noqa: E402  (numpy references live with the tests)
     numpy_posterior,
     numpy_titsias,
@@ -22,11 +24,11 @@ from tests.amortized.test_amortized import (  # noqa: E402  (numpy references li
     rbf,
 )
 
-from gpflow_svgpvae import amortized  # noqa: E402
-
 
 def marginals(post, kernel, iv, X):
-    return amortized.predict_marginals(post, amortized.cross_covariance(kernel, iv, X), amortized.prior_variance_diag(kernel, X))
+    return amortized.predict_marginals(
+        post, amortized.cross_covariance(kernel, iv, X), amortized.prior_variance_diag(kernel, X)
+    )
 
 
 def main():
@@ -48,9 +50,12 @@ def main():
         dev = max(dev, np.abs(q_mu[:, l] - mu).max(), np.abs(S @ S.T - A).max())
     rows.append(("q(u) vs numpy, shared kernel, b=5 of N=12", dev))
     params = [(0.5 + l, 0.6 + 0.4 * l) for l in range(L)]
-    sep = gpflow.kernels.SeparateIndependent([gpflow.kernels.SquaredExponential(variance=a, lengthscales=c) for a, c in params])
+    sep = gpflow.kernels.SeparateIndependent(
+        [gpflow.kernels.SquaredExponential(variance=a, lengthscales=c) for a, c in params]
+    )
     q_mu, q_sqrt = amortized.amortized_inducing_posterior(
-        sep, SharedIndependentInducingVariables(InducingPoints(Z)), X, y, v, N, jitter=1e-8)
+        sep, SharedIndependentInducingVariables(InducingPoints(Z)), X, y, v, N, jitter=1e-8
+    )
     dev = 0.0
     for l, (a, c) in enumerate(params):
         mu, A, _ = numpy_posterior(rbf(Z, Z, a, c) + 1e-8 * np.eye(M), rbf(Z, X, a, c), y[:, l], v[:, l], 1.0)
@@ -71,7 +76,13 @@ def main():
         m_t, A_t = numpy_titsias_q(Kmm, Kmn, y[:, l], v[:, l])
         S = q_sqrt[l].numpy()
         dq = max(dq, np.abs(q_mu[:, l] - m_t).max(), np.abs(S @ S.T - A_t).max())
-        hensman = np.sum(-0.5 * (np.log(2 * np.pi * v[:, l]) + ((y[:, l] - mean[:, l].numpy()) ** 2 + var[:, l].numpy()) / v[:, l])) - kl[l]
+        hensman = (
+            np.sum(
+                -0.5
+                * (np.log(2 * np.pi * v[:, l]) + ((y[:, l] - mean[:, l].numpy()) ** 2 + var[:, l].numpy()) / v[:, l])
+            )
+            - kl[l]
+        )
         db = max(db, abs(hensman - numpy_titsias(Kmm, Kmn, np.full(N, 1.3), y[:, l], v[:, l])))
     rows.append(("b=N: q(u) vs Titsias optimal q(u)", dq))
     rows.append(("b=N: bound vs Titsias collapsed bound", db))
@@ -88,10 +99,22 @@ def main():
     dp, dl = 0.0, 0.0
     for l in range(L):
         C = K + np.diag(v[:, l])
-        dp = max(dp, np.abs(mean[:, l] - Ks @ np.linalg.solve(C, y[:, l])).max(),
-                 np.abs(var[:, l] - (0.8 - np.sum(Ks * np.linalg.solve(C, Ks.T).T, axis=1))).max())
+        dp = max(
+            dp,
+            np.abs(mean[:, l] - Ks @ np.linalg.solve(C, y[:, l])).max(),
+            np.abs(var[:, l] - (0.8 - np.sum(Ks * np.linalg.solve(C, Ks.T).T, axis=1))).max(),
+        )
         lml = -0.5 * (N * np.log(2 * np.pi) + np.linalg.slogdet(C)[1] + y[:, l] @ np.linalg.solve(C, y[:, l]))
-        bound = np.sum(-0.5 * (np.log(2 * np.pi * v[:, l]) + ((y[:, l] - mean_x[:, l].numpy()) ** 2 + var_x[:, l].numpy()) / v[:, l])) - kl[l]
+        bound = (
+            np.sum(
+                -0.5
+                * (
+                    np.log(2 * np.pi * v[:, l])
+                    + ((y[:, l] - mean_x[:, l].numpy()) ** 2 + var_x[:, l].numpy()) / v[:, l]
+                )
+            )
+            - kl[l]
+        )
         dl = max(dl, abs(bound - lml))
     rows.append(("U=X: predictive vs exact GP (mean, var)", dp))
     rows.append(("U=X: bound vs exact log marginal likelihood", dl))
@@ -124,7 +147,12 @@ def main():
         _, qs = amortized.amortized_inducing_posterior(kernel, Z1, X1[idx], y1[idx], v1[idx], n, jitter=1e-6)
         sig.append(Kmm @ np.linalg.solve(qs[0].numpy() @ qs[0].numpy().T, Kmm))
     _, _, Sigma = numpy_posterior(Kmm, rbf(Z1, X1, 1.0, 0.7), y1[:, 0], v1[:, 0], 1.0)
-    rows.append(("E_b[Sigma_b] vs Sigma (relative, 56 minibatches)", np.abs(np.mean(sig, 0) - Sigma).max() / np.abs(Sigma).max()))
+    rows.append(
+        (
+            "E_b[Sigma_b] vs Sigma (relative, 56 minibatches)",
+            np.abs(np.mean(sig, 0) - Sigma).max() / np.abs(Sigma).max(),
+        )
+    )
 
     width = max(len(r[0]) for r in rows)
     print(f"{'identity':<{width}}  max deviation")

@@ -16,6 +16,7 @@ Writes ``metrics.json`` (config, test NLL per video at each checkpoint, per arch
 
 ``--quick``: two small architectures, 20 steps, 20 test videos (seconds).
 """
+
 import argparse
 import dataclasses
 import os
@@ -108,8 +109,9 @@ def main(argv=None):
     for name, curve in curves.items():
         hidden, init = architectures[name]
         steps = [s for s in curve if s > 0]
-        ax.plot(steps, [curve[s] for s in steps], marker="o",
-                label=f"{name}: {'x'.join(map(str, hidden))} tanh, {init}")
+        ax.plot(
+            steps, [curve[s] for s in steps], marker="o", label=f"{name}: {'x'.join(map(str, hidden))} tanh, {init}"
+        )
     ax.set_xlabel("Adam steps (35 fresh videos each)")
     ax.set_ylabel("test NLL per video (nats), from true positions")
     ax.set_yscale("log")
@@ -118,14 +120,21 @@ def main(argv=None):
     fig.tight_layout()
     os.makedirs(args.out, exist_ok=True)
     fig.savefig(os.path.join(args.out, "decoder_capacity.png"), dpi=120)
-    write_json(os.path.join(args.out, "metrics.json"), {
-        "argv": sys.argv if argv is None else list(argv), "config": vars(args), "git_commit": git_commit(),
-        "architectures": {k: {"hidden": list(h), "network_init": i} for k, (h, i) in architectures.items()},
-        "description": "decoders built as in the moving-ball experiment, trained on the Bernoulli likelihood "
-                       "of the frames given the true path coordinates; test NLL per video (30 frames) on "
-                       f"{args.test_videos} held-out videos",
-        "test_nll_per_video": {k: {str(s): v for s, v in c.items()} for k, c in curves.items()},
-        "train_seconds": seconds, "wall_seconds": time.perf_counter() - t0})
+    write_json(
+        os.path.join(args.out, "metrics.json"),
+        {
+            "argv": sys.argv if argv is None else list(argv),
+            "config": vars(args),
+            "git_commit": git_commit(),
+            "architectures": {k: {"hidden": list(h), "network_init": i} for k, (h, i) in architectures.items()},
+            "description": "decoders built as in the moving-ball experiment, trained on the Bernoulli likelihood "
+            "of the frames given the true path coordinates; test NLL per video (30 frames) on "
+            f"{args.test_videos} held-out videos",
+            "test_nll_per_video": {k: {str(s): v for s, v in c.items()} for k, c in curves.items()},
+            "train_seconds": seconds,
+            "wall_seconds": time.perf_counter() - t0,
+        },
+    )
     return curves
 
 

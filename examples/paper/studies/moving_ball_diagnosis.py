@@ -10,6 +10,7 @@ Run from the repository root, e.g. ``python examples/paper/studies/moving_ball_d
 behind the table of docs/results/moving_ball_from_scratch_diagnosis/ were made with it (queue*.sh there
 list the exact command lines; they ran from a frozen checkout of commit 20f5c24).
 """
+
 import argparse
 import json
 import os
@@ -26,13 +27,13 @@ import gpflow  # noqa: E402
 from gpflow.keras import tf_keras  # noqa: E402
 
 from gpflow_svgpvae.datasets.moving_ball import moving_ball_stream, moving_ball_test_set  # noqa: E402
-from svgpvae_paper.experiments import moving_ball_runs as mbr  # noqa: E402
 from gpflow_svgpvae.metrics import affine_path_rmse  # noqa: E402
 from gpflow_svgpvae.models.gpvae import GPVAE  # noqa: E402
 from gpflow_svgpvae.models.svgpvae import SVGPVAE  # noqa: E402
 from gpflow_svgpvae.models.vae import VAE  # noqa: E402
 from gpflow_svgpvae.networks import mlp_decoder  # noqa: E402
 from gpflow_svgpvae.training import ELBO, OptimizerGroups, train  # noqa: E402
+from svgpvae_paper.experiments import moving_ball_runs as mbr  # noqa: E402
 
 T, K, L = 30, 1024, 2
 
@@ -49,7 +50,7 @@ class SiteHead(tf_keras.layers.Layer):
 
     def call(self, h):
         out = self.dense(h)
-        mu, raw = out[..., : self.num_latent], out[..., self.num_latent:]
+        mu, raw = out[..., : self.num_latent], out[..., self.num_latent :]
         if self.kind == "exp":
             return mu, tf.exp(raw) + self.floor
         return mu, tf.nn.softplus(raw) + self.min_variance + self.floor
@@ -86,11 +87,20 @@ def build(kind, m, seed, a):
     kernel = gpflow.kernels.SquaredExponential(variance=1.0, lengthscales=a.init_ls)
     gpflow.set_trainable(kernel.variance, False)
     if kind == "gpvae":
-        return GPVAE(enc, dec, kernel, "bernoulli", num_data=T, num_latent_gps=L, seed=seed,
-                     num_samples=a.num_samples)
+        return GPVAE(enc, dec, kernel, "bernoulli", num_data=T, num_latent_gps=L, seed=seed, num_samples=a.num_samples)
     Z = np.linspace(0.0, T - 1, int(m))
-    return SVGPVAE(enc, dec, kernel, Z[:, None], "bernoulli", num_data=T, num_latent_gps=L, jitter=1e-6,
-                   seed=seed, num_samples=a.num_samples)
+    return SVGPVAE(
+        enc,
+        dec,
+        kernel,
+        Z[:, None],
+        "bernoulli",
+        num_data=T,
+        num_latent_gps=L,
+        jitter=1e-6,
+        seed=seed,
+        num_samples=a.num_samples,
+    )
 
 
 def gp_modules(model):
@@ -141,11 +151,13 @@ def fit(model, a, seed, first, last, track, hist, t_small, label):
         for b in moving_ball_stream(35, seed=int(seed), start_step=first):
             yield X, b.videos
 
-    ds = tf.data.Dataset.from_generator(batches, output_signature=(
-        tf.TensorSpec((35, T, 1), tf.float64), tf.TensorSpec((35, T, K), tf.float32)))
+    ds = tf.data.Dataset.from_generator(
+        batches, output_signature=(tf.TensorSpec((35, T, 1), tf.float64), tf.TensorSpec((35, T, K), tf.float32))
+    )
     gp_lr = a.ls_lr if a.ls_lr else a.gp_lr
-    opt = OptimizerGroups([(tf_keras.optimizers.Adam(gp_lr), gp_modules(model)),
-                           (tf_keras.optimizers.Adam(1e-3), None)])
+    opt = OptimizerGroups(
+        [(tf_keras.optimizers.Adam(gp_lr), gp_modules(model)), (tf_keras.optimizers.Adam(1e-3), None)]
+    )
     obj = ScheduledELBO(beta_at(first, a))
     model.encoder.site_head.floor.assign(floor_at(first, a))
     window = []
@@ -164,16 +176,28 @@ def fit(model, a, seed, first, last, track, hist, t_small, label):
             rmse = affine_path_rmse(mean.numpy(), t_small.paths, per_video=True)
             mv, spread = site_stats(model, small)
             ls = float(model.kernel.lengthscales.numpy()) if hasattr(model, "kernel") else float("nan")
-            hist.append(dict(step=i, phase=label, rmse100=rmse, ls=ls, med_var=mv, mu_spread=spread,
-                             train_elbo=float(np.mean(window)), beta=float(obj.beta_var.numpy()),
-                             floor=float(model.encoder.site_head.floor.numpy())))
+            hist.append(
+                dict(
+                    step=i,
+                    phase=label,
+                    rmse100=rmse,
+                    ls=ls,
+                    med_var=mv,
+                    mu_spread=spread,
+                    train_elbo=float(np.mean(window)),
+                    beta=float(obj.beta_var.numpy()),
+                    floor=float(model.encoder.site_head.floor.numpy()),
+                )
+            )
             window.clear()
             h = hist[-1]
-            print(f"[{label}] step {i:5d} rmse100 {rmse:.3f} ls {ls:.3f} medvar {mv:.4f} muspread {spread:.3f} "
-                  f"elbo {h['train_elbo']:.1f} beta {h['beta']:.2f} floor {h['floor']:.2g}", flush=True)
+            print(
+                f"[{label}] step {i:5d} rmse100 {rmse:.3f} ls {ls:.3f} medvar {mv:.4f} muspread {spread:.3f} "
+                f"elbo {h['train_elbo']:.1f} beta {h['beta']:.2f} floor {h['floor']:.2g}",
+                flush=True,
+            )
 
-    train(model, ds, epochs=last - first, steps_per_epoch=1, optimizer=opt, objective=obj, progress=False,
-          callback=cb)
+    train(model, ds, epochs=last - first, steps_per_epoch=1, optimizer=opt, objective=obj, progress=False, callback=cb)
 
 
 def main():
@@ -219,13 +243,22 @@ def main():
     fit(model, a, a.seed, first, a.steps, a.track, hist, t_small, a.model)
     res = mbr.evaluate(model, test)
     mv, spread = site_stats(model, (mbr._times(100), test.videos[:100]))
-    out = dict(args=vars(a), rmse=float(res["rmse"]), test_elbo=float(res["test_elbo"]),
-               ls=float(model.kernel.lengthscales.numpy()) if hasattr(model, "kernel") else None,
-               med_var_final=mv, seconds=time.time() - t0, history=hist)
+    out = dict(
+        args=vars(a),
+        rmse=float(res["rmse"]),
+        test_elbo=float(res["test_elbo"]),
+        ls=float(model.kernel.lengthscales.numpy()) if hasattr(model, "kernel") else None,
+        med_var_final=mv,
+        seconds=time.time() - t0,
+        history=hist,
+    )
     with open(f"/tmp/diag/runs/{a.name}.json", "w") as f:
         json.dump(out, f, indent=1)
-    print(f"FINAL {a.name}: rmse {out['rmse']:.3f} ls {out['ls']} test_elbo {out['test_elbo']:.1f} "
-          f"medvar {mv:.4f} sec {out['seconds']:.0f}", flush=True)
+    print(
+        f"FINAL {a.name}: rmse {out['rmse']:.3f} ls {out['ls']} test_elbo {out['test_elbo']:.1f} "
+        f"medvar {mv:.4f} sec {out['seconds']:.0f}",
+        flush=True,
+    )
 
 
 if __name__ == "__main__":

@@ -21,6 +21,7 @@ Run from the repository root::
 
 ``--quick``: 10 videos, one noise level, m in {15, 30}, a coarse grid (a few seconds).
 """
+
 import argparse
 import json
 import os
@@ -33,8 +34,8 @@ import tensorflow as tf
 
 from gpflow_svgpvae import amortized
 from gpflow_svgpvae.datasets.moving_ball import sample_rbf_paths
-from svgpvae_paper.experiments.common import git_commit, pyplot, write_csv, write_json
 from gpflow_svgpvae.metrics import affine_path_rmse
+from svgpvae_paper.experiments.common import git_commit, pyplot, write_csv, write_json
 
 
 def _inputs_and_kernel(times, lengthscale):
@@ -71,9 +72,15 @@ def sparse_mean(times, Y, lengthscale, noise_variance, num_inducing):
     X, kernel = _inputs_and_kernel(times, lengthscale)
     Z = _inducing_times(times, num_inducing)
     variances = np.full_like(Y, noise_variance)
-    post = amortized.minibatch_posterior(kernel, gpflow.inducing_variables.InducingPoints(Z), tf.constant(X),
-                                         tf.constant(Y), tf.constant(variances), num_data=len(times),
-                                         jitter=1e-6)
+    post = amortized.minibatch_posterior(
+        kernel,
+        gpflow.inducing_variables.InducingPoints(Z),
+        tf.constant(X),
+        tf.constant(Y),
+        tf.constant(variances),
+        num_data=len(times),
+        jitter=1e-6,
+    )
     return post.mean.numpy(), sparse_bound(times, Y, lengthscale, noise_variance, num_inducing)
 
 
@@ -109,14 +116,30 @@ def main(argv=None):
     p.add_argument("--true-lengthscale", type=float, default=2.0)
     p.add_argument("--noise-sds", type=float, nargs="+", default=[0.01, 0.03, 0.05, 0.07, 0.1, 0.15, 0.2, 0.3])
     p.add_argument("--m-values", type=int, nargs="+", default=[10, 12, 15, 20, 30])
-    p.add_argument("--grid", type=float, nargs=3, default=[1.5, 4.0, 0.05], metavar=("LO", "HI", "STEP"),
-                   help="lengthscales searched for the maximum of each bound")
+    p.add_argument(
+        "--grid",
+        type=float,
+        nargs=3,
+        default=[1.5, 4.0, 0.05],
+        metavar=("LO", "HI", "STEP"),
+        help="lengthscales searched for the maximum of each bound",
+    )
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--overlay", nargs=2, action="append", default=[], metavar=("LABEL", "METRICS_JSON"),
-                   help="also plot trained models: a `svgpvae moving_ball rmse_vs_m` or `runs` metrics.json with "
-                        "the exact GP-VAE and SVGP-VAEs (their RMSE gap and lengthscale, seed means)")
-    p.add_argument("--rows-from", default=None, metavar="METRICS_JSON",
-                   help="reuse the rows of an earlier run's metrics.json (only re-plot, e.g. with --overlay)")
+    p.add_argument(
+        "--overlay",
+        nargs=2,
+        action="append",
+        default=[],
+        metavar=("LABEL", "METRICS_JSON"),
+        help="also plot trained models: a `svgpvae moving_ball rmse_vs_m` or `runs` metrics.json with "
+        "the exact GP-VAE and SVGP-VAEs (their RMSE gap and lengthscale, seed means)",
+    )
+    p.add_argument(
+        "--rows-from",
+        default=None,
+        metavar="METRICS_JSON",
+        help="reuse the rows of an earlier run's metrics.json (only re-plot, e.g. with --overlay)",
+    )
     p.add_argument("--out", default="results/moving_ball_sparse_floor")
     args = p.parse_args(argv)
     if args.quick:
@@ -149,8 +172,9 @@ def main(argv=None):
             axes[1].plot(trained["gpvae"][0], lengthscale, marker, color=colour, ms=11, mec="k")
         axes[1].plot(trained["gpvae"][0], trained["gpvae"][1], marker, color="k", ms=11, label=f"trained: {label}")
     axes[0].axhline(0.02, color="grey", ls=":", label="issue 13: 0.02")
-    axes[1].axhspan(args.true_lengthscale * 0.85, args.true_lengthscale * 1.15, color="grey", alpha=0.15,
-                    label="true ± 15%")
+    axes[1].axhspan(
+        args.true_lengthscale * 0.85, args.true_lengthscale * 1.15, color="grey", alpha=0.15, label="true ± 15%"
+    )
     axes[0].set_ylabel("sparse RMSE − exact RMSE (true lengthscale)")
     axes[1].set_ylabel("lengthscale maximising the bound")
     for ax in axes:
@@ -159,19 +183,30 @@ def main(argv=None):
         ax.legend(fontsize=8)
     axes[0].set_yscale("symlog", linthresh=1e-3)
     axes[0].set_ylim(bottom=0)
-    fig.suptitle(f"{args.videos} true paths, lengthscale {args.true_lengthscale:g}, {args.frames} frames; "
-                 f"m evenly spaced inducing times", fontsize=10)
+    fig.suptitle(
+        f"{args.videos} true paths, lengthscale {args.true_lengthscale:g}, {args.frames} frames; "
+        f"m evenly spaced inducing times",
+        fontsize=10,
+    )
     fig.tight_layout()
     os.makedirs(args.out, exist_ok=True)
     fig.savefig(os.path.join(args.out, "floor.png"), dpi=120)
     write_csv(os.path.join(args.out, "floor.csv"), rows)
-    write_json(os.path.join(args.out, "metrics.json"), {
-        "argv": sys.argv if argv is None else list(argv), "config": vars(args), "git_commit": git_commit(),
-        "description": "true moving-ball paths observed with Gaussian noise; exact GP (GPR) vs the library's "
-                       "sparse amortised posterior with m evenly spaced inducing times (optimal q(u)); RMSE "
-                       "affine-aligned per video; best lengthscales maximise the GPR log marginal likelihood "
-                       "and the SGPR bound on the grid",
-        "rows": rows, "trained": overlays, "wall_seconds": time.perf_counter() - t0})
+    write_json(
+        os.path.join(args.out, "metrics.json"),
+        {
+            "argv": sys.argv if argv is None else list(argv),
+            "config": vars(args),
+            "git_commit": git_commit(),
+            "description": "true moving-ball paths observed with Gaussian noise; exact GP (GPR) vs the library's "
+            "sparse amortised posterior with m evenly spaced inducing times (optimal q(u)); RMSE "
+            "affine-aligned per video; best lengthscales maximise the GPR log marginal likelihood "
+            "and the SGPR bound on the grid",
+            "rows": rows,
+            "trained": overlays,
+            "wall_seconds": time.perf_counter() - t0,
+        },
+    )
     return rows
 
 
@@ -185,7 +220,7 @@ def floor_rows(args):
     for sd in args.noise_sds:
         noisy = paths + sd * rng.standard_normal(paths.shape)
         Y = noisy.transpose(1, 0, 2).reshape(args.frames, -1)  # [T, V * 2]
-        s2 = sd ** 2
+        s2 = sd**2
 
         def rmse(mean_columns):
             return affine_path_rmse(to_paths(mean_columns, args.videos), paths)
@@ -193,8 +228,11 @@ def floor_rows(args):
         def best_lengthscale(bound):  # the grid point maximising bound(lengthscale)
             return float(grid[int(np.argmax([bound(ls) for ls in grid]))])
 
-        row = {"noise_sd": sd, "exact_rmse": rmse(exact_mean(times, Y, args.true_lengthscale, s2)[0]),
-               "exact_best_lengthscale": best_lengthscale(lambda ls: exact_bound(times, Y, ls, s2))}
+        row = {
+            "noise_sd": sd,
+            "exact_rmse": rmse(exact_mean(times, Y, args.true_lengthscale, s2)[0]),
+            "exact_best_lengthscale": best_lengthscale(lambda ls: exact_bound(times, Y, ls, s2)),
+        }
         for m in args.m_values:
             row[f"m{m}_rmse"] = rmse(sparse_mean(times, Y, args.true_lengthscale, s2, m)[0])
             best = best_lengthscale(lambda ls: sparse_bound(times, Y, ls, s2, m))

@@ -13,6 +13,7 @@ Records are matched by seed and by the training settings (everything but the eva
 options), so the two curves of a panel come from the same training. (A record leaves out
 ``eval_fit_steps`` at its default, :attr:`Config.eval_fit_steps`.)
 """
+
 import argparse
 import glob
 import json
@@ -58,8 +59,10 @@ def main(argv=None):
         for run, label, color in ((a, "affine map (paper)", "C0"), (f, "fitted to context", "C1")):
             ax.plot(run["eval_epochs"], run["eval_mse"], color=color, label=f"eval MSE, {label}")
             ax.axvline(run["best_epoch"], color=color, ls=":", lw=1)
-            print(f"| {run['seed']} | {label} | {run['best_epoch']} | {run['best_eval_mse']:.4f} | "
-                  f"{run['test_mse_mean']:.4f} | {run['test_mse_mean_final']:.4f} |")
+            print(
+                f"| {run['seed']} | {label} | {run['best_epoch']} | {run['best_eval_mse']:.4f} | "
+                f"{run['test_mse_mean']:.4f} | {run['test_mse_mean_final']:.4f} |"
+            )
         ax.axhline(f["test_mse_mean_final"], color="k", ls="--", lw=1, label="test MSE, last epoch")
         ax.set_title(f"seed {f['seed']}", fontsize=9)
         ax.set_xlabel("epoch")
@@ -67,10 +70,13 @@ def main(argv=None):
     axes[0][0].set_ylabel("MSE (decoded mean)")
     axes[0][0].legend(fontsize=7)
     spec = pairs[0][1]["spec"]
-    fig.suptitle(f"Rotated MNIST SVGP-VAE, random object vectors (sd 1.5), object vectors' Adam "
-                 f"{spec.get('object_learning_rate')}, {spec['epochs']} epochs: eval MSE by placement of the eval "
-                 f"instances\n(dotted: the epoch each placement selects; fit: {spec.get('eval_fit_steps', Config.eval_fit_steps)} Adam "
-                 f"steps on the decoded-mean likelihood of the context)", fontsize=8)
+    fig.suptitle(
+        f"Rotated MNIST SVGP-VAE, random object vectors (sd 1.5), object vectors' Adam "
+        f"{spec.get('object_learning_rate')}, {spec['epochs']} epochs: eval MSE by placement of the eval "
+        f"instances\n(dotted: the epoch each placement selects; fit: {spec.get('eval_fit_steps', Config.eval_fit_steps)} Adam "
+        f"steps on the decoded-mean likelihood of the context)",
+        fontsize=8,
+    )
     fig.tight_layout()
     fig.savefig(args.out, dpi=130)
     print(f"wrote {args.out}")

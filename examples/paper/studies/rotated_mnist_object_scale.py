@@ -13,6 +13,7 @@ Run from the repository root, e.g.::
 The records of ``docs/results/rotated_mnist_object_scale_diagnostic/`` were made with it (their
 command lines are in its ``metrics.json``).
 """
+
 import argparse
 import json
 import os
@@ -34,9 +35,19 @@ def main():
     args = p.parse_args()
     scale = None if args.scale == "none" else float(args.scale)
     digits = tuple(int(d) for d in args.digits.split(","))
-    name = f"{args.init}_s{args.scale}_e{args.epochs}_lr{args.learning_rate}_d{'-'.join(map(str, digits))}_seed{args.seed}"
-    cfg = rm.Config(models=("svgpvae",), epochs=args.epochs, eval_every=10, object_init=args.init, object_scale=scale,
-                    learning_rate=args.learning_rate, digits=digits, out=os.path.join(args.out, "work_" + name))
+    name = (
+        f"{args.init}_s{args.scale}_e{args.epochs}_lr{args.learning_rate}_d{'-'.join(map(str, digits))}_seed{args.seed}"
+    )
+    cfg = rm.Config(
+        models=("svgpvae",),
+        epochs=args.epochs,
+        eval_every=10,
+        object_init=args.init,
+        object_scale=scale,
+        learning_rate=args.learning_rate,
+        digits=digits,
+        out=os.path.join(args.out, "work_" + name),
+    )
     data = rm.load_data(cfg)
     record = {"epoch": [], "test_mean": [], "test_sample": [], "lambda": []}
 

@@ -5,6 +5,7 @@ constructors (the rotated-MNIST experiment's ``build_model`` for the SVGP-VAE)
 and trained with the package's own :func:`~gpflow_svgpvae.training.step.training_step`,
 wrapped in ``tf.function`` exactly as :func:`~gpflow_svgpvae.training.train` wraps it.
 """
+
 import os
 import re
 import resource
@@ -81,8 +82,19 @@ def synthetic_data(N: int, seed: int = 0):
 
 
 # ------------------------------------------------------------------- models
-def build(kind: str, data: Dict, *, L: int = 16, m: int = 32, Q: int = 8, seed: int = 0, likelihood=None,
-          d2s: bool = False, check_ids_in_graph: bool = True, keras_decoder: bool = False):
+def build(
+    kind: str,
+    data: Dict,
+    *,
+    L: int = 16,
+    m: int = 32,
+    Q: int = 8,
+    seed: int = 0,
+    likelihood=None,
+    d2s: bool = False,
+    check_ids_in_graph: bool = True,
+    keras_decoder: bool = False,
+):
     """``svgpvae`` (the rotated-MNIST SVGP-VAE with GP-LVM object vectors),
     ``vae`` (the package's plain VAE with the same conv networks) or ``gppvae``;
     ``d2s`` swaps the decoder's upsampling for :func:`depth_to_space_decoder`'s;
@@ -99,8 +111,8 @@ def build(kind: str, data: Dict, *, L: int = 16, m: int = 32, Q: int = 8, seed: 
 
     from gpflow_svgpvae.auxiliary import ObjectVectors, init_inducing_per_view, pca_object_vectors
     from gpflow_svgpvae.kernels import periodic_linear_kernel
-    from gpflow_svgpvae.models.svgpvae import SVGPVAE
     from gpflow_svgpvae.models.gppvae import GPPVAE
+    from gpflow_svgpvae.models.svgpvae import SVGPVAE
     from gpflow_svgpvae.models.vae import VAE
     from gpflow_svgpvae.networks.conv import conv_decoder, conv_encoder
 
@@ -114,16 +126,23 @@ def build(kind: str, data: Dict, *, L: int = 16, m: int = 32, Q: int = 8, seed: 
     if kind == "vae":
         return VAE(encoder, decoder, likelihood, num_data=N, seed=seed)
     vectors = pca_object_vectors(data["unrotated"], Q)
-    table = ObjectVectors(data["num_objects"], Q, id_column=-1, num_view_features=1, initial_vectors=vectors,
-                          check_ids_in_graph=check_ids_in_graph)
+    table = ObjectVectors(
+        data["num_objects"],
+        Q,
+        id_column=-1,
+        num_view_features=1,
+        initial_vectors=vectors,
+        check_ids_in_graph=check_ids_in_graph,
+    )
     table.check_inputs(data["X"])
     if kind == "svgpvae":
         if m % 16:
             raise ValueError("m must be a multiple of the 16 angles")
         kernel = periodic_linear_kernel(angle_dims=[0], object_dims=list(range(1, 1 + Q)))
         Z = init_inducing_per_view(ANGLES, m // 16, vectors, seed=seed)
-        return SVGPVAE(encoder, decoder, kernel, Z, likelihood, num_data=N, num_latent_gps=L, seed=seed,
-                       input_transform=table)
+        return SVGPVAE(
+            encoder, decoder, kernel, Z, likelihood, num_data=N, num_latent_gps=L, seed=seed, input_transform=table
+        )
     if kind == "gppvae":
         view_kernel = gpflow.kernels.Periodic(gpflow.kernels.SquaredExponential(), period=2 * np.pi)
         gpflow.set_trainable(view_kernel.period, False)
@@ -175,8 +194,9 @@ def float32_gaussian(variance: float = 1.0):
     return Float32Gaussian(variance)
 
 
-def dataset(data: Dict, batch_size: int, *, video: bool = False, prefetch: bool = True, seed: int = 0,
-            shuffle: bool = True):
+def dataset(
+    data: Dict, batch_size: int, *, video: bool = False, prefetch: bool = True, seed: int = 0, shuffle: bool = True
+):
     """Shuffled batches as :func:`gpflow_svgpvae.training.make_dataset` makes them (prefetching
     optional); ``video=True`` adds the leading video axis the package's VAE expects
     (``[1, b, ...]``: one "video" of ``b`` independent frames, ``num_data = N``)."""
@@ -203,8 +223,17 @@ class Stepper:
     time; the loss of the last step is read back, so all work is finished.
     """
 
-    def __init__(self, model, ds, *, jit: bool = False, objective=None, lr: float = 1e-3, checks: Optional[bool] = None,
-                 after_epoch=None):
+    def __init__(
+        self,
+        model,
+        ds,
+        *,
+        jit: bool = False,
+        objective=None,
+        lr: float = 1e-3,
+        checks: Optional[bool] = None,
+        after_epoch=None,
+    ):
         import tensorflow as tf
         from gpflow.keras import tf_keras
 
@@ -272,7 +301,7 @@ def alternate(steppers: Dict[str, "Stepper"], rounds: int, warmup: int = 1) -> D
         for k in order:
             times[k].append(steppers[k].epoch())
     for k, s in steppers.items():
-        times[f"{k}_cpu"] = s.cpu_times[start[k]:]
+        times[f"{k}_cpu"] = s.cpu_times[start[k] :]
     return times
 
 
@@ -342,8 +371,12 @@ def _block_inputs(model, data: Dict, b: int):
     X = tf.constant(data["X"][:b])
     means = tf.Variable(rng.standard_normal((b, L)), dtype=gpflow.default_float())
     raw = tf.Variable(rng.standard_normal((b, L)), dtype=gpflow.default_float())
-    variables = list(model.kernel.trainable_variables) + list(model.inducing_variable.trainable_variables) + list(
-        model.input_transform.trainable_variables) + [means, raw]
+    variables = (
+        list(model.kernel.trainable_variables)
+        + list(model.inducing_variable.trainable_variables)
+        + list(model.input_transform.trainable_variables)
+        + [means, raw]
+    )
     return X, means, raw, variables
 
 
@@ -363,8 +396,9 @@ def gp_step_timer(model, data: Dict, batch_size: int, jit: bool = False, gradien
     def forward():
         Xm = model.map_inputs(X)
         variances = tf.nn.softplus(raw) + 1e-4
-        out = amortized.minibatch_posterior(model.kernel, model.inducing_variable, Xm, means, variances,
-                                            model.num_data, model.jitter)
+        out = amortized.minibatch_posterior(
+            model.kernel, model.inducing_variable, Xm, means, variances, model.num_data, model.jitter
+        )
         return tf.reduce_sum(out.mean) + tf.reduce_sum(out.variance) + tf.reduce_sum(out.kl)
 
     block = _with_gradients(forward, variables, gradients)

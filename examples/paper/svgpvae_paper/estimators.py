@@ -24,6 +24,7 @@ the data (a partition into batches) is exactly :math:`\Sigma`; the mean is not
 
 (averaged over ``passes`` independent passes).
 """
+
 import numpy as np
 import tensorflow as tf
 
@@ -83,7 +84,7 @@ def inducing_mean_bias(model, X, Y, batch_size: int, seed: int = 0, passes: int 
     for p in range(int(passes)):
         order = rng.permutation(N)
         for start in range(0, N, batch_size):
-            idx = order[start:start + batch_size]
+            idx = order[start : start + batch_size]
             weight, scale = len(idx) / N, N / len(idx)
             P_b, r_b = amortized.statistics_from_whitened(
                 tf.gather(W, idx, axis=-1), tf.gather(means, idx), tf.gather(variances, idx)

@@ -1,4 +1,5 @@
 """The SPRITES kernel of the paper's experiments (Jazbec et al. 2021, section 5.3)."""
+
 from typing import Optional
 
 import gpflow

@@ -1,4 +1,5 @@
 """The minibatch bias estimator of the inducing posterior mean (:mod:`svgpvae_paper.estimators`)."""
+
 import numpy as np
 import pytest
 
@@ -26,8 +27,9 @@ def test_bias_full_data_mean_matches_independent_routes(tiny_svgpvae):
 
     means, variances = model.encode_all(Y)
     Xm = model.map_inputs(X)
-    q_mu, _ = amortized_inducing_posterior(model.kernel, model.inducing_variable, Xm, means, variances,
-                                           num_data=N, jitter=model.jitter)  # one batch of all N, s = 1
+    q_mu, _ = amortized_inducing_posterior(
+        model.kernel, model.inducing_variable, Xm, means, variances, num_data=N, jitter=model.jitter
+    )  # one batch of all N, s = 1
     np.testing.assert_allclose(mu, q_mu.numpy(), rtol=1e-9, atol=1e-9 * np.abs(mu).max())
     # The model's cached posterior encodes inside a tf.function: the float32 encoder's round-off differs.
     cached_mu, _ = model.posterior((X, Y)).inducing_distribution()

@@ -1,11 +1,11 @@
 """The SPRITES kernel (:mod:`svgpvae_paper.kernels`) against numpy."""
+
 import gpflow
 import numpy as np
 import pytest
 
 from svgpvae_paper.kernels import sprites_kernel
 from tests.test_kernels import np_cosine
-
 
 
 def test_sprites_kernel_matches_numpy(rng):

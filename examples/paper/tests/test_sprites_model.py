@@ -1,10 +1,15 @@
 """SPRITES SVGP-VAE: per-character batching, pose PCA init, input mapping, generation, smoke training."""
+
 import numpy as np
 import pytest
 import tensorflow as tf
 from gpflow.keras import tf_keras
 
 from gpflow_svgpvae.auxiliary import ObjectVectors
+from gpflow_svgpvae.models.svgpvae import SVGPVAE
+from gpflow_svgpvae.networks.representation import StyleRepresentation, representation_network
+from gpflow_svgpvae.training import GECO, train
+from gpflow_svgpvae.transforms import representation_and_table
 from svgpvae_paper.datasets.sprites import (
     character_batches,
     init_sprites_inducing,
@@ -13,11 +18,7 @@ from svgpvae_paper.datasets.sprites import (
     sprites,
 )
 from svgpvae_paper.kernels import sprites_kernel
-from gpflow_svgpvae.models.svgpvae import SVGPVAE
-from gpflow_svgpvae.transforms import representation_and_table
 from svgpvae_paper.networks import sprites_decoder, sprites_encoder
-from gpflow_svgpvae.networks.representation import StyleRepresentation, representation_network
-from gpflow_svgpvae.training import GECO, train
 
 
 @pytest.fixture(scope="module")
@@ -36,8 +37,16 @@ def build(ds, frames, L=4, M=8, seed=0):
     Z = init_sprites_inducing(pose_init, styles, M, seed=seed)
     table = ObjectVectors(72, 8, id_column=0, num_view_features=0, initial_vectors=pose_init)
     kernel = sprites_kernel(list(range(16)), list(range(16, 24)), noise_variance=1e-2)
-    return SVGPVAE(sprites_encoder(L), sprites_decoder(L), kernel, Z, num_data=C * P, num_latent_gps=L, seed=seed,
-                   input_transform=representation_and_table(rep, table, group_column=0, id_column=1))
+    return SVGPVAE(
+        sprites_encoder(L),
+        sprites_decoder(L),
+        kernel,
+        Z,
+        num_data=C * P,
+        num_latent_gps=L,
+        seed=seed,
+        input_transform=representation_and_table(rep, table, group_column=0, id_column=1),
+    )
 
 
 def pose_table(model) -> ObjectVectors:
@@ -81,16 +90,21 @@ def test_character_batches_hold_whole_characters(data):
         assert sorted(seen) == sorted(ds.train_characters)  # each character once per epoch
         epochs.append(seen)
     assert epochs[0] != epochs[1]  # reshuffled between epochs ...
-    again = [int(X[0, 0]) for X, _ in character_batches(ds.train_characters, ds.train_poses, frames,
-                                                        characters_per_batch=4, seed=3)]
+    again = [
+        int(X[0, 0])
+        for X, _ in character_batches(ds.train_characters, ds.train_poses, frames, characters_per_batch=4, seed=3)
+    ]
     assert again == [epochs[0][0], epochs[0][4]]  # ... deterministically from the seed
 
 
 def test_rendered_batches_equal_stored_batches_and_frame_shuffling(data):
     ds, frames = data
     a = list(character_batches(ds.train_characters, ds.train_poses, frames, characters_per_batch=3, seed=1))
-    b = list(character_batches(ds.train_characters, ds.train_poses, render=lambda c, p: ds.frames_for(c, p),
-                               characters_per_batch=3, seed=1))
+    b = list(
+        character_batches(
+            ds.train_characters, ds.train_poses, render=lambda c, p: ds.frames_for(c, p), characters_per_batch=3, seed=1
+        )
+    )
     for (Xa, Ya), (Xb, Yb) in zip(a, b):
         np.testing.assert_array_equal(Xa.numpy(), Xb.numpy())
         np.testing.assert_array_equal(Ya.numpy(), Yb.numpy())
@@ -147,8 +161,9 @@ def test_map_inputs_is_style_and_pose_vector_and_order_invariant(data, model):
     features = representation(model).frame_features(Y).numpy().astype(np.float64)
     chars = X.numpy()[:, 0]
     for c in np.unique(chars):
-        np.testing.assert_allclose(mapped[chars == c, :16], np.broadcast_to(features[chars == c].sum(0), (5, 16)),
-                                   rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(
+            mapped[chars == c, :16], np.broadcast_to(features[chars == c].sum(0), (5, 16)), rtol=1e-5, atol=1e-5
+        )
     np.testing.assert_array_equal(mapped[:, 16:], pose_table(model).vectors.numpy()[X.numpy()[:, 1].astype(int)])
     perm = np.random.default_rng(0).permutation(15)
     permuted = model.map_inputs(tf.gather(X, perm), tf.gather(Y, perm)).numpy()
@@ -166,8 +181,11 @@ def test_gradients_reach_representation_pose_table_and_inducing_inputs(data, mod
     X, Y = next(iter(character_batches(ds.train_characters, ds.train_poses, frames, characters_per_batch=3)))
     with tf.GradientTape() as tape:
         elbo = model.objective_terms((X, Y))["elbo"]
-    variables = (representation(model).trainable_variables + (pose_table(model).vectors.unconstrained_variable,)
-                 + (model.inducing_variable.Z.unconstrained_variable,))
+    variables = (
+        representation(model).trainable_variables
+        + (pose_table(model).vectors.unconstrained_variable,)
+        + (model.inducing_variable.Z.unconstrained_variable,)
+    )
     grads = tape.gradient(elbo, variables)
     assert all(g is not None and np.all(np.isfinite(tf.convert_to_tensor(g).numpy())) for g in grads)
     table_grad = tf.convert_to_tensor(grads[-2]).numpy()
@@ -191,8 +209,10 @@ def test_generation_equals_svgpvae_posterior_on_the_context_frames(data, model):
     assert frames.shape == (V, 36, 64, 64, 3) and samples.shape == (2, V, 36, 64, 64, 3)
     plain = SVGPVAE(model.encoder, model.decoder, model.kernel, model.inducing_variable, num_data=model.num_data)
     for v in range(V):
-        mapped_ctx = model.map_inputs(raw(ids[v:v + 1], ctx_poses[v:v + 1])[0], ctx[v]).numpy()
-        X_tgt = np.concatenate([np.repeat(mapped_ctx[:1, :16], 36, 0), pose_table(model).vectors.numpy()[tgt_poses[v]]], 1)
+        mapped_ctx = model.map_inputs(raw(ids[v : v + 1], ctx_poses[v : v + 1])[0], ctx[v]).numpy()
+        X_tgt = np.concatenate(
+            [np.repeat(mapped_ctx[:1, :16], 36, 0), pose_table(model).vectors.numpy()[tgt_poses[v]]], 1
+        )
         mean, var = plain.predict_f(X_tgt, (mapped_ctx, ctx[v]))
         np.testing.assert_allclose(z_mean[v], mean.numpy(), rtol=1e-5, atol=1e-8)
         np.testing.assert_allclose(z_var[v], var.numpy(), rtol=1e-5, atol=1e-8)
@@ -233,8 +253,14 @@ def test_bad_construction():
     table = ObjectVectors(72, 8, id_column=0, num_view_features=0, initial_vectors=np.zeros((72, 8)))
     kernel = sprites_kernel(list(range(16)), list(range(16, 24)))
     with pytest.raises(ValueError, match="columns"):
-        SVGPVAE(sprites_encoder(2), sprites_decoder(2), kernel, np.zeros((4, 20)), num_data=10,
-                input_transform=representation_and_table(rep, table, 0, 1))
+        SVGPVAE(
+            sprites_encoder(2),
+            sprites_decoder(2),
+            kernel,
+            np.zeros((4, 20)),
+            num_data=10,
+            input_transform=representation_and_table(rep, table, 0, 1),
+        )
 
 
 def test_networks_have_six_conv_layers_of_16_and_no_upsampling2d():
@@ -260,7 +286,8 @@ def test_smoke_training_steps_and_conditional_generation(data):
     assert not np.allclose(before, pose_table(model).vectors.numpy())
     assert not np.allclose(rep_before, representation(model).network.get_layer("style").kernel.numpy())
     ids = ds.test_characters[:2]
-    out = model.predict_y(raw(ids, ds.test_target_poses[:2]), (raw(ids, ds.test_context_poses[:2]),
-                                                              ds.test_context_frames()[:2]))
+    out = model.predict_y(
+        raw(ids, ds.test_target_poses[:2]), (raw(ids, ds.test_context_poses[:2]), ds.test_context_frames()[:2])
+    )
     mse = np.mean((out.numpy() - ds.test_target_frames()[:2]) ** 2)
     assert np.isfinite(mse) and 0 <= mse < 1

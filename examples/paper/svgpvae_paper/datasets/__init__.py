@@ -6,6 +6,7 @@
 - :func:`hmnist`, :func:`long_hmnist`: Healing MNIST (Fortuin et al. 2020) and its
   long variant: rotating binarised digits with missing pixels, from the same digits.
 """
+
 from .hmnist import HMNIST, HMNISTSplit, hmnist, long_hmnist, observed_arrays, rotate_each
 from .rotated_mnist import RotatedMNIST, RotatedMNISTSplit, rotate_images, rotated_mnist
 from .sprites import SpritesDataset, load_sprites_arrays, render_sprite, sprites

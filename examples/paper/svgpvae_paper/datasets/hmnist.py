@@ -74,6 +74,7 @@ the angles. All returned arrays are read-only.
 
 This module uses numpy and scipy only (no TensorFlow).
 """
+
 from __future__ import annotations
 
 import math

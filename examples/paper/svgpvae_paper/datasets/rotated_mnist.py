@@ -81,6 +81,7 @@ grid points is exact).
 
 This module uses numpy and scipy only (no TensorFlow).
 """
+
 from __future__ import annotations
 
 import math
@@ -141,9 +142,7 @@ def rotate_images(images: np.ndarray, angle: float, *, order: int = 3, clip: boo
         raise ValueError(f"images must be [H, W] or [n, H, W], got shape {x.shape}")
     axes = (0, 1) if x.ndim == 2 else (1, 2)
     # One C call for the whole stack: scipy rotates every 2-D slice in `axes`.
-    out = ndimage.rotate(
-        x, np.degrees(angle), axes=axes, reshape=False, order=order, mode="constant", cval=0.0
-    )
+    out = ndimage.rotate(x, np.degrees(angle), axes=axes, reshape=False, order=order, mode="constant", cval=0.0)
     if clip:
         np.clip(out, 0.0, 1.0, out=out)
     return out
@@ -240,8 +239,7 @@ class RotatedMNIST:
             f"seed={c['seed']}, source={c['source']!r}, order={c['order']}, clip={c['clip']})",
             f"  train: {len(self.train):6d} images  ({nd} x {c['n_fit']} instances x "
             f"{self.num_angles - 1} angles, {c['drop_fraction']:.0%} dropped)",
-            f"  eval:  {len(self.eval):6d} images  ({nd} x {c['n_eval']} instances x "
-            f"{self.num_angles} angles)",
+            f"  eval:  {len(self.eval):6d} images  ({nd} x {c['n_eval']} instances x {self.num_angles} angles)",
             f"  test:  {len(self.test):6d} images  ({nd} x {c['n_fit']} instances at {deg:g} deg, "
             f"{c['drop_fraction']:.0%} dropped)",
             f"  unrotated: {tuple(self.unrotated.shape)}",
@@ -262,20 +260,12 @@ SourceLike = Union[str, "os.PathLike[str]", Tuple[object, object]]
 
 def _resolve_source(source: SourceLike) -> Tuple[np.ndarray, np.ndarray, str]:
     """Return ``(images uint8 [n,H,H], labels int [n], description)``."""
-    if (
-        isinstance(source, (tuple, list))
-        and len(source) == 2
-        and isinstance(source[0], np.ndarray)
-    ):
+    if isinstance(source, (tuple, list)) and len(source) == 2 and isinstance(source[0], np.ndarray):
         images, labels = np.asarray(source[0]), np.asarray(source[1])
         if images.dtype != np.uint8 or images.ndim != 3 or images.shape[1] != images.shape[2]:
-            raise ValueError(
-                f"array source: images must be uint8 [n, H, H], got {images.dtype.name} {images.shape}"
-            )
+            raise ValueError(f"array source: images must be uint8 [n, H, H], got {images.dtype.name} {images.shape}")
         if labels.ndim != 1 or labels.shape[0] != images.shape[0]:
-            raise ValueError(
-                f"array source: labels must be [n] with n = {images.shape[0]}, got {labels.shape}"
-            )
+            raise ValueError(f"array source: labels must be [n] with n = {images.shape[0]}, got {labels.shape}")
         return images, labels.astype(np.int64), "arrays"
     images, labels = load_mnist(source)
     desc = source if isinstance(source, str) else str(source)

@@ -13,6 +13,7 @@ options) imports TensorFlow first, with the lines its C++ side prints while
 loading (:data:`STARTUP_NOISE`) kept from the terminal; anything else it
 prints, and everything the experiment prints, still reaches stderr.
 """
+
 import importlib
 import os
 import re
@@ -20,8 +21,15 @@ import sys
 import tempfile
 from typing import Dict, List, NamedTuple, Optional, Sequence
 
-__all__ = ["SUBCOMMANDS", "EXPERIMENTS", "STARTUP_NOISE", "help_text", "prefer_onednn", "import_tensorflow_quietly",
-           "main"]
+__all__ = [
+    "SUBCOMMANDS",
+    "EXPERIMENTS",
+    "STARTUP_NOISE",
+    "help_text",
+    "prefer_onednn",
+    "import_tensorflow_quietly",
+    "main",
+]
 
 
 class Experiment(NamedTuple):
@@ -69,9 +77,9 @@ SUBCOMMANDS: Dict[str, Experiment] = {
     ),
     "sprites": Experiment("conditional generation of unseen characters on procedural SPRITES", {}),
     "sprites_diagnostics": Experiment(
-        "where a trained sprites run loses the characters' style (--run DIR; or --decoder-study-only)", {}),
-    "sprites_context_scale": Experiment("a finished sprites run's context weight, chosen on validation characters",
-                                        {}),
+        "where a trained sprites run loses the characters' style (--run DIR; or --decoder-study-only)", {}
+    ),
+    "sprites_context_scale": Experiment("a finished sprites run's context weight, chosen on validation characters", {}),
     "sprites_summary": Experiment("one accuracy table and figure from several finished sprites runs (RUN ...)", {}),
     "hmnist": Experiment("imputation on Healing MNIST (--long: T = 100; --timing: s/epoch vs T)", {}),
 }
@@ -170,8 +178,11 @@ def import_tensorflow_quietly() -> None:
         finally:
             os.close(saved)
             captured.seek(0)
-            kept = [line for line in captured.read().decode(errors="replace").splitlines(keepends=True)
-                    if line.strip() and not any(pattern.search(line.rstrip("\n")) for pattern in STARTUP_NOISE)]
+            kept = [
+                line
+                for line in captured.read().decode(errors="replace").splitlines(keepends=True)
+                if line.strip() and not any(pattern.search(line.rstrip("\n")) for pattern in STARTUP_NOISE)
+            ]
             if kept:
                 sys.stderr.write("".join(kept))
                 sys.stderr.flush()
@@ -182,8 +193,11 @@ def _error(message: str, valid: Sequence[str], given: str) -> int:
 
     close = difflib.get_close_matches(given, valid, n=1)
     hint = f" (did you mean {close[0]!r}?)" if close else ""
-    print(f"{_USAGE}\n{_PROG}: error: {message}{hint}; choose one of {', '.join(valid)}\n"
-          f"({_PROG} --help lists them with their purpose)", file=sys.stderr)
+    print(
+        f"{_USAGE}\n{_PROG}: error: {message}{hint}; choose one of {', '.join(valid)}\n"
+        f"({_PROG} --help lists them with their purpose)",
+        file=sys.stderr,
+    )
     return 2
 
 

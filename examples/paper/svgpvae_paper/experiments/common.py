@@ -7,6 +7,7 @@ sweep retrains only what is missing, and several processes can fill one sweep
 in parallel: a process claims a run before training it (:class:`RunClaim`), and
 the others skip the claimed run and come back to it once it is finished.
 """
+
 import csv
 import hashlib
 import json
@@ -18,8 +19,20 @@ from typing import Callable, Iterable, List, Optional, Sequence, TypeVar
 
 import numpy as np
 
-__all__ = ["SITE_PARAMETRIZATIONS", "git_commit", "run_key", "RunClaim", "claimed_in_order", "waiting_postfix",
-           "write_json", "read_json", "write_csv", "mean_sd", "is_positive_number", "pyplot"]
+__all__ = [
+    "SITE_PARAMETRIZATIONS",
+    "git_commit",
+    "run_key",
+    "RunClaim",
+    "claimed_in_order",
+    "waiting_postfix",
+    "write_json",
+    "read_json",
+    "write_csv",
+    "mean_sd",
+    "is_positive_number",
+    "pyplot",
+]
 
 #: The encoder heads the experiment commands offer (``--site-parametrization``): those of
 #: :class:`~gpflow_svgpvae.networks.GaussianSiteHead`, named here so that parsing a command line
@@ -119,8 +132,13 @@ class RunClaim:
         self.release()
 
 
-def claimed_in_order(jobs: Sequence[T], path_of: Callable[[T], str], work: Callable[[T], R],
-                     poll_seconds: float = 30.0, on_wait: Optional[Callable[[int], None]] = None) -> List[R]:
+def claimed_in_order(
+    jobs: Sequence[T],
+    path_of: Callable[[T], str],
+    work: Callable[[T], R],
+    poll_seconds: float = 30.0,
+    on_wait: Optional[Callable[[int], None]] = None,
+) -> List[R]:
     """``[work(job) for job in jobs]``, each job under a :class:`RunClaim` on ``path_of(job)``.
 
     A job another live process has claimed is skipped; after the pass this process sleeps

@@ -37,6 +37,7 @@ Runs are cached per settings under ``<out>/runs/`` (a sweep resumes; two process
 can share one sweep); the command writes ``config.json``, ``metrics.json``, a table
 and a figure of test sequences (truth, observed, imputations).
 """
+
 import argparse
 import dataclasses
 import os
@@ -46,8 +47,17 @@ from typing import Dict, List, Optional, Sequence
 
 import numpy as np
 
-from .common import (SITE_PARAMETRIZATIONS, git_commit, is_positive_number, mean_sd, pyplot, read_json, run_key,
-                     write_csv, write_json)
+from .common import (
+    SITE_PARAMETRIZATIONS,
+    git_commit,
+    is_positive_number,
+    mean_sd,
+    pyplot,
+    read_json,
+    run_key,
+    write_csv,
+    write_json,
+)
 
 __all__ = ["Config", "QUICK", "LONG", "build_model", "run_method", "run", "main"]
 
@@ -107,7 +117,9 @@ class Config:
 
     def __post_init__(self):
         if not 0 <= int(self.shared_channels) <= int(self.num_latent):
-            raise ValueError(f"shared_channels must be in [0, num_latent = {self.num_latent}]; got {self.shared_channels}")
+            raise ValueError(
+                f"shared_channels must be in [0, num_latent = {self.num_latent}]; got {self.shared_channels}"
+            )
         if not self.kl_warmup_epochs >= 0:
             raise ValueError(f"kl_warmup_epochs must be >= 0; got {self.kl_warmup_epochs}")
         if self.shared_channels and self.channel_lengthscales is not None:
@@ -126,8 +138,11 @@ class Config:
         settings = dict(self.data_settings(), method=method, nll_samples=self.nll_samples)
         if method in LEARNED:
             settings.update(
-                num_latent=self.num_latent, hidden=list(self.hidden), epochs=self.epochs,
-                batch_sequences=self.batch_sequences, learning_rate=self.learning_rate,
+                num_latent=self.num_latent,
+                hidden=list(self.hidden),
+                epochs=self.epochs,
+                batch_sequences=self.batch_sequences,
+                learning_rate=self.learning_rate,
                 encoder_sees_mask=self.encoder_sees_mask,
             )
             if self.kl_warmup_epochs:  # absent when 0, so the runs cached before keep their keys
@@ -148,12 +163,31 @@ class Config:
 
 
 #: ``--quick``: a few digits per class, small networks, one epoch, one seed (a smoke run).
-QUICK = dict(num_train_per_class=12, num_test_per_class=6, sequences_per_digit=1, hidden=(64,), num_latent=4,
-             epochs=1, batch_sequences=16, nll_samples=4, seeds=(0,), show_sequences=2)
+QUICK = dict(
+    num_train_per_class=12,
+    num_test_per_class=6,
+    sequences_per_digit=1,
+    hidden=(64,),
+    num_latent=4,
+    epochs=1,
+    batch_sequences=16,
+    nll_samples=4,
+    seeds=(0,),
+    show_sequences=2,
+)
 #: ``--long``: long HMNIST (T = 100, GP angles, 60% MCAR; NNGPVAE's 4,000 / 1,000 digits, one
 #: sequence each). The SVGP-VAE trains on 20 random frames of each sequence per step.
-LONG = dict(long=True, num_train_per_class=400, num_test_per_class=100, sequences_per_digit=1, num_frames=100,
-            num_inducing=20, frames_per_sequence=20, batch_sequences=16, epochs=10)
+LONG = dict(
+    long=True,
+    num_train_per_class=400,
+    num_test_per_class=100,
+    sequences_per_digit=1,
+    num_frames=100,
+    num_inducing=20,
+    frames_per_sequence=20,
+    batch_sequences=16,
+    epochs=10,
+)
 
 
 # ------------------------------------------------------------------------------ data
@@ -161,8 +195,13 @@ def load_data(config: Config, seed: int):
     """The benchmark's train and test splits for one seed (data and mask drawn with ``seed``)."""
     from svgpvae_paper.datasets.hmnist import hmnist, long_hmnist
 
-    common = dict(num_train_per_class=config.num_train_per_class, num_test_per_class=config.num_test_per_class,
-                  sequences_per_digit=config.sequences_per_digit, num_frames=config.num_frames, seed=seed)
+    common = dict(
+        num_train_per_class=config.num_train_per_class,
+        num_test_per_class=config.num_test_per_class,
+        sequences_per_digit=config.sequences_per_digit,
+        num_frames=config.num_frames,
+        seed=seed,
+    )
     if config.long:
         return long_hmnist(**common)
     return hmnist(step_std_degrees=config.step_std_degrees, **common)
@@ -201,9 +240,13 @@ def build_model(method: str, config: Config, seed: int):
     # `tf.random.set_seed` leaves alone: seed all three, or the weights differ run to run.
     tf_keras.utils.set_random_seed(int(seed))
     pixels = 28 * 28
-    encoder = mlp_encoder(pixels * (2 if config.encoder_sees_mask else 1), config.num_latent,
-                          hidden_units=tuple(config.hidden), activation="relu",
-                          site_parametrization="variance" if method == "vae" else config.site_parametrization)
+    encoder = mlp_encoder(
+        pixels * (2 if config.encoder_sees_mask else 1),
+        config.num_latent,
+        hidden_units=tuple(config.hidden),
+        activation="relu",
+        site_parametrization="variance" if method == "vae" else config.site_parametrization,
+    )
     decoder = mlp_decoder(config.num_latent, pixels, hidden_units=tuple(config.hidden), activation="relu")
     common = dict(num_data=config.num_frames, seed=seed, encoder_sees_mask=config.encoder_sees_mask)
     if method == "vae":
@@ -250,9 +293,18 @@ def train_model(model, method: str, config: Config, train_arrays, seed: int, pro
     frames = config.frames_per_sequence if method == "svgpvae" else None
     steps_per_epoch = -(-len(train_arrays[0]) // config.batch_sequences)
     objective = ELBO(warmup_steps=int(round(config.kl_warmup_epochs * steps_per_epoch)))
-    history = train(model, train_arrays, epochs=config.epochs, batch_size=config.batch_sequences, seed=seed,
-                    optimizer=tf_keras.optimizers.Adam(config.learning_rate), objective=objective, progress=progress,
-                    callback=clock, frames_per_sequence=frames)
+    history = train(
+        model,
+        train_arrays,
+        epochs=config.epochs,
+        batch_size=config.batch_sequences,
+        seed=seed,
+        optimizer=tf_keras.optimizers.Adam(config.learning_rate),
+        objective=objective,
+        progress=progress,
+        callback=clock,
+        frames_per_sequence=frames,
+    )
     return {"history": history, "epoch_seconds": times}
 
 
@@ -304,8 +356,11 @@ def run_method(method: str, config: Config, seed: int, data=None, progress: bool
     if method in FILLS:
         # Forward fill falls back on the per-pixel means of the observed training pixels.
         position_means = observed_position_means(Y_tr, M_tr)
-        imputed = {"zero": lambda: zero_fill(Y_te, M_te), "mean": lambda: mean_fill(Y_te, M_te, Y_tr, M_tr),
-                   "forward": lambda: forward_fill(Y_te, M_te, fallback=position_means)}[method]()
+        imputed = {
+            "zero": lambda: zero_fill(Y_te, M_te),
+            "mean": lambda: mean_fill(Y_te, M_te, Y_tr, M_tr),
+            "forward": lambda: forward_fill(Y_te, M_te, fallback=position_means),
+        }[method]()
         record["nll_1"] = missing_bernoulli_nll(imputed, truth, M_te)
     else:
         model = build_model(method, config, seed)
@@ -354,8 +409,10 @@ def time_epochs(config: Config, frames_values: Sequence[int], progress: bool = F
             row[f"{method}_s_per_epoch"] = seconds(method, cfg, arrays)
         row["svgpvae_frames_per_sequence"] = frames
         row["svgpvae_all_frames_s_per_epoch"] = (
-            seconds("svgpvae", dataclasses.replace(cfg, frames_per_sequence=int(T)), arrays) if frames < int(T)
-            else row["svgpvae_s_per_epoch"])
+            seconds("svgpvae", dataclasses.replace(cfg, frames_per_sequence=int(T)), arrays)
+            if frames < int(T)
+            else row["svgpvae_s_per_epoch"]
+        )
         row["ratio"] = row["svgpvae_s_per_epoch"] / row["gpvae_s_per_epoch"]
         row["ratio_all_frames"] = row["svgpvae_all_frames_s_per_epoch"] / row["gpvae_s_per_epoch"]
         row["vae_ratio"] = row["vae_s_per_epoch"] / row["gpvae_s_per_epoch"]
@@ -455,15 +512,23 @@ def run(config: Config, progress: bool = True) -> dict:
             if seed == config.seeds[0]:
                 first_seed_records[method] = record
             if progress:
-                print(f"seed {seed} {method:8s} mse {record['mse']:.4f} rounded {record['mse_rounded']:.4f} "
-                      f"nll_1 {record.get('nll_1', float('nan')):.4f} auroc {record['auroc']:.3f}", flush=True)
+                print(
+                    f"seed {seed} {method:8s} mse {record['mse']:.4f} rounded {record['mse_rounded']:.4f} "
+                    f"nll_1 {record.get('nll_1', float('nan')):.4f} auroc {record['auroc']:.3f}",
+                    flush=True,
+                )
         if seed == config.seeds[0] and data is not None:
             test0 = data.test
         del data
     summary = summarise(records)
-    metrics = {"summary": summary, "relative": relative_gains(summary),
-               "missing_rate_test": float(np.mean([r["missing_rate_test"] for r in records])),
-               "seeds": list(config.seeds), "config": dataclasses.asdict(config), "commit": git_commit()}
+    metrics = {
+        "summary": summary,
+        "relative": relative_gains(summary),
+        "missing_rate_test": float(np.mean([r["missing_rate_test"] for r in records])),
+        "seeds": list(config.seeds),
+        "config": dataclasses.asdict(config),
+        "commit": git_commit(),
+    }
     if config.timing_frames:
         metrics["timing"] = time_epochs(config, config.timing_frames, progress=False)
         write_csv(os.path.join(config.out, "timing.csv"), metrics["timing"])
@@ -484,37 +549,76 @@ def run(config: Config, progress: bool = True) -> dict:
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m svgpvae_paper.experiments.hmnist",
-                                description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="python -m svgpvae_paper.experiments.hmnist", description=__doc__.split("\n\n")[0])
     p.add_argument("--quick", action="store_true", help="tiny smoke run (a minute)")
     p.add_argument("--long", action="store_true", help="long HMNIST: T = 100, GP angles, 60%% MCAR")
-    p.add_argument("--timing", type=int, nargs="*", default=None,
-                   help="also time an epoch of the exact GP-VAE and the SVGP-VAE for these T (default 10 50 100 200)")
+    p.add_argument(
+        "--timing",
+        type=int,
+        nargs="*",
+        default=None,
+        help="also time an epoch of the exact GP-VAE and the SVGP-VAE for these T (default 10 50 100 200)",
+    )
     p.add_argument("--methods", nargs="+", choices=METHODS, default=None)
     p.add_argument("--seeds", type=int, nargs="+", default=None)
     p.add_argument("--epochs", type=int, default=None)
     p.add_argument("--num-inducing", type=int, default=None)
     p.add_argument("--num-latent", type=int, default=None, help="latent channels L of every learned model (default 16)")
-    p.add_argument("--hidden", type=int, nargs="+", default=None,
-                   help="hidden widths of the MLP encoder and decoder of every learned model (default 256 256)")
+    p.add_argument(
+        "--hidden",
+        type=int,
+        nargs="+",
+        default=None,
+        help="hidden widths of the MLP encoder and decoder of every learned model (default 256 256)",
+    )
     p.add_argument("--frames-per-sequence", type=int, default=None)
-    p.add_argument("--fixed-inducing", action="store_true", default=None,
-                   help="SVGP-VAE: keep the inducing times at their evenly spaced start (not trained)")
-    p.add_argument("--step-std-degrees", type=float, default=None,
-                   help="std of the rotation step between frames (default 180, the GP-VAE paper's)")
+    p.add_argument(
+        "--fixed-inducing",
+        action="store_true",
+        default=None,
+        help="SVGP-VAE: keep the inducing times at their evenly spaced start (not trained)",
+    )
+    p.add_argument(
+        "--step-std-degrees",
+        type=float,
+        default=None,
+        help="std of the rotation step between frames (default 180, the GP-VAE paper's)",
+    )
     p.add_argument("--lengthscale", type=float, default=None, help="the fixed Cauchy lengthscale in frames (default 2)")
-    p.add_argument("--channel-lengthscales", type=float, nargs=2, default=None, metavar=("LOW", "HIGH"),
-                   help="one Cauchy kernel per latent channel, lengthscales learned from log-spaced [LOW, HIGH] "
-                        "(default: one fixed kernel, lengthscale 2)")
-    p.add_argument("--shared-channels", type=int, default=None,
-                   help="the first K latent channels get a prior constant over each sequence (shared by its "
-                        "frames: the digit); the rest keep the Cauchy kernel of --lengthscale (default 0)")
-    p.add_argument("--kl-warmup-epochs", type=float, default=None,
-                   help="learned models: the KL weight grows linearly from 0 to 1 over this many epochs (default 0)")
-    p.add_argument("--site-parametrization", choices=SITE_PARAMETRIZATIONS, default=None,
-                   help="GP-prior models' encoder head: site mean and variance (default) or natural parameters")
-    p.add_argument("--learning-rate", type=float, default=None,
-                   help="Adam learning rate of every learned model (default 1e-3); part of each run's cache key")
+    p.add_argument(
+        "--channel-lengthscales",
+        type=float,
+        nargs=2,
+        default=None,
+        metavar=("LOW", "HIGH"),
+        help="one Cauchy kernel per latent channel, lengthscales learned from log-spaced [LOW, HIGH] "
+        "(default: one fixed kernel, lengthscale 2)",
+    )
+    p.add_argument(
+        "--shared-channels",
+        type=int,
+        default=None,
+        help="the first K latent channels get a prior constant over each sequence (shared by its "
+        "frames: the digit); the rest keep the Cauchy kernel of --lengthscale (default 0)",
+    )
+    p.add_argument(
+        "--kl-warmup-epochs",
+        type=float,
+        default=None,
+        help="learned models: the KL weight grows linearly from 0 to 1 over this many epochs (default 0)",
+    )
+    p.add_argument(
+        "--site-parametrization",
+        choices=SITE_PARAMETRIZATIONS,
+        default=None,
+        help="GP-prior models' encoder head: site mean and variance (default) or natural parameters",
+    )
+    p.add_argument(
+        "--learning-rate",
+        type=float,
+        default=None,
+        help="Adam learning rate of every learned model (default 1e-3); part of each run's cache key",
+    )
     p.add_argument("--out", default=None, help="results folder (default results/hmnist[_long][_quick])")
     p.add_argument("--quiet", action="store_true")
     return p
@@ -529,9 +633,23 @@ def config_from_args(argv: Optional[Sequence[str]] = None) -> Config:
         settings.update(QUICK)
         if args.long:
             settings.update(num_frames=30, num_inducing=6, frames_per_sequence=10, timing_sequences=20)
-    for name in ("methods", "seeds", "epochs", "num_inducing", "num_latent", "hidden", "frames_per_sequence",
-                 "channel_lengthscales", "lengthscale", "step_std_degrees", "shared_channels", "kl_warmup_epochs",
-                 "site_parametrization", "fixed_inducing", "learning_rate"):
+    for name in (
+        "methods",
+        "seeds",
+        "epochs",
+        "num_inducing",
+        "num_latent",
+        "hidden",
+        "frames_per_sequence",
+        "channel_lengthscales",
+        "lengthscale",
+        "step_std_degrees",
+        "shared_channels",
+        "kl_warmup_epochs",
+        "site_parametrization",
+        "fixed_inducing",
+        "learning_rate",
+    ):
         value = getattr(args, name)
         if value is not None:
             settings[name] = value

@@ -65,6 +65,7 @@ keyed by every setting that affects them, so e.g. ``trajectories`` and
 Two processes with the same command and ``--cache`` share the work: each run is claimed
 while it trains (``<run key>.claim``), and a process reuses the runs the other trained.
 """
+
 import argparse
 import dataclasses
 import os
@@ -74,12 +75,36 @@ from typing import List
 
 from .common import SITE_PARAMETRIZATIONS, git_commit, write_csv, write_json
 from .moving_ball_figures import (  # noqa: F401  (re-exported)
-    COMMANDS, _caption, _groups, _parse_model, _settings_note, _summaries, cmd_inducing, cmd_lengthscale,
-    cmd_rmse_vs_m, cmd_runs, cmd_trajectories,
+    COMMANDS,
+    _caption,
+    _groups,
+    _parse_model,
+    _settings_note,
+    _summaries,
+    cmd_inducing,
+    cmd_lengthscale,
+    cmd_rmse_vs_m,
+    cmd_runs,
+    cmd_trajectories,
 )
 from .moving_ball_runs import (  # noqa: F401  (re-exported)
-    IMAGE_SIZE, NUM_FRAMES, PAPER_M, QUICK, Config, _fit, _gp_modules, _lengthscale, _optimizer, _Progress,
-    _run_summary, _times, _trained_model, build_model, evaluate, run_key, train_run,
+    IMAGE_SIZE,
+    NUM_FRAMES,
+    PAPER_M,
+    QUICK,
+    Config,
+    _fit,
+    _gp_modules,
+    _lengthscale,
+    _optimizer,
+    _Progress,
+    _run_summary,
+    _times,
+    _trained_model,
+    build_model,
+    evaluate,
+    run_key,
+    train_run,
 )
 
 __all__ = ["Config", "QUICK", "train_run", "main"]
@@ -92,8 +117,10 @@ def _write(out: str, name: str, rows: List[dict], payload: dict):
 
 
 def parse_args(argv=None):
-    p = argparse.ArgumentParser(prog="python -m svgpvae_paper.experiments.moving_ball",
-                                description="Moving-ball experiments of the SVGP-VAE paper.")
+    p = argparse.ArgumentParser(
+        prog="python -m svgpvae_paper.experiments.moving_ball",
+        description="Moving-ball experiments of the SVGP-VAE paper.",
+    )
     p.add_argument("command", choices=sorted(COMMANDS))
     p.add_argument("--quick", action="store_true", help="small, fast settings (a couple of minutes)")
     p.add_argument("--seeds", type=int, nargs="+")
@@ -105,26 +132,47 @@ def parse_args(argv=None):
     p.add_argument("--inducing-m", type=int)
     p.add_argument("--inducing-window", type=float, nargs=2)
     p.add_argument("--hidden", type=int, nargs="+", help="hidden layer widths (default: 500 500; the paper's: 500)")
-    p.add_argument("--network-init", choices=("truncated_normal", "glorot"),
-                   help="weights: Keras' Glorot uniform (default) or the paper's truncated normal, std 1/sqrt(fan_in)")
+    p.add_argument(
+        "--network-init",
+        choices=("truncated_normal", "glorot"),
+        help="weights: Keras' Glorot uniform (default) or the paper's truncated normal, std 1/sqrt(fan_in)",
+    )
     p.add_argument("--lr", type=float, dest="learning_rate")
     p.add_argument("--gp-lr", type=float, dest="gp_learning_rate")
     p.add_argument("--init-lengthscale", type=float)
-    p.add_argument("--fix-lengthscale", action="store_false", dest="train_lengthscale", default=None,
-                   help="keep the kernel lengthscale fixed at --init-lengthscale (default: trained)")
-    p.add_argument("--warm-start-m", type=int,
-                   help="warm start: train an SVGP-VAE with this many inducing points first, then each GP model "
-                        "from its networks and lengthscale")
+    p.add_argument(
+        "--fix-lengthscale",
+        action="store_false",
+        dest="train_lengthscale",
+        default=None,
+        help="keep the kernel lengthscale fixed at --init-lengthscale (default: trained)",
+    )
+    p.add_argument(
+        "--warm-start-m",
+        type=int,
+        help="warm start: train an SVGP-VAE with this many inducing points first, then each GP model "
+        "from its networks and lengthscale",
+    )
     p.add_argument("--warm-start-steps", type=int, help="steps of the warm-start phase (part of --steps)")
-    p.add_argument("--kernel-hold-steps", type=int,
-                   help="hold the kernel hyperparameters at their initial values for this many steps "
-                        "(GP models; default 1000, 0: train them from the first step)")
-    p.add_argument("--data-lengthscale", type=float,
-                   help="true lengthscale of the ball's paths in frames (default 2, the paper's)")
-    p.add_argument("--decoder-bias", choices=("zeros", "data"),
-                   help="decoder output bias: the data's mean logit (default) or zeros")
-    p.add_argument("--site-parametrization", choices=SITE_PARAMETRIZATIONS,
-                   help="GP models' encoder head: site mean and variance (default) or natural parameters")
+    p.add_argument(
+        "--kernel-hold-steps",
+        type=int,
+        help="hold the kernel hyperparameters at their initial values for this many steps "
+        "(GP models; default 1000, 0: train them from the first step)",
+    )
+    p.add_argument(
+        "--data-lengthscale", type=float, help="true lengthscale of the ball's paths in frames (default 2, the paper's)"
+    )
+    p.add_argument(
+        "--decoder-bias",
+        choices=("zeros", "data"),
+        help="decoder output bias: the data's mean logit (default) or zeros",
+    )
+    p.add_argument(
+        "--site-parametrization",
+        choices=SITE_PARAMETRIZATIONS,
+        help="GP models' encoder head: site mean and variance (default) or natural parameters",
+    )
     p.add_argument("--test-videos", type=int)
     p.add_argument("--test-seed", type=int)
     p.add_argument("--record-every", type=int)
@@ -138,7 +186,6 @@ def main(argv=None) -> dict:
     args = parse_args(argv)
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     import tensorflow as tf
-
 
     if args.threads:
         tf.config.threading.set_intra_op_parallelism_threads(args.threads)
@@ -165,9 +212,16 @@ def main(argv=None) -> dict:
     result = COMMANDS[args.command](cfg, cache, out, test)
     wall = time.perf_counter() - start
     rows = result.pop("rows")
-    payload = {"command": args.command, "argv": sys.argv if argv is None else list(argv), "quick": args.quick,
-               "config": dataclasses.asdict(cfg), "git_commit": git_commit(), "wall_seconds": wall,
-               "cache_dir": cache, **result}
+    payload = {
+        "command": args.command,
+        "argv": sys.argv if argv is None else list(argv),
+        "quick": args.quick,
+        "config": dataclasses.asdict(cfg),
+        "git_commit": git_commit(),
+        "wall_seconds": wall,
+        "cache_dir": cache,
+        **result,
+    }
     _write(out, args.command, rows, payload)
     for name in ("rmse", "final_lengthscale", "test_elbo"):
         for key, st in payload.get(name, {}).items():

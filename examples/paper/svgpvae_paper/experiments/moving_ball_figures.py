@@ -1,5 +1,6 @@
 """Moving-ball experiment: the commands (runs, figures, tables) of
 :mod:`svgpvae_paper.experiments.moving_ball`."""
+
 import os
 from typing import Dict, List
 
@@ -14,16 +15,23 @@ __all__ = ["COMMANDS", "cmd_runs", "cmd_rmse_vs_m", "cmd_trajectories", "cmd_len
 def _settings_note(cfg: Config) -> str:
     gp_lr = cfg.gp_learning_rate or cfg.learning_rate
     init = "truncated-normal" if cfg.network_init == "truncated_normal" else "Glorot"
-    return (f"{cfg.steps} steps x {cfg.batch_videos} videos, MLP {'x'.join(map(str, cfg.hidden))} ({init} init), "
-            f"Adam {cfg.learning_rate:g} (GP {gp_lr:g}), "
-            + (f"init lengthscale {cfg.init_lengthscale:g}" if cfg.train_lengthscale
-               else f"lengthscale fixed at {cfg.init_lengthscale:g}")
-            + ("" if cfg.warm_start_m is None else
-               f"; GP models warm-started by {cfg.warm_start_steps} steps of SVGP-VAE m={cfg.warm_start_m}")
-            + (f"; kernel held for {cfg.kernel_hold_steps} steps" if cfg.kernel_hold_steps else "")
-            + ("; decoder bias at the data's mean logit" if cfg.decoder_bias == "data" else "")
-            + ("" if cfg.data_lengthscale == 2.0 else f"; true lengthscale {cfg.data_lengthscale:g}"))
-
+    return (
+        f"{cfg.steps} steps x {cfg.batch_videos} videos, MLP {'x'.join(map(str, cfg.hidden))} ({init} init), "
+        f"Adam {cfg.learning_rate:g} (GP {gp_lr:g}), "
+        + (
+            f"init lengthscale {cfg.init_lengthscale:g}"
+            if cfg.train_lengthscale
+            else f"lengthscale fixed at {cfg.init_lengthscale:g}"
+        )
+        + (
+            ""
+            if cfg.warm_start_m is None
+            else f"; GP models warm-started by {cfg.warm_start_steps} steps of SVGP-VAE m={cfg.warm_start_m}"
+        )
+        + (f"; kernel held for {cfg.kernel_hold_steps} steps" if cfg.kernel_hold_steps else "")
+        + ("; decoder bias at the data's mean logit" if cfg.decoder_bias == "data" else "")
+        + ("" if cfg.data_lengthscale == 2.0 else f"; true lengthscale {cfg.data_lengthscale:g}")
+    )
 
 
 def _train_runs(jobs: List[tuple], cfg: Config, cache: str, test, desc: str) -> List[dict]:
@@ -40,8 +48,9 @@ def _train_runs(jobs: List[tuple], cfg: Config, cache: str, test, desc: str) -> 
         bar.update(1)
         return run
 
-    runs = claimed_in_order(jobs, lambda job: run_path(cache, job[0], job[2], job[1], cfg, job[3]), work,
-                            on_wait=waiting_postfix(bar))
+    runs = claimed_in_order(
+        jobs, lambda job: run_path(cache, job[0], job[2], job[1], cfg, job[3]), work, on_wait=waiting_postfix(bar)
+    )
     bar.close()
     return runs
 
@@ -61,10 +70,16 @@ def _summaries(groups: Dict[str, List[dict]]) -> dict:
     (over the runs that have it; older cached runs do not)."""
     return {
         "rmse": {name: mean_sd(r["rmse"] for r in g) for name, g in groups.items()},
-        "final_lengthscale": {name: mean_sd(r["final_lengthscale"] for r in g) for name, g in groups.items()
-                              if any(r["kind"] != "vae" for r in g)},
-        "test_elbo": {name: mean_sd(r["test_elbo"] for r in g if "test_elbo" in r) for name, g in groups.items()
-                      if any("test_elbo" in r for r in g)},
+        "final_lengthscale": {
+            name: mean_sd(r["final_lengthscale"] for r in g)
+            for name, g in groups.items()
+            if any(r["kind"] != "vae" for r in g)
+        },
+        "test_elbo": {
+            name: mean_sd(r["test_elbo"] for r in g if "test_elbo" in r)
+            for name, g in groups.items()
+            if any("test_elbo" in r for r in g)
+        },
     }
 
 
@@ -130,9 +145,19 @@ def cmd_trajectories(cfg: Config, cache: str, out: str, test) -> dict:
             if i == 0:
                 ax.set_title(f"test video {v}", fontsize=9)
             for t in range(NUM_FRAMES):
-                rows.append({"model": run["kind"], "m": run["m"], "seed": seed, "video": v, "t": t,
-                             "true_x": test.paths[v, t, 0], "true_y": test.paths[v, t, 1],
-                             "aligned_x": aligned[v, t, 0], "aligned_y": aligned[v, t, 1]})
+                rows.append(
+                    {
+                        "model": run["kind"],
+                        "m": run["m"],
+                        "seed": seed,
+                        "video": v,
+                        "t": t,
+                        "true_x": test.paths[v, t, 0],
+                        "true_y": test.paths[v, t, 1],
+                        "aligned_x": aligned[v, t, 0],
+                        "aligned_y": aligned[v, t, 1],
+                    }
+                )
     axes[0, 0].legend(fontsize=6, loc="upper left")
     fig.suptitle("Moving ball test paths (black) and affine-aligned latent means", fontsize=9)
     _caption(fig, cfg)
@@ -161,8 +186,7 @@ def cmd_lengthscale(cfg: Config, cache: str, out: str, test) -> dict:
                 rows.append({"model": kind, "m": m, "seed": r["seed"], "step": int(s), "lengthscale": float(value)})
     ax.axhline(2.0, color="k", ls=":", label="true lengthscale 2")
     if cfg.warm_start_m is not None:
-        ax.axvline(cfg.warm_start_steps, color="0.5", ls="--", lw=1,
-                   label=f"end of warm start (m={cfg.warm_start_m})")
+        ax.axvline(cfg.warm_start_steps, color="0.5", ls="--", lw=1, label=f"end of warm start (m={cfg.warm_start_m})")
     ax.set_xlabel("training step")
     ax.set_ylabel("kernel lengthscale (frames)")
     ax.set_title(f"Learned lengthscale ({len(cfg.seeds)} seed(s): mean, min-max band)", fontsize=10)
@@ -170,9 +194,12 @@ def cmd_lengthscale(cfg: Config, cache: str, out: str, test) -> dict:
     _caption(fig, cfg)
     fig.savefig(os.path.join(out, "lengthscale.png"), dpi=130)
     plt.close(fig)
-    final = {("gpvae" if k == "gpvae" else f"svgpvae_m{m}"): mean_sd([r["final_lengthscale"] for r in runs
-                                                                    if r["kind"] == k and r["m"] == m])
-             for k, m in labels}
+    final = {
+        ("gpvae" if k == "gpvae" else f"svgpvae_m{m}"): mean_sd(
+            [r["final_lengthscale"] for r in runs if r["kind"] == k and r["m"] == m]
+        )
+        for k, m in labels
+    }
     return {"rows": rows, "final_lengthscale": final, "runs": [_run_summary(r) for r in runs]}
 
 
@@ -198,10 +225,15 @@ def cmd_inducing(cfg: Config, cache: str, out: str, test) -> dict:
     _caption(fig, cfg)
     fig.savefig(os.path.join(out, "inducing.png"), dpi=130)
     plt.close(fig)
-    spacing = [float(np.diff(np.sort(r["final_inducing"])).std() / np.diff(np.sort(r["final_inducing"])).mean())
-               for r in runs]
-    return {"rows": rows, "runs": [_run_summary(r) for r in runs], "initial_inducing": init.tolist(),
-            "final_spacing_cv": spacing}
+    spacing = [
+        float(np.diff(np.sort(r["final_inducing"])).std() / np.diff(np.sort(r["final_inducing"])).mean()) for r in runs
+    ]
+    return {
+        "rows": rows,
+        "runs": [_run_summary(r) for r in runs],
+        "initial_inducing": init.tolist(),
+        "final_spacing_cv": spacing,
+    }
 
 
 def _parse_model(spec: str):
@@ -222,8 +254,13 @@ def cmd_runs(cfg: Config, cache: str, out: str, test) -> dict:
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(max(4.0, 1.3 * len(groups) + 2), 3.8))
     names = list(groups)
-    ax.bar(range(len(names)), [summary["rmse"][n]["mean"] for n in names],
-           yerr=[summary["rmse"][n]["sd"] for n in names], capsize=4, color=[f"C{i}" for i in range(len(names))])
+    ax.bar(
+        range(len(names)),
+        [summary["rmse"][n]["mean"] for n in names],
+        yerr=[summary["rmse"][n]["sd"] for n in names],
+        capsize=4,
+        color=[f"C{i}" for i in range(len(names))],
+    )
     for i, n in enumerate(names):
         ax.plot([i] * len(groups[n]), [r["rmse"] for r in groups[n]], "k.", ms=5)
     ax.set_xticks(range(len(names)))
@@ -236,6 +273,10 @@ def cmd_runs(cfg: Config, cache: str, out: str, test) -> dict:
     return {"rows": [{"model": r["model"], **_run_summary(r)} for r in runs], **summary}
 
 
-COMMANDS = {"runs": cmd_runs, "rmse_vs_m": cmd_rmse_vs_m, "trajectories": cmd_trajectories, "lengthscale": cmd_lengthscale,
-            "inducing": cmd_inducing}
-
+COMMANDS = {
+    "runs": cmd_runs,
+    "rmse_vs_m": cmd_rmse_vs_m,
+    "trajectories": cmd_trajectories,
+    "lengthscale": cmd_lengthscale,
+    "inducing": cmd_inducing,
+}

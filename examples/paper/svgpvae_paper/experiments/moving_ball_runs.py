@@ -1,6 +1,7 @@
 """Moving-ball experiment: configuration, models, training on the video stream, evaluation and
 the run cache (the command-line interface and the documentation are in
 :mod:`svgpvae_paper.experiments.moving_ball`, the figures in ``moving_ball_figures``)."""
+
 import dataclasses
 import json
 import os
@@ -62,7 +63,9 @@ class Config:
         if self.decoder_bias not in ("zeros", "data"):
             raise ValueError(f"decoder_bias must be 'zeros' or 'data', got {self.decoder_bias!r}")
         if self.site_parametrization not in SITE_PARAMETRIZATIONS:
-            raise ValueError(f"site_parametrization must be one of {SITE_PARAMETRIZATIONS}, got {self.site_parametrization!r}")
+            raise ValueError(
+                f"site_parametrization must be one of {SITE_PARAMETRIZATIONS}, got {self.site_parametrization!r}"
+            )
         if int(self.kernel_hold_steps) < 0:
             raise ValueError(f"kernel_hold_steps must be >= 0, got {self.kernel_hold_steps}")
         if self.warm_start_m is not None:
@@ -71,14 +74,29 @@ class Config:
             if not 0 < self.warm_start_steps <= self.steps:
                 raise ValueError(
                     f"warm_start_steps must be in [1, steps={self.steps}] when warm_start_m is set, "
-                    f"got {self.warm_start_steps}")
+                    f"got {self.warm_start_steps}"
+                )
 
     def run_settings(self, kind: Optional[str] = None) -> dict:
         """The settings that change a trained run of model ``kind`` (its cache key)."""
-        keys = ("steps", "batch_videos", "test_videos", "test_seed", "hidden", "num_latent", "learning_rate",
-                "gp_learning_rate", "init_lengthscale", "jitter", "record_every")
-        settings = {k: (list(v) if isinstance(v, (tuple, list)) else v) for k, v in dataclasses.asdict(self).items()
-                    if k in keys}
+        keys = (
+            "steps",
+            "batch_videos",
+            "test_videos",
+            "test_seed",
+            "hidden",
+            "num_latent",
+            "learning_rate",
+            "gp_learning_rate",
+            "init_lengthscale",
+            "jitter",
+            "record_every",
+        )
+        settings = {
+            k: (list(v) if isinstance(v, (tuple, list)) else v)
+            for k, v in dataclasses.asdict(self).items()
+            if k in keys
+        }
         # Options enter the key only when they differ from the values they had before the
         # option existed (no hold, zero bias, Glorot weights), so runs cached before stay
         # valid. The VAE has no GP, so the GP options do not apply to it.
@@ -119,9 +137,17 @@ class Config:
 
 #: ``--quick``: small networks, few steps, few runs; a couple of minutes per command on 2 cores.
 QUICK = dict(
-    steps=400, test_videos=100, hidden=(128, 128), gp_learning_rate=1e-2, record_every=20, seeds=(0,),
+    steps=400,
+    test_videos=100,
+    hidden=(128, 128),
+    gp_learning_rate=1e-2,
+    record_every=20,
+    seeds=(0,),
     kernel_hold_steps=150,
-    m_values=(2, 6, 15), lengthscale_m=(2, 15), inducing_m=6, inducing_window=(13.0, 16.0),
+    m_values=(2, 6, 15),
+    lengthscale_m=(2, 15),
+    inducing_m=6,
+    inducing_window=(13.0, 16.0),
 )
 
 
@@ -136,15 +162,21 @@ def build_model(kind: str, cfg: Config, seed: int, num_inducing: Optional[int] =
     from gpflow.keras import tf_keras
 
     from gpflow_svgpvae.models.gpvae import GPVAE
-    from gpflow_svgpvae.models.vae import VAE
     from gpflow_svgpvae.models.svgpvae import SVGPVAE
+    from gpflow_svgpvae.models.vae import VAE
     from gpflow_svgpvae.networks import fan_in_truncated_normal, mlp_decoder, mlp_encoder
 
     tf_keras.utils.set_random_seed(int(seed))
     K, L = IMAGE_SIZE * IMAGE_SIZE, cfg.num_latent
     init = fan_in_truncated_normal() if cfg.network_init == "truncated_normal" else "glorot_uniform"
-    encoder = mlp_encoder(K, L, hidden_units=tuple(cfg.hidden), activation="tanh", kernel_initializer=init,
-                          site_parametrization="variance" if kind == "vae" else cfg.site_parametrization)
+    encoder = mlp_encoder(
+        K,
+        L,
+        hidden_units=tuple(cfg.hidden),
+        activation="tanh",
+        kernel_initializer=init,
+        site_parametrization="variance" if kind == "vae" else cfg.site_parametrization,
+    )
     decoder = mlp_decoder(L, K, hidden_units=tuple(cfg.hidden), activation="tanh", kernel_initializer=init)
     if cfg.decoder_bias == "data":
         from gpflow_svgpvae.datasets.moving_ball import moving_ball_test_set
@@ -162,8 +194,17 @@ def build_model(kind: str, cfg: Config, seed: int, num_inducing: Optional[int] =
         return GPVAE(encoder, decoder, kernel, "bernoulli", num_data=NUM_FRAMES, num_latent_gps=L, seed=seed)
     if kind == "svgpvae":
         Z = np.linspace(0.0, NUM_FRAMES - 1, int(num_inducing)) if inducing_init is None else np.asarray(inducing_init)
-        return SVGPVAE(encoder, decoder, kernel, Z[:, None], "bernoulli", num_data=NUM_FRAMES,
-                       num_latent_gps=L, jitter=cfg.jitter, seed=seed)
+        return SVGPVAE(
+            encoder,
+            decoder,
+            kernel,
+            Z[:, None],
+            "bernoulli",
+            num_data=NUM_FRAMES,
+            num_latent_gps=L,
+            jitter=cfg.jitter,
+            seed=seed,
+        )
     raise ValueError(f"unknown model kind {kind!r}")
 
 
@@ -213,19 +254,28 @@ def evaluate(model, test) -> Dict[str, np.ndarray]:
     means, variances, elbo = [], [], 0.0
     X = _times(test.num_videos)
     for start in range(0, test.num_videos, 50):
-        data = (X[start:start + 50], test.videos[start:start + 50])
+        data = (X[start : start + 50], test.videos[start : start + 50])
         m, v = model.predict_f(None, data)
         means.append(m.numpy())
         variances.append(v.numpy())
         elbo += float(model.objective_terms(data, training=False)["elbo"])
     means, variances = np.concatenate(means), np.concatenate(variances)
-    return {"means": means, "variances": variances, "rmse": affine_path_rmse(means, test.paths, per_video=True),
-            "test_elbo": elbo / test.num_videos}
+    return {
+        "means": means,
+        "variances": variances,
+        "rmse": affine_path_rmse(means, test.paths, per_video=True),
+        "test_elbo": elbo / test.num_videos,
+    }
 
 
 def run_key(kind: str, m: Optional[int], seed: int, cfg: Config, inducing_init=None) -> str:
-    spec = {"kind": kind, "m": m, "seed": int(seed), "inducing_init": None if inducing_init is None
-            else [round(float(z), 8) for z in inducing_init], **cfg.run_settings(kind)}
+    spec = {
+        "kind": kind,
+        "m": m,
+        "seed": int(seed),
+        "inducing_init": None if inducing_init is None else [round(float(z), 8) for z in inducing_init],
+        **cfg.run_settings(kind),
+    }
     return run_key_from_spec(f"{kind}{'' if m is None else f'_m{m}'}_seed{seed}", spec)
 
 
@@ -260,8 +310,11 @@ class _Progress:
         return hist
 
     def to_json(self) -> dict:
-        return {"step_times": self.step_times, "data_times": self.data_times,
-                "history": {k: v.tolist() for k, v in self.arrays().items()}}
+        return {
+            "step_times": self.step_times,
+            "data_times": self.data_times,
+            "history": {k: v.tolist() for k, v in self.arrays().items()},
+        }
 
     @classmethod
     def from_json(cls, saved: dict) -> "_Progress":
@@ -274,8 +327,9 @@ class _Progress:
         return progress
 
 
-def _fit(model, cfg: Config, seed: int, first_step: int, last_step: int, progress: _Progress,
-         label: str, position: int):
+def _fit(
+    model, cfg: Config, seed: int, first_step: int, last_step: int, progress: _Progress, label: str, position: int
+):
     """Train ``model`` with :func:`~gpflow_svgpvae.training.train` on batches
     ``first_step .. last_step - 1`` of the run's video stream (the GP part at its own learning
     rate, :func:`_optimizer`; fresh optimiser state), recording into ``progress`` at every
@@ -301,14 +355,25 @@ def _fit(model, cfg: Config, seed: int, first_step: int, last_step: int, progres
             yield X, Y
 
     shape = (cfg.batch_videos, NUM_FRAMES)
-    dataset = tf.data.Dataset.from_generator(batches, output_signature=(
-        tf.TensorSpec(shape + (1,), tf.float64), tf.TensorSpec(shape + (IMAGE_SIZE * IMAGE_SIZE,), tf.float32)))
+    dataset = tf.data.Dataset.from_generator(
+        batches,
+        output_signature=(
+            tf.TensorSpec(shape + (1,), tf.float64),
+            tf.TensorSpec(shape + (IMAGE_SIZE * IMAGE_SIZE,), tf.float32),
+        ),
+    )
     options = tf.data.Options()
     options.experimental_optimization.inject_prefetch = False  # generate each batch when it is needed (timings)
     dataset = dataset.with_options(options)
 
-    bar = tqdm(total=last_step - first_step, desc=f"{label} seed={seed}", position=position, leave=False,
-               mininterval=2.0, unit="step")
+    bar = tqdm(
+        total=last_step - first_step,
+        desc=f"{label} seed={seed}",
+        position=position,
+        leave=False,
+        mininterval=2.0,
+        unit="step",
+    )
 
     def after_step(epoch: int, logs: Dict[str, float]):  # one step per "epoch"
         progress.step_times.append(time.perf_counter() - fetched["end"])
@@ -317,13 +382,22 @@ def _fit(model, cfg: Config, seed: int, first_step: int, last_step: int, progres
         i = first_step + epoch + 1
         if i % cfg.record_every == 0 or i == cfg.steps:
             progress.record(i, model)
-            bar.set_postfix(elbo_per_video=f"{progress.history['elbo'][-1]:.1f}",
-                            ls=f"{progress.history['lengthscale'][-1]:.2f}")
+            bar.set_postfix(
+                elbo_per_video=f"{progress.history['elbo'][-1]:.1f}", ls=f"{progress.history['lengthscale'][-1]:.2f}"
+            )
         bar.update(1)
 
     try:
-        train(model, dataset, epochs=last_step - first_step, steps_per_epoch=1, optimizer=_optimizer(model, cfg, first_step),
-              objective=ELBO(), progress=False, callback=after_step)
+        train(
+            model,
+            dataset,
+            epochs=last_step - first_step,
+            steps_per_epoch=1,
+            optimizer=_optimizer(model, cfg, first_step),
+            objective=ELBO(),
+            progress=False,
+            callback=after_step,
+        )
     except FloatingPointError as error:
         step = first_step + bar.n + 1
         raise FloatingPointError(f"{label} seed={seed}: the ELBO became non-finite at step {step}") from error
@@ -331,8 +405,9 @@ def _fit(model, cfg: Config, seed: int, first_step: int, last_step: int, progres
         bar.close()
 
 
-def _trained_model(kind: str, cfg: Config, seed: int, m: Optional[int], inducing_init, cache_dir: Optional[str],
-                   position: int):
+def _trained_model(
+    kind: str, cfg: Config, seed: int, m: Optional[int], inducing_init, cache_dir: Optional[str], position: int
+):
     """The model of a run after training, with its training record: ``(model, progress, seconds)``.
 
     Final weights and the record are cached under ``<cache_dir>/weights/<run key>``, so a later
@@ -354,8 +429,9 @@ def _trained_model(kind: str, cfg: Config, seed: int, m: Optional[int], inducing
 
     if cfg.warm_starts(kind):
         warm_m = int(cfg.warm_start_m)
-        warm, progress, warm_seconds = _trained_model("svgpvae", cfg.warm_phase(), seed, warm_m, None, cache_dir,
-                                                      position)
+        warm, progress, warm_seconds = _trained_model(
+            "svgpvae", cfg.warm_phase(), seed, warm_m, None, cache_dir, position
+        )
         model.encoder.set_weights(warm.encoder.get_weights())
         model.decoder.set_weights(warm.decoder.get_weights())
         model.kernel.lengthscales.assign(warm.kernel.lengthscales)
@@ -383,8 +459,16 @@ def run_path(cache_dir: str, kind: str, m: Optional[int], seed: int, cfg: Config
     return os.path.join(cache_dir, run_key(kind, m, seed, cfg, inducing_init))
 
 
-def train_run(kind: str, cfg: Config, seed: int, m: Optional[int] = None, inducing_init=None,
-              cache_dir: Optional[str] = None, test=None, position: int = 1) -> dict:
+def train_run(
+    kind: str,
+    cfg: Config,
+    seed: int,
+    m: Optional[int] = None,
+    inducing_init=None,
+    cache_dir: Optional[str] = None,
+    test=None,
+    position: int = 1,
+) -> dict:
     """Train one model (or load it from ``cache_dir``) and evaluate it on the test set.
 
     With ``cfg.warm_start_m`` set (GP models only) the first ``cfg.warm_start_steps`` of the
@@ -402,8 +486,12 @@ def train_run(kind: str, cfg: Config, seed: int, m: Optional[int] = None, induci
     if path and os.path.exists(path):
         with np.load(path, allow_pickle=False) as f:
             meta = json.loads(str(f["meta"]))
-            out = {**meta, "means": f["means"], "cached": True,
-                   "history": {k[2:]: f[k] for k in f.files if k.startswith("h_")}}
+            out = {
+                **meta,
+                "means": f["means"],
+                "cached": True,
+                "history": {k[2:]: f[k] for k in f.files if k.startswith("h_")},
+            }
         return out
 
     test = test if test is not None else cfg.test_set()
@@ -412,15 +500,23 @@ def train_run(kind: str, cfg: Config, seed: int, m: Optional[int] = None, induci
     result = evaluate(model, test)
     step_times, data_times = progress.step_times, progress.data_times
     meta = {
-        "kind": kind, "m": m, "seed": int(seed), "key": key, "rmse": float(result["rmse"]),
-        "test_elbo": float(result["test_elbo"]), "final_lengthscale": _lengthscale(model),
+        "kind": kind,
+        "m": m,
+        "seed": int(seed),
+        "key": key,
+        "rmse": float(result["rmse"]),
+        "test_elbo": float(result["test_elbo"]),
+        "final_lengthscale": _lengthscale(model),
         "final_inducing": None if _inducing_times(model) is None else _inducing_times(model).tolist(),
         "sec_per_step": float(np.median(step_times[1:])) if len(step_times) > 1 else float("nan"),
         "data_sec_per_step": float(np.median(data_times)) if data_times else float("nan"),
         "first_step_seconds": float(step_times[0]) if step_times else float("nan"),
-        "wall_seconds": float(time.perf_counter() - start), "train_seconds": float(train_seconds),
-        "steps": cfg.steps, "inducing_init": None if inducing_init is None else [float(z) for z in inducing_init],
-        "warm_start": {"m": int(cfg.warm_start_m), "steps": int(cfg.warm_start_steps)} if cfg.warm_starts(kind)
+        "wall_seconds": float(time.perf_counter() - start),
+        "train_seconds": float(train_seconds),
+        "steps": cfg.steps,
+        "inducing_init": None if inducing_init is None else [float(z) for z in inducing_init],
+        "warm_start": {"m": int(cfg.warm_start_m), "steps": int(cfg.warm_start_steps)}
+        if cfg.warm_starts(kind)
         else None,
     }
     hist = progress.arrays()
@@ -434,8 +530,22 @@ def train_run(kind: str, cfg: Config, seed: int, m: Optional[int] = None, induci
 
 # ----------------------------------------------------------------------------- output
 def _run_summary(r: dict) -> dict:
-    return {k: r[k] for k in ("kind", "m", "seed", "rmse", "test_elbo", "final_lengthscale", "sec_per_step",
-                              "data_sec_per_step", "wall_seconds", "cached", "key", "final_inducing",
-                              "inducing_init") if k in r}
-
-
+    return {
+        k: r[k]
+        for k in (
+            "kind",
+            "m",
+            "seed",
+            "rmse",
+            "test_elbo",
+            "final_lengthscale",
+            "sec_per_step",
+            "data_sec_per_step",
+            "wall_seconds",
+            "cached",
+            "key",
+            "final_inducing",
+            "inducing_init",
+        )
+        if k in r
+    }

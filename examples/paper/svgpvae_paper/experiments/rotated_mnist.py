@@ -57,6 +57,7 @@ test/eval MSE, best epoch, s/epoch, per-epoch logs including GECO's lambda),
 ``table1.md``, ``table1.csv`` and PNGs of generated test images beside the
 ground truth (``generated_<model>_seed<s>.png`` and ``generated_seed<s>.png``).
 """
+
 import argparse
 import json
 import os
@@ -71,7 +72,6 @@ import tensorflow as tf
 from gpflow.keras import tf_keras
 
 from gpflow_svgpvae.auxiliary import ObjectVectors, init_inducing_per_view, pca_object_vectors, random_object_vectors
-from svgpvae_paper.datasets.rotated_mnist import RotatedMNISTArrays as Data, rotated_mnist
 from gpflow_svgpvae.kernels import periodic_linear_kernel
 from gpflow_svgpvae.models.cvae import CVAE
 from gpflow_svgpvae.models.deep_svigp import DeepSVIGP
@@ -80,16 +80,47 @@ from gpflow_svgpvae.models.svgpvae import SVGPVAE
 from gpflow_svgpvae.networks.conv import conv_decoder, conv_encoder
 from gpflow_svgpvae.networks.precision import PRECISIONS, network_precision
 from gpflow_svgpvae.training import GECO, OptimizerGroups, train
+from svgpvae_paper.datasets.rotated_mnist import RotatedMNISTArrays as Data
+from svgpvae_paper.datasets.rotated_mnist import rotated_mnist
+
 from .common import git_commit, read_json, write_json
-from .rotated_mnist_settings import _NOT_RUN_SETTINGS, EVAL_PLACEMENTS, MODELS, Config, run_path, run_spec
 from .rotated_mnist_objects import object_table, place_new_objects
-from .rotated_mnist_report import COMPLEXITY, LABELS, PAPER_TABLE1, plot_generated, settings_line, summary_rows, write_tables
+from .rotated_mnist_report import (
+    COMPLEXITY,
+    LABELS,
+    PAPER_TABLE1,
+    plot_generated,
+    settings_line,
+    summary_rows,
+    write_tables,
+)
+from .rotated_mnist_settings import _NOT_RUN_SETTINGS, EVAL_PLACEMENTS, MODELS, Config, run_path, run_spec
 
 __all__ = [
-    "Config", "MODELS", "EVAL_PLACEMENTS", "PROTOCOLS", "Protocol", "load_data", "build_model", "object_table", "place_new_objects",
-    "predict", "make_optimizer", "run_model", "run_spec", "run_path", "run_cached", "load_runs", "run_table1", "summarise_folders", "main",
-    "LABELS", "COMPLEXITY", "PAPER_TABLE1",
+    "Config",
+    "MODELS",
+    "EVAL_PLACEMENTS",
+    "PROTOCOLS",
+    "Protocol",
+    "load_data",
+    "build_model",
+    "object_table",
+    "place_new_objects",
+    "predict",
+    "make_optimizer",
+    "run_model",
+    "run_spec",
+    "run_path",
+    "run_cached",
+    "load_runs",
+    "run_table1",
+    "summarise_folders",
+    "main",
+    "LABELS",
+    "COMPLEXITY",
+    "PAPER_TABLE1",
 ]
+
 
 # ----------------------------------------------------------------------------- data
 def load_data(cfg: Config) -> Data:
@@ -130,11 +161,21 @@ def _build_model(name: str, data: Data, cfg: Config, seed: int):
     if name == "cvae":
         return CVAE(conv_encoder(L, condition_dim=2), conv_decoder(L + 2), num_data=N, seed=seed)
     if name == "svgpvae":
-        return SVGPVAE(conv_encoder(L), conv_decoder(L), kernel(), inducing(), likelihood="gaussian", num_data=N,
-                       num_latent_gps=L, seed=seed, input_transform=table())
+        return SVGPVAE(
+            conv_encoder(L),
+            conv_decoder(L),
+            kernel(),
+            inducing(),
+            likelihood="gaussian",
+            num_data=N,
+            num_latent_gps=L,
+            seed=seed,
+            input_transform=table(),
+        )
     if name == "deep_svigp":
-        return DeepSVIGP(conv_decoder(L), kernel(), inducing(), num_latent_gps=L, num_data=N, input_transform=table(),
-                         seed=seed)
+        return DeepSVIGP(
+            conv_decoder(L), kernel(), inducing(), num_latent_gps=L, num_data=N, input_transform=table(), seed=seed
+        )
     if name == "gppvae":
         view_kernel = gpflow.kernels.Periodic(gpflow.kernels.SquaredExponential(), period=2 * np.pi)
         gpflow.set_trainable(view_kernel.period, False)
@@ -160,8 +201,9 @@ def _place(model, data: Data, cfg: Config, seed: int):
 def _place_svgpvae(model, data: Data, cfg: Config, seed: int):
     _place(model, data, cfg, seed)
     if cfg.eval_placement == "fit":
-        model.fit_object_vectors(data.X_eval_ctx, data.Y_eval_ctx, data.eval_ids, data=(data.X_train, data.Y_train),
-                                 steps=cfg.eval_fit_steps)
+        model.fit_object_vectors(
+            data.X_eval_ctx, data.Y_eval_ctx, data.eval_ids, data=(data.X_train, data.Y_train), steps=cfg.eval_fit_steps
+        )
 
 
 def _place_and_fit(model, data: Data, cfg: Config, seed: int):
@@ -237,8 +279,12 @@ def make_optimizer(model, cfg: Config):
         table = object_table(model)
     except TypeError:
         raise ValueError(f"object_learning_rate: {type(model).__name__} has no object vectors") from None
-    return OptimizerGroups([(tf_keras.optimizers.Adam(cfg.object_learning_rate), table),
-                            (tf_keras.optimizers.Adam(cfg.learning_rate), None)])
+    return OptimizerGroups(
+        [
+            (tf_keras.optimizers.Adam(cfg.object_learning_rate), table),
+            (tf_keras.optimizers.Adam(cfg.learning_rate), None),
+        ]
+    )
 
 
 def run_model(
@@ -260,8 +306,10 @@ def run_model(
         under the key ``"_model"``.
     """
     if cfg.eval_placement == "fit" and name == "gppvae":
-        raise ValueError("eval_placement='fit' is implemented for the SVGP-VAE (Deep SVIGP always fits its "
-                         "eval vectors); run GPPVAE with eval_placement='affine'.")
+        raise ValueError(
+            "eval_placement='fit' is implemented for the SVGP-VAE (Deep SVIGP always fits its "
+            "eval vectors); run GPPVAE with eval_placement='affine'."
+        )
     model = build_model(name, data, cfg, seed)
     refresh = PROTOCOLS[name].refresh
     objective = GECO(
@@ -291,8 +339,11 @@ def run_model(
                 ckpt.write(ckpt_path)
             if progress:
                 lam = logs.get("geco_lambda", float("nan"))
-                print(f"  [{name} seed {seed}] epoch {epoch + 1}: eval MSE {value:.4f} (best {best['mse']:.4f} @ "
-                      f"{best['epoch']}), lambda {lam:.3g}, {record['epoch_seconds'][-1]:.2f} s", flush=True)
+                print(
+                    f"  [{name} seed {seed}] epoch {epoch + 1}: eval MSE {value:.4f} (best {best['mse']:.4f} @ "
+                    f"{best['epoch']}), lambda {lam:.3g}, {record['epoch_seconds'][-1]:.2f} s",
+                    flush=True,
+                )
         clock["start"] = time.perf_counter()
 
     history = train(
@@ -368,10 +419,17 @@ def _summarise(out: str, results: List[dict], models: Sequence[str], progress: b
     return {"results": results, "summary": rows}
 
 
-def run_cached(name: str, data: Data, cfg: Config, seed: int, progress: bool = False,
-               on_epoch: Optional[Callable[[int, object, dict], None]] = None, retrain: bool = False,
-               artifacts: Optional[Callable[[object], Dict[str, np.ndarray]]] = None,
-               images: bool = True) -> dict:
+def run_cached(
+    name: str,
+    data: Data,
+    cfg: Config,
+    seed: int,
+    progress: bool = False,
+    on_epoch: Optional[Callable[[int, object, dict], None]] = None,
+    retrain: bool = False,
+    artifacts: Optional[Callable[[object], Dict[str, np.ndarray]]] = None,
+    images: bool = True,
+) -> dict:
     """:func:`run_model`, or its saved result if ``cfg.out/runs/`` holds a run with the same settings.
 
     A finished run is saved as ``runs/<model>_seed<s>_<hash of run_spec>.json``
@@ -402,15 +460,19 @@ def run_cached(name: str, data: Data, cfg: Config, seed: int, progress: bool = F
                 res["_images"] = (f["mean"], f["sample"])
                 res["_artifacts"] = {k: f[k] for k in f.files if k not in ("mean", "sample")}
         if progress:
-            print(f"{LABELS[name]} seed {seed}: reusing the finished run {path}.json"
-                  + ("" if with_images else " (no images)"), flush=True)
+            print(
+                f"{LABELS[name]} seed {seed}: reusing the finished run {path}.json"
+                + ("" if with_images else " (no images)"),
+                flush=True,
+            )
         return {**res, "cached": True}
     # One checkpoint folder per run key: concurrent runs with other settings cannot collide.
     workdir = os.path.join(cfg.out, "checkpoints", os.path.basename(path))
     os.makedirs(workdir, exist_ok=True)
     t0 = time.perf_counter()
-    res = run_model(name, data, cfg, seed, workdir, progress=progress, on_epoch=on_epoch,
-                    keep_model=artifacts is not None)
+    res = run_model(
+        name, data, cfg, seed, workdir, progress=progress, on_epoch=on_epoch, keep_model=artifacts is not None
+    )
     extra = artifacts(res.pop("_model")) if artifacts is not None else {}
     res["wall_seconds"] = time.perf_counter() - t0
     res["spec"] = run_spec(name, seed, cfg)
@@ -420,9 +482,12 @@ def run_cached(name: str, data: Data, cfg: Config, seed: int, progress: bool = F
     np.savez(path + ".npz", mean=mean_imgs, sample=sample_imgs, **extra)
     write_json(path + ".json", res)
     if progress:
-        print(f"{LABELS[name]} seed {seed}: test MSE mean {res['test_mse_mean']:.4f}, sample "
-              f"{res['test_mse_sample']:.4f}, best eval {res['best_eval_mse']:.4f} @ {res['best_epoch']}, "
-              f"{res['seconds_per_epoch']:.2f} s/epoch, {res['wall_seconds']:.0f} s total", flush=True)
+        print(
+            f"{LABELS[name]} seed {seed}: test MSE mean {res['test_mse_mean']:.4f}, sample "
+            f"{res['test_mse_sample']:.4f}, best eval {res['best_eval_mse']:.4f} @ {res['best_epoch']}, "
+            f"{res['seconds_per_epoch']:.2f} s/epoch, {res['wall_seconds']:.0f} s total",
+            flush=True,
+        )
     return {**res, "_images": (mean_imgs, sample_imgs), "_artifacts": extra, "cached": False}
 
 
@@ -451,11 +516,17 @@ def run_table1(cfg: Config, progress: bool = True) -> dict:
             res.pop("_artifacts")
             mean_imgs, sample_imgs = res.pop("_images")
             per_seed[name] = mean_imgs
-            plot_generated(os.path.join(cfg.out, f"generated_{name}_seed{seed}.png"), data.Y_test[: cfg.num_plot],
-                           {f"{LABELS[name]} mean": mean_imgs, f"{LABELS[name]} sample": sample_imgs})
+            plot_generated(
+                os.path.join(cfg.out, f"generated_{name}_seed{seed}.png"),
+                data.Y_test[: cfg.num_plot],
+                {f"{LABELS[name]} mean": mean_imgs, f"{LABELS[name]} sample": sample_imgs},
+            )
             results.append(res)
-        plot_generated(os.path.join(cfg.out, f"generated_seed{seed}.png"), data.Y_test[: cfg.num_plot],
-                       {LABELS[n]: imgs for n, imgs in per_seed.items()})
+        plot_generated(
+            os.path.join(cfg.out, f"generated_seed{seed}.png"),
+            data.Y_test[: cfg.num_plot],
+            {LABELS[n]: imgs for n, imgs in per_seed.items()},
+        )
     return _summarise(cfg.out, results, cfg.models, progress)
 
 
@@ -496,23 +567,41 @@ def _parser() -> argparse.ArgumentParser:
     t1.add_argument("--batch-size", type=int, default=256)
     t1.add_argument("--latent-dim", type=int, default=16)
     t1.add_argument("--learning-rate", type=float, default=1e-3)
-    t1.add_argument("--object-learning-rate", type=float, default=None,
-                    help="Adam learning rate of the object vectors (default: --learning-rate, the paper's)")
+    t1.add_argument(
+        "--object-learning-rate",
+        type=float,
+        default=None,
+        help="Adam learning rate of the object vectors (default: --learning-rate, the paper's)",
+    )
     t1.add_argument("--kappa-squared", type=float, default=0.020)
     t1.add_argument("--geco-nu", type=float, default=1.0)
     t1.add_argument("--object-init", choices=("pca", "random"), default="pca")
-    t1.add_argument("--object-scale", type=float, default=None,
-                    help="initial object vectors: PCA scores rescaled to this RMS, or random N(0, s^2) "
-                         "(default: the paper's raw PCA scores; random: 1.5)")
-    t1.add_argument("--eval-every", type=int, default=None, help="epochs between eval-set evaluations (default 5; --quick: 1)")
+    t1.add_argument(
+        "--object-scale",
+        type=float,
+        default=None,
+        help="initial object vectors: PCA scores rescaled to this RMS, or random N(0, s^2) "
+        "(default: the paper's raw PCA scores; random: 1.5)",
+    )
+    t1.add_argument(
+        "--eval-every", type=int, default=None, help="epochs between eval-set evaluations (default 5; --quick: 1)"
+    )
     t1.add_argument("--deep-svigp-eval-steps", type=int, default=30)
-    t1.add_argument("--eval-placement", choices=EVAL_PLACEMENTS, default="affine",
-                    help="SVGP-VAE eval instances: the affine map from initial to learned vectors (the paper's), "
-                         "or that map then a fit of their vectors to the eval context")
+    t1.add_argument(
+        "--eval-placement",
+        choices=EVAL_PLACEMENTS,
+        default="affine",
+        help="SVGP-VAE eval instances: the affine map from initial to learned vectors (the paper's), "
+        "or that map then a fit of their vectors to the eval context",
+    )
     t1.add_argument("--eval-fit-steps", type=int, default=50, help="Adam steps of --eval-placement fit")
     t1.add_argument("--jit", action="store_true", help="compile the training step with XLA")
-    t1.add_argument("--precision", choices=PRECISIONS, default="float32",
-                    help="Keras policy of the networks (the GP block is float64 always)")
+    t1.add_argument(
+        "--precision",
+        choices=PRECISIONS,
+        default="float32",
+        help="Keras policy of the networks (the GP block is float64 always)",
+    )
     t1.add_argument("--quiet", action="store_true")
     summary = sub.add_parser("summary", help="gather the runs of several table1 folders into one table")
     summary.add_argument("folders", nargs="+", help="table1 results folders")

@@ -118,6 +118,7 @@ no evaluation until the last epoch), and plot those (``timing`` in the JSON,
 with the load average before and after each; ``seconds_per_epoch_timed`` in the
 summary).
 """
+
 import argparse
 import os
 import sys
@@ -129,13 +130,33 @@ import numpy as np
 
 from svgpvae_paper.estimators import inducing_mean_bias
 from svgpvae_paper.experiments import rotated_mnist as rm
+
 from .common import git_commit, is_positive_number, mean_sd, pyplot, write_csv, write_json
 from .rotated_mnist_records import PAPER_MSE, cmd_bias, cmd_convergence
-from .rotated_mnist_sweeps import (NUM_ANGLES, QUICK, QUICK_CONFIG, SweepContext, Sweeps, attach_timings, errorbar,
-                                   per_angle, run_row, run_sweep, settings_note, summarise_rows, time_settings)
+from .rotated_mnist_sweeps import (
+    NUM_ANGLES,
+    QUICK,
+    QUICK_CONFIG,
+    SweepContext,
+    Sweeps,
+    attach_timings,
+    errorbar,
+    per_angle,
+    run_row,
+    run_sweep,
+    settings_note,
+    summarise_rows,
+    time_settings,
+)
 
 __all__ = [
-    "COMMANDS", "Sweeps", "QUICK", "QUICK_CONFIG", "PAPER_INIT", "inducing_mean_bias", "run_sweep",
+    "COMMANDS",
+    "Sweeps",
+    "QUICK",
+    "QUICK_CONFIG",
+    "PAPER_INIT",
+    "inducing_mean_bias",
+    "run_sweep",
     "main",
 ]
 
@@ -148,8 +169,9 @@ PAPER_INIT = {"svgpvae": {"pca": 0.0251, "random": 0.0272}, "gppvae": {"pca": 0.
 def cmd_runtime(ctx: SweepContext, out: str) -> dict:
     sw = ctx.sweeps
     specs = [("svgpvae", {"num_inducing_per_angle": per_angle(m)}, {"setting": f"m={m}"}) for m in sw.runtime_m]
-    specs += [("gppvae", {"object_dim": int(q)}, {"setting": f"Q={q} (H={NUM_ANGLES * q})"})
-              for q in sw.runtime_object_dims]
+    specs += [
+        ("gppvae", {"object_dim": int(q)}, {"setting": f"Q={q} (H={NUM_ANGLES * q})"}) for q in sw.runtime_object_dims
+    ]
     rows = run_sweep(ctx, specs, "runtime runs")
     for r in rows:
         r["gppvae_rank_H"] = NUM_ANGLES * r["object_dim"] if r["model"] == "gppvae" else None
@@ -167,23 +189,39 @@ def cmd_runtime(ctx: SweepContext, out: str) -> dict:
             ax.annotate(s["setting"], (xi, yi), textcoords="offset points", xytext=(4, 4), fontsize=7)
     ax.set_xlabel(_time_label(timed))
     ax.set_ylabel("test MSE (decoded mean)")
-    fig.suptitle("Rotated MNIST: MSE vs runtime (mean ± sd over seeds)\n" + settings_note(ctx.base, skip=("m", "Q"))
-                 + "\n" + _timing_note(ctx, timed), fontsize=8)
+    fig.suptitle(
+        "Rotated MNIST: MSE vs runtime (mean ± sd over seeds)\n"
+        + settings_note(ctx.base, skip=("m", "Q"))
+        + "\n"
+        + _timing_note(ctx, timed),
+        fontsize=8,
+    )
     ax.legend(fontsize=8, loc="upper right")
     fig.tight_layout()
     fig.savefig(os.path.join(out, "runtime.png"), dpi=130)
     plt.close(fig)
-    note = ("GPPVAE's kernel V V^T + alpha I has rank H = Q x 16 (object vector (x) view-kernel Cholesky row), "
-            "so the GPPVAE sweep varies the object-vector dimension Q; H = 16 Q.")
-    return {"rows": rows, "summary": summary, "timing": timed, "gppvae_rank_note": note,
-            "svgpvae_m": list(sw.runtime_m), "gppvae_object_dims": list(sw.runtime_object_dims),
-            "gppvae_rank_H": [NUM_ANGLES * int(q) for q in sw.runtime_object_dims]}
+    note = (
+        "GPPVAE's kernel V V^T + alpha I has rank H = Q x 16 (object vector (x) view-kernel Cholesky row), "
+        "so the GPPVAE sweep varies the object-vector dimension Q; H = 16 Q."
+    )
+    return {
+        "rows": rows,
+        "summary": summary,
+        "timing": timed,
+        "gppvae_rank_note": note,
+        "svgpvae_m": list(sw.runtime_m),
+        "gppvae_object_dims": list(sw.runtime_object_dims),
+        "gppvae_rank_H": [NUM_ANGLES * int(q) for q in sw.runtime_object_dims],
+    }
 
 
 def cmd_digits(ctx: SweepContext, out: str) -> dict:
     sw = ctx.sweeps
-    specs = [(name, {"digits": tuple(int(d) for d in ds)}, {"num_digits": len(ds)})
-             for ds in sw.digit_sets for name in sw.digits_models]
+    specs = [
+        (name, {"digits": tuple(int(d) for d in ds)}, {"num_digits": len(ds)})
+        for ds in sw.digit_sets
+        for name in sw.digits_models
+    ]
     rows = run_sweep(ctx, specs, "digits runs")
     summary = summarise_rows(rows, ("model", "num_digits", "digits"))
     timed, time_key = _timings(ctx, specs, summary, ("model", "num_digits"), "digits timing")
@@ -192,8 +230,9 @@ def cmd_digits(ctx: SweepContext, out: str) -> dict:
     for c, name in enumerate(sw.digits_models):
         group = [s for s in summary if s["model"] == name]
         errorbar(ax1, group, "num_digits", rm.LABELS[name], color=f"C{c}")
-        ax2.plot([s["num_data"] for s in group], [s[time_key] for s in group], "o-", color=f"C{c}",
-                 label=rm.LABELS[name])
+        ax2.plot(
+            [s["num_data"] for s in group], [s[time_key] for s in group], "o-", color=f"C{c}", label=rm.LABELS[name]
+        )
     ax1.set_xlabel("number of digits")
     ax1.set_ylabel("test MSE (decoded mean)")
     ax1.set_xticks([len(ds) for ds in sw.digit_sets])
@@ -201,17 +240,22 @@ def cmd_digits(ctx: SweepContext, out: str) -> dict:
     ax2.set_ylabel(_time_label(timed))
     for ax in (ax1, ax2):
         ax.legend(fontsize=8)
-    fig.suptitle("Rotated MNIST: scaling with the number of digits\n" + settings_note(ctx.base, skip=("digits",))
-                 + "; digit sets " + " | ".join(",".join(map(str, ds)) for ds in sw.digit_sets)
-                 + "\n" + _timing_note(ctx, timed), fontsize=8)
+    fig.suptitle(
+        "Rotated MNIST: scaling with the number of digits\n"
+        + settings_note(ctx.base, skip=("digits",))
+        + "; digit sets "
+        + " | ".join(",".join(map(str, ds)) for ds in sw.digit_sets)
+        + "\n"
+        + _timing_note(ctx, timed),
+        fontsize=8,
+    )
     fig.tight_layout()
     fig.savefig(os.path.join(out, "digits.png"), dpi=130)
     plt.close(fig)
     return {"rows": rows, "summary": summary, "timing": timed, "digit_sets": [list(ds) for ds in sw.digit_sets]}
 
 
-def _timings(ctx: SweepContext, specs, summary: List[dict], keys: Sequence[str],
-             desc: str) -> Tuple[List[dict], str]:
+def _timings(ctx: SweepContext, specs, summary: List[dict], keys: Sequence[str], desc: str) -> Tuple[List[dict], str]:
     """``--timing-epochs``: time every setting again, back to back, and attach the times to ``summary``;
     returns the timings and the summary key of the times to plot."""
     if not ctx.sweeps.timing_epochs:
@@ -231,12 +275,15 @@ def _timing_note(ctx: SweepContext, timed: List[dict]) -> str:
         return "times: the runs' own medians, under whatever load they ran"
     loads = [t["load_average_before"] for t in timed]
     threads = timed[0]["intra_op_threads"] or "all"
-    return (f"times: {ctx.sweeps.timing_epochs}-epoch runs back to back, {threads} threads, "
-            f"load average {min(loads):.1f}-{max(loads):.1f} before each")
+    return (
+        f"times: {ctx.sweeps.timing_epochs}-epoch runs back to back, {threads} threads, "
+        f"load average {min(loads):.1f}-{max(loads):.1f} before each"
+    )
 
 
-def _one_setting_figure(ctx: SweepContext, out: str, command: str, rows: List[dict], x_key: str, xlabel: str,
-                        skip: Sequence[str]):
+def _one_setting_figure(
+    ctx: SweepContext, out: str, command: str, rows: List[dict], x_key: str, xlabel: str, skip: Sequence[str]
+):
     summary = summarise_rows(rows, ("model", x_key))
     plt = pyplot()
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 4))
@@ -249,8 +296,9 @@ def _one_setting_figure(ctx: SweepContext, out: str, command: str, rows: List[di
     ax1.set_ylabel("test MSE (decoded mean)")
     ax2.set_ylabel("seconds per epoch (this machine)")
     ax1.legend(fontsize=8)
-    fig.suptitle(f"Rotated MNIST: SVGP-VAE vs {xlabel} (mean ± sd over seeds)\n" + settings_note(ctx.base, skip),
-                 fontsize=8)
+    fig.suptitle(
+        f"Rotated MNIST: SVGP-VAE vs {xlabel} (mean ± sd over seeds)\n" + settings_note(ctx.base, skip), fontsize=8
+    )
     fig.tight_layout()
     fig.savefig(os.path.join(out, f"{command}.png"), dpi=130)
     plt.close(fig)
@@ -313,12 +361,11 @@ def cmd_tsne(ctx: SweepContext, out: str) -> dict:
     pick = np.sort(rng.choice(len(latents), size=n, replace=False))
     perplexity = float(min(sw.tsne_perplexity, (n - 1) / 3.0))
     t0 = time.perf_counter()
-    embedding = TSNE(n_components=2, perplexity=perplexity, init="pca", max_iter=int(sw.tsne_iterations),
-                     random_state=seed).fit_transform(
-        latents[pick].astype(np.float64))
+    embedding = TSNE(
+        n_components=2, perplexity=perplexity, init="pca", max_iter=int(sw.tsne_iterations), random_state=seed
+    ).fit_transform(latents[pick].astype(np.float64))
     tsne_seconds = time.perf_counter() - t0
-    agreement = {"latent": _knn_agreement(latents[pick], digits[pick]),
-                 "tsne": _knn_agreement(embedding, digits[pick])}
+    agreement = {"latent": _knn_agreement(latents[pick], digits[pick]), "tsne": _knn_agreement(embedding, digits[pick])}
 
     plt = pyplot()
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 5))
@@ -327,23 +374,42 @@ def cmd_tsne(ctx: SweepContext, out: str) -> dict:
         ax1.scatter(embedding[sel, 0], embedding[sel, 1], s=3, color=f"C{c}", label=str(d))
     ax1.legend(title="digit", markerscale=4, fontsize=8)
     ax1.set_title("coloured by digit", fontsize=10)
-    sc = ax2.scatter(embedding[:, 0], embedding[:, 1], s=3, c=np.degrees(angles[pick]), cmap="twilight",
-                     vmin=0, vmax=360)
+    sc = ax2.scatter(
+        embedding[:, 0], embedding[:, 1], s=3, c=np.degrees(angles[pick]), cmap="twilight", vmin=0, vmax=360
+    )
     fig.colorbar(sc, ax=ax2, label="angle (degrees)")
     ax2.set_title("coloured by angle", fontsize=10)
     for ax in (ax1, ax2):
         ax.set_xticks([])
         ax.set_yticks([])
-    fig.suptitle(f"t-SNE of SVGP-VAE encoder means of {n} training images (test MSE {res['test_mse_mean']:.4f})\n"
-                 + settings_note(cfg), fontsize=8)
+    fig.suptitle(
+        f"t-SNE of SVGP-VAE encoder means of {n} training images (test MSE {res['test_mse_mean']:.4f})\n"
+        + settings_note(cfg),
+        fontsize=8,
+    )
     fig.tight_layout()
     fig.savefig(os.path.join(out, "tsne.png"), dpi=130)
     plt.close(fig)
-    rows = [{"index": int(i), "digit": int(digits[i]), "angle_degrees": float(np.degrees(angles[i])),
-             "instance": int(instance[i]), "tsne_x": float(x), "tsne_y": float(y)}
-            for i, (x, y) in zip(pick, embedding)]
-    return {"rows": rows, "run": run_row(res), "tsne_digits": list(cfg.digits), "num_points": n,
-            "perplexity": perplexity, "tsne_seconds": tsne_seconds, "knn10_digit_agreement": agreement}
+    rows = [
+        {
+            "index": int(i),
+            "digit": int(digits[i]),
+            "angle_degrees": float(np.degrees(angles[i])),
+            "instance": int(instance[i]),
+            "tsne_x": float(x),
+            "tsne_y": float(y),
+        }
+        for i, (x, y) in zip(pick, embedding)
+    ]
+    return {
+        "rows": rows,
+        "run": run_row(res),
+        "tsne_digits": list(cfg.digits),
+        "num_points": n,
+        "perplexity": perplexity,
+        "tsne_seconds": tsne_seconds,
+        "knn10_digit_agreement": agreement,
+    }
 
 
 # ---------------------------------------------------------------------------- init
@@ -355,23 +421,43 @@ def _scale_label(init: str, scale) -> str:
 
 def cmd_init(ctx: SweepContext, out: str) -> dict:
     sw = ctx.sweeps
-    specs = [(name, {"object_init": init, "object_scale": scale}, {})
-             for name in sw.init_models for init in ("pca", "random") for scale in sw.init_scales]
+    specs = [
+        (name, {"object_init": init, "object_scale": scale}, {})
+        for name in sw.init_models
+        for init in ("pca", "random")
+        for scale in sw.init_scales
+    ]
     rows = run_sweep(ctx, specs, "init runs")
 
     def final_and_best(group):
         finals = [r["test_mse_mean_final"] for r in group if r["test_mse_mean_final"] is not None]
-        return {"test_mse_mean_final": mean_sd(finals) if finals else None,
-                "best_epochs": [r["best_epoch"] for r in group]}
+        return {
+            "test_mse_mean_final": mean_sd(finals) if finals else None,
+            "best_epochs": [r["best_epoch"] for r in group],
+        }
 
     summary = summarise_rows(rows, ("model", "object_init", "object_scale"), extra=final_and_best)
-    header = ["model", "object init", "initial scale", "runs", "test MSE (eval-selected)",
-              "test MSE (last epoch)", "test MSE (sample, eval-selected)", "best eval epochs",
-              "s/epoch (this machine)", "paper MSE"]
-    lines = ["Rotated MNIST, PCA vs random object-vector initialisation: " + settings_note(ctx.base)
-             + ". Mean +- sd over seeds; the paper's numbers (raw PCA scores, random N(0, 1.5^2)) are means over "
-             "5 runs. Eval-selected: the protocol's checkpoint (lowest eval MSE); last epoch: the final model.",
-             "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    header = [
+        "model",
+        "object init",
+        "initial scale",
+        "runs",
+        "test MSE (eval-selected)",
+        "test MSE (last epoch)",
+        "test MSE (sample, eval-selected)",
+        "best eval epochs",
+        "s/epoch (this machine)",
+        "paper MSE",
+    ]
+    lines = [
+        "Rotated MNIST, PCA vs random object-vector initialisation: "
+        + settings_note(ctx.base)
+        + ". Mean +- sd over seeds; the paper's numbers (raw PCA scores, random N(0, 1.5^2)) are means over "
+        "5 runs. Eval-selected: the protocol's checkpoint (lowest eval MSE); last epoch: the final model.",
+        "",
+        "| " + " | ".join(header) + " |",
+        "|" + "---|" * len(header),
+    ]
     table = []
 
     def fmt(stat):
@@ -379,10 +465,18 @@ def cmd_init(ctx: SweepContext, out: str) -> dict:
 
     for s in summary:
         paper = PAPER_INIT.get(s["model"], {}).get(s["object_init"]) if s["object_scale"] is None else None
-        cells = [rm.LABELS[s["model"]], s["object_init"], _scale_label(s["object_init"], s["object_scale"]),
-                 str(s["test_mse_mean"]["n"]), fmt(s["test_mse_mean"]), fmt(s["test_mse_mean_final"]),
-                 fmt(s["test_mse_sample"]), ", ".join(str(e) for e in s["best_epochs"]),
-                 f"{s['seconds_per_epoch']:.2f}", "-" if paper is None else f"{paper:.4f}"]
+        cells = [
+            rm.LABELS[s["model"]],
+            s["object_init"],
+            _scale_label(s["object_init"], s["object_scale"]),
+            str(s["test_mse_mean"]["n"]),
+            fmt(s["test_mse_mean"]),
+            fmt(s["test_mse_mean_final"]),
+            fmt(s["test_mse_sample"]),
+            ", ".join(str(e) for e in s["best_epochs"]),
+            f"{s['seconds_per_epoch']:.2f}",
+            "-" if paper is None else f"{paper:.4f}",
+        ]
         lines.append("| " + " | ".join(cells) + " |")
         table.append(dict(zip(header, cells)))
     with open(os.path.join(out, "init.md"), "w") as f:
@@ -397,23 +491,47 @@ def cmd_init(ctx: SweepContext, out: str) -> dict:
             s = next(s for s in summary if (s["model"], s["object_init"], s["object_scale"]) == (name, init, scale))
             x = i + (j - (len(settings) - 1) / 2) * width
             label = f"{init}, {_scale_label(init, scale)}" if i == 0 else None
-            ax.bar(x, s["test_mse_mean"]["mean"], width * 0.9, yerr=s["test_mse_mean"]["sd"], capsize=3,
-                   color=f"C{j}", alpha=0.45, label=None if label is None else label + " (eval-selected)")
+            ax.bar(
+                x,
+                s["test_mse_mean"]["mean"],
+                width * 0.9,
+                yerr=s["test_mse_mean"]["sd"],
+                capsize=3,
+                color=f"C{j}",
+                alpha=0.45,
+                label=None if label is None else label + " (eval-selected)",
+            )
             final = s["test_mse_mean_final"]
             if final is not None:
-                ax.errorbar(x, final["mean"], yerr=final["sd"], fmt="D", color=f"C{j}", mec="k", capsize=3,
-                            label=None if label is None else label + " (last epoch)")
+                ax.errorbar(
+                    x,
+                    final["mean"],
+                    yerr=final["sd"],
+                    fmt="D",
+                    color=f"C{j}",
+                    mec="k",
+                    capsize=3,
+                    label=None if label is None else label + " (last epoch)",
+                )
             paper = PAPER_INIT.get(name, {}).get(init) if scale is None else None
             if paper is not None:
-                ax.plot([x - width / 2, x + width / 2], [paper] * 2, "k-", lw=2,
-                        label="paper" if (i, init) == (0, "pca") else None)
+                ax.plot(
+                    [x - width / 2, x + width / 2],
+                    [paper] * 2,
+                    "k-",
+                    lw=2,
+                    label="paper" if (i, init) == (0, "pca") else None,
+                )
     ax.set_xticks(range(len(sw.init_models)))
     ax.set_xticklabels([rm.LABELS[n] for n in sw.init_models])
     ax.set_ylabel("test MSE (decoded mean)")
     top = max(s["test_mse_mean"]["mean"] + s["test_mse_mean"]["sd"] for s in summary)
     ax.set_ylim(0, 1.7 * top)  # room for the legend above the bars
-    fig.suptitle("Object-vector initialisation (mean ± sd over seeds): bars eval-selected checkpoint, "
-                 "diamonds last epoch, black paper\n" + settings_note(ctx.base), fontsize=8)
+    fig.suptitle(
+        "Object-vector initialisation (mean ± sd over seeds): bars eval-selected checkpoint, "
+        "diamonds last epoch, black paper\n" + settings_note(ctx.base),
+        fontsize=8,
+    )
     ax.legend(fontsize=7, loc="upper left", ncol=2)
     fig.tight_layout()
     fig.savefig(os.path.join(out, "init.png"), dpi=130)
@@ -421,9 +539,16 @@ def cmd_init(ctx: SweepContext, out: str) -> dict:
     return {"rows": rows, "summary": summary, "table": table, "paper": PAPER_INIT}
 
 
-COMMAND_FUNCTIONS = {"runtime": cmd_runtime, "digits": cmd_digits, "batch_size": cmd_batch_size,
-                     "num_inducing": cmd_num_inducing, "bias": cmd_bias, "tsne": cmd_tsne, "init": cmd_init,
-                     "convergence": cmd_convergence}
+COMMAND_FUNCTIONS = {
+    "runtime": cmd_runtime,
+    "digits": cmd_digits,
+    "batch_size": cmd_batch_size,
+    "num_inducing": cmd_num_inducing,
+    "bias": cmd_bias,
+    "tsne": cmd_tsne,
+    "init": cmd_init,
+    "convergence": cmd_convergence,
+}
 
 
 # ----------------------------------------------------------------------------- CLI
@@ -442,41 +567,64 @@ def _scales(text: str) -> Tuple[Optional[float], ...]:
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m svgpvae_paper.experiments.rotated_mnist_figures",
-                                description="Rotated-MNIST figures of the SVGP-VAE paper (beyond Table 1).")
+    p = argparse.ArgumentParser(
+        prog="python -m svgpvae_paper.experiments.rotated_mnist_figures",
+        description="Rotated-MNIST figures of the SVGP-VAE paper (beyond Table 1).",
+    )
     p.add_argument("command", choices=COMMANDS)
     p.add_argument("--quick", action="store_true", help="a tiny smoke run (12 instances per digit, 2 epochs, 1 seed)")
     p.add_argument("--epochs", type=int, help="training epochs (default 1000; --quick: 2)")
     p.add_argument("--seeds", type=int, help="number of seeds (default 5; --quick: 1)")
     p.add_argument("--first-seed", type=int, default=0)
     p.add_argument("--out", help="output folder (default results/rotated_mnist_figures/<command>[_quick])")
-    p.add_argument("--cache", default=os.path.join("results", "rotated_mnist_figures", "runs_cache"),
-                   help="folder of cached runs shared by all commands (default %(default)s)")
+    p.add_argument(
+        "--cache",
+        default=os.path.join("results", "rotated_mnist_figures", "runs_cache"),
+        help="folder of cached runs shared by all commands (default %(default)s)",
+    )
     p.add_argument("--n-per-digit", type=int, help="instances per digit (default 400; --quick: 12)")
     p.add_argument("--batch-size", type=int, help="batch size of runs that do not sweep it (default 256)")
     p.add_argument("--eval-every", type=int, help="epochs between eval-set evaluations (default 5; --quick: 1)")
     p.add_argument("--learning-rate", type=float, help="Adam learning rate (default 1e-3)")
-    p.add_argument("--object-learning-rate", type=float,
-                   help="Adam learning rate of the object vectors (default: --learning-rate, the paper's)")
+    p.add_argument(
+        "--object-learning-rate",
+        type=float,
+        help="Adam learning rate of the object vectors (default: --learning-rate, the paper's)",
+    )
     p.add_argument("--jit", action="store_true", help="compile the training step with XLA")
-    p.add_argument("--eval-placement", choices=rm.EVAL_PLACEMENTS,
-                   help="SVGP-VAE eval instances: 'affine' (default, the paper's) or 'fit' to their context")
+    p.add_argument(
+        "--eval-placement",
+        choices=rm.EVAL_PLACEMENTS,
+        help="SVGP-VAE eval instances: 'affine' (default, the paper's) or 'fit' to their context",
+    )
     p.add_argument("--eval-fit-steps", type=int, help="Adam steps of --eval-placement fit (default 50)")
     p.add_argument("--m", type=_ints, help="runtime / num_inducing / bias: inducing-point counts (multiples of 16)")
     p.add_argument("--object-dims", type=_ints, help="runtime: GPPVAE object-vector dimensions Q (rank H = 16 Q)")
-    p.add_argument("--timing-epochs", type=int,
-                   help="runtime / digits: after the sweep, time every setting again in a fresh run of this many "
-                        "epochs, back to back, and plot those times (default 0: the runs' own s/epoch)")
+    p.add_argument(
+        "--timing-epochs",
+        type=int,
+        help="runtime / digits: after the sweep, time every setting again in a fresh run of this many "
+        "epochs, back to back, and plot those times (default 0: the runs' own s/epoch)",
+    )
     p.add_argument("--digit-sets", help="digits: sets separated by ';', e.g. '3;1,3,6'")
     p.add_argument("--models", help="digits / init: comma-separated models (svgpvae, gppvae)")
-    p.add_argument("--object-init", choices=("pca", "random"),
-                   help="initial object vectors of every run (default pca); init sweeps both")
-    p.add_argument("--object-scale", type=float,
-                   help="initial object-vector scale of every run (PCA scores at this RMS; default: the paper's raw "
-                        "scores); init sweeps --object-scales instead")
-    p.add_argument("--object-scales", type=_scales,
-                   help="init: initial object-vector scales, comma-separated; 'paper' = the paper's (raw PCA "
-                        "scores, random sd 1.5), a number s = PCA scores at RMS s / random sd s (default: paper)")
+    p.add_argument(
+        "--object-init",
+        choices=("pca", "random"),
+        help="initial object vectors of every run (default pca); init sweeps both",
+    )
+    p.add_argument(
+        "--object-scale",
+        type=float,
+        help="initial object-vector scale of every run (PCA scores at this RMS; default: the paper's raw "
+        "scores); init sweeps --object-scales instead",
+    )
+    p.add_argument(
+        "--object-scales",
+        type=_scales,
+        help="init: initial object-vector scales, comma-separated; 'paper' = the paper's (raw PCA "
+        "scores, random sd 1.5), a number s = PCA scores at RMS s / random sd s (default: paper)",
+    )
     p.add_argument("--batch-sizes", type=_ints, help="batch_size: the batch sizes")
     p.add_argument("--bias-epochs", type=_ints, help="bias: epochs after which to record (0: initial model)")
     p.add_argument("--bias-passes", type=int, help="bias: minibatch passes averaged per record (default 1)")
@@ -492,12 +640,19 @@ def _configure(args) -> Tuple[rm.Config, Sweeps]:
     quick = QUICK_CONFIG if args.quick else {}
     base = rm.Config(seeds=5, models=("svgpvae",))
     changes = {k: v for k, v in quick.items()}
-    for key, value in (("epochs", args.epochs), ("seeds", args.seeds), ("n_per_digit", args.n_per_digit),
-                       ("batch_size", args.batch_size), ("eval_every", args.eval_every),
-                       ("learning_rate", args.learning_rate), ("object_learning_rate", args.object_learning_rate),
-                       ("object_init", args.object_init),
-                       ("object_scale", args.object_scale), ("eval_placement", args.eval_placement),
-                       ("eval_fit_steps", args.eval_fit_steps)):
+    for key, value in (
+        ("epochs", args.epochs),
+        ("seeds", args.seeds),
+        ("n_per_digit", args.n_per_digit),
+        ("batch_size", args.batch_size),
+        ("eval_every", args.eval_every),
+        ("learning_rate", args.learning_rate),
+        ("object_learning_rate", args.object_learning_rate),
+        ("object_init", args.object_init),
+        ("object_scale", args.object_scale),
+        ("eval_placement", args.eval_placement),
+        ("eval_fit_steps", args.eval_fit_steps),
+    ):
         if value is not None:
             changes[key] = value
     try:
@@ -518,11 +673,17 @@ def _configure(args) -> Tuple[rm.Config, Sweeps]:
         if unknown:
             raise SystemExit(f"--models: unknown {unknown}; choose from svgpvae, gppvae")
         overrides.update(digits_models=models, init_models=models)
-    for key, value in (("batch_sizes", args.batch_sizes), ("init_scales", args.object_scales),
-                       ("bias_epochs", args.bias_epochs),
-                       ("bias_passes", args.bias_passes), ("curve_every", args.curve_every),
-                       ("tsne_digits", args.tsne_digits), ("tsne_max_points", args.tsne_max_points),
-                       ("tsne_perplexity", args.perplexity), ("timing_epochs", args.timing_epochs)):
+    for key, value in (
+        ("batch_sizes", args.batch_sizes),
+        ("init_scales", args.object_scales),
+        ("bias_epochs", args.bias_epochs),
+        ("bias_passes", args.bias_passes),
+        ("curve_every", args.curve_every),
+        ("tsne_digits", args.tsne_digits),
+        ("tsne_max_points", args.tsne_max_points),
+        ("tsne_perplexity", args.perplexity),
+        ("timing_epochs", args.timing_epochs),
+    ):
         if value is not None:
             overrides[key] = value
     try:
@@ -544,26 +705,55 @@ def main(argv: Optional[Sequence[str]] = None) -> dict:
     wall = time.perf_counter() - start
     rows = result.pop("rows")
     payload = {
-        "command": args.command, "argv": list(sys.argv[1:] if argv is None else argv), "quick": args.quick,
-        "out": out, "cache": args.cache, "config": asdict(replace(base, out=args.cache)), "sweeps": asdict(sweeps),
-        "git_commit": git_commit(), "wall_seconds": wall, **result, "rows": rows,
+        "command": args.command,
+        "argv": list(sys.argv[1:] if argv is None else argv),
+        "quick": args.quick,
+        "out": out,
+        "cache": args.cache,
+        "config": asdict(replace(base, out=args.cache)),
+        "sweeps": asdict(sweeps),
+        "git_commit": git_commit(),
+        "wall_seconds": wall,
+        **result,
+        "rows": rows,
     }
     write_csv(os.path.join(out, f"{args.command}.csv"), rows)
     write_json(os.path.join(out, f"{args.command}.json"), payload)
     if not args.quiet:
         for s in payload.get("summary", []):
             if "test_mse_mean" in s and "epoch" in s:  # convergence
-                print(f"epoch {s['epoch']}: test MSE {s['test_mse_mean']['mean']:.4f} +- {s['test_mse_mean']['sd']:.4f}"
-                      f" (sample {s['test_mse_sample']['mean']:.4f})", flush=True)
+                print(
+                    f"epoch {s['epoch']}: test MSE {s['test_mse_mean']['mean']:.4f} +- {s['test_mse_mean']['sd']:.4f}"
+                    f" (sample {s['test_mse_sample']['mean']:.4f})",
+                    flush=True,
+                )
             elif "test_mse_mean" in s:
-                label = ", ".join(f"{k}={s[k]}" for k in s if k not in (
-                    "test_mse_mean", "test_mse_sample", "seconds_per_epoch", "num_data", "seeds", "test_mse_mean_final",
-                    "best_epochs", "seconds_per_epoch_timed"))
+                label = ", ".join(
+                    f"{k}={s[k]}"
+                    for k in s
+                    if k
+                    not in (
+                        "test_mse_mean",
+                        "test_mse_sample",
+                        "seconds_per_epoch",
+                        "num_data",
+                        "seeds",
+                        "test_mse_mean_final",
+                        "best_epochs",
+                        "seconds_per_epoch_timed",
+                    )
+                )
                 st = s["test_mse_mean"]
-                timed = (f" (runs), {s['seconds_per_epoch_timed']:.2f} s/epoch (timed)"
-                         if "seconds_per_epoch_timed" in s else "")
-                print(f"{label}: test MSE {st['mean']:.4f} +- {st['sd']:.4f} (n={st['n']}), "
-                      f"{s['seconds_per_epoch']:.2f} s/epoch{timed}", flush=True)
+                timed = (
+                    f" (runs), {s['seconds_per_epoch_timed']:.2f} s/epoch (timed)"
+                    if "seconds_per_epoch_timed" in s
+                    else ""
+                )
+                print(
+                    f"{label}: test MSE {st['mean']:.4f} +- {st['sd']:.4f} (n={st['n']}), "
+                    f"{s['seconds_per_epoch']:.2f} s/epoch{timed}",
+                    flush=True,
+                )
             elif "relative_bias" in s:
                 st = s["relative_bias"]
                 print(f"m={s['m']} epoch {s['epoch']}: relative bias {st['mean']:.3g} +- {st['sd']:.2g}", flush=True)

@@ -1,12 +1,13 @@
 """The object vectors of the rotated-MNIST models: where a model keeps its table, and how
 eval instances, unseen in training, are placed in the learned coordinates."""
+
 import numpy as np
 
 from gpflow_svgpvae.auxiliary import ObjectVectors
-from svgpvae_paper.datasets.rotated_mnist import RotatedMNISTArrays as Data
 from gpflow_svgpvae.models.deep_svigp import DeepSVIGP
 from gpflow_svgpvae.models.gppvae import GPPVAE
 from gpflow_svgpvae.models.svgpvae import SVGPVAE
+from svgpvae_paper.datasets.rotated_mnist import RotatedMNISTArrays as Data
 
 __all__ = ["object_table", "place_new_objects"]
 

@@ -2,6 +2,7 @@
 run cannot replay its epochs, so these commands train with an ``on_epoch`` recorder and keep
 the record beside the run (``<cache>/<command>/records/``). The commands are documented in
 :mod:`~svgpvae_paper.experiments.rotated_mnist_figures`."""
+
 import os
 from dataclasses import replace
 from typing import Sequence, Tuple
@@ -10,6 +11,7 @@ import numpy as np
 
 from svgpvae_paper.estimators import inducing_mean_bias
 from svgpvae_paper.experiments import rotated_mnist as rm
+
 from .common import git_commit, mean_sd, pyplot, read_json, run_key, write_json
 from .rotated_mnist_sweeps import SweepContext, per_angle, run_row, settings_note
 
@@ -38,19 +40,33 @@ def cmd_bias(ctx: SweepContext, out: str) -> dict:
         data = ctx.data(cfg)
         record_path = _record_path(cfg, "svgpvae", seed)
         record = read_json(record_path) if os.path.exists(record_path) else None
-        if (record is None or not set(wanted) <= {int(e) for e in record["epochs"]}
-                or record.get("passes", 1) != int(sw.bias_passes)):
+        if (
+            record is None
+            or not set(wanted) <= {int(e) for e in record["epochs"]}
+            or record.get("passes", 1) != int(sw.bias_passes)
+        ):
             record, res = _train_with_bias(ctx, cfg, data, seed, wanted, record_path)
         else:
             res = rm.run_cached("svgpvae", data, cfg, seed, progress=False, images=False)
         res.pop("_images", None)
         runs.append(run_row(res, setting=f"m={m}"))
-        for e, value, dev, nb in zip(record["epochs"], record["relative_bias"],
-                                     record["precision_relative_deviation"], record["num_batches"]):
+        for e, value, dev, nb in zip(
+            record["epochs"], record["relative_bias"], record["precision_relative_deviation"], record["num_batches"]
+        ):
             if int(e) in wanted:
-                rows.append({"m": m, "seed": seed, "epoch": int(e), "relative_bias": value, "passes": record["passes"],
-                             "precision_relative_deviation": dev, "num_batches": nb, "batch_size": cfg.batch_size,
-                             "num_data": data.num_data})
+                rows.append(
+                    {
+                        "m": m,
+                        "seed": seed,
+                        "epoch": int(e),
+                        "relative_bias": value,
+                        "passes": record["passes"],
+                        "precision_relative_deviation": dev,
+                        "num_batches": nb,
+                        "batch_size": cfg.batch_size,
+                        "num_data": data.num_data,
+                    }
+                )
     bar.close()
     summary = []
     for m in sw.bias_m:
@@ -72,8 +88,11 @@ def cmd_bias(ctx: SweepContext, out: str) -> dict:
     ax.set_yscale("log")
     ax.set_xlabel("epoch (0: initial model)")
     ax.set_ylabel(r"relative bias $\|\mathrm{avg}_b\,\mu_b - \mu\|_F / \|\mu\|_F$")
-    fig.suptitle("Bias of the minibatch estimator of the inducing mean (mean ± sd over seeds)\n"
-                 + settings_note(ctx.base, skip=("m",)), fontsize=8)
+    fig.suptitle(
+        "Bias of the minibatch estimator of the inducing mean (mean ± sd over seeds)\n"
+        + settings_note(ctx.base, skip=("m",)),
+        fontsize=8,
+    )
     ax.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(os.path.join(out, "bias.png"), dpi=130)
@@ -90,16 +109,28 @@ def _train_recording(cfg: rm.Config, data: rm.Data, seed: int, record: dict, on_
     return res
 
 
-def _train_with_bias(ctx: SweepContext, cfg: rm.Config, data: rm.Data, seed: int, wanted: Sequence[int],
-                     record_path: str) -> Tuple[dict, dict]:
+def _train_with_bias(
+    ctx: SweepContext, cfg: rm.Config, data: rm.Data, seed: int, wanted: Sequence[int], record_path: str
+) -> Tuple[dict, dict]:
     """Train the SVGP-VAE with ``on_epoch`` recording :func:`inducing_mean_bias`; save the record and
     return it with the run's result."""
-    record = {"epochs": [], "relative_bias": [], "precision_relative_deviation": [], "num_batches": [],
-              "passes": int(ctx.sweeps.bias_passes)}
+    record = {
+        "epochs": [],
+        "relative_bias": [],
+        "precision_relative_deviation": [],
+        "num_batches": [],
+        "passes": int(ctx.sweeps.bias_passes),
+    }
 
     def add(epoch, model):
-        value = inducing_mean_bias(model, data.X_train, data.Y_train, cfg.batch_size, seed=seed * 100_003 + epoch,
-                                   passes=ctx.sweeps.bias_passes)
+        value = inducing_mean_bias(
+            model,
+            data.X_train,
+            data.Y_train,
+            cfg.batch_size,
+            seed=seed * 100_003 + epoch,
+            passes=ctx.sweeps.bias_passes,
+        )
         record["epochs"].append(int(epoch))
         for key in ("relative_bias", "precision_relative_deviation", "num_batches"):
             record[key].append(value[key])
@@ -133,14 +164,27 @@ def cmd_convergence(ctx: SweepContext, out: str) -> dict:
             res = rm.run_cached("svgpvae", data, cfg, seed, progress=False, images=False)
         res.pop("_images", None)
         runs.append(run_row(res, setting="convergence"))
-        for e, mean_mse, sample_mse, lam in zip(record["epochs"], record["test_mse_mean"], record["test_mse_sample"],
-                                                 record["geco_lambda"]):
+        for e, mean_mse, sample_mse, lam in zip(
+            record["epochs"], record["test_mse_mean"], record["test_mse_sample"], record["geco_lambda"]
+        ):
             if int(e) in wanted:
-                rows.append({"seed": seed, "epoch": int(e), "test_mse_mean": mean_mse, "test_mse_sample": sample_mse,
-                             "geco_lambda": lam})
+                rows.append(
+                    {
+                        "seed": seed,
+                        "epoch": int(e),
+                        "test_mse_mean": mean_mse,
+                        "test_mse_sample": sample_mse,
+                        "geco_lambda": lam,
+                    }
+                )
     bar.close()
-    summary = [{"epoch": e, **{key: mean_sd([r[key] for r in rows if r["epoch"] == e])
-                               for key in ("test_mse_mean", "test_mse_sample")}} for e in wanted]
+    summary = [
+        {
+            "epoch": e,
+            **{key: mean_sd([r[key] for r in rows if r["epoch"] == e]) for key in ("test_mse_mean", "test_mse_sample")},
+        }
+        for e in wanted
+    ]
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(6.5, 4.2))
     x = np.array(wanted, float)
@@ -154,16 +198,19 @@ def cmd_convergence(ctx: SweepContext, out: str) -> dict:
     ax.set_xlabel("epoch")
     ax.set_ylabel("test MSE (current model)")
     ax.legend(fontsize=8)
-    fig.suptitle("Rotated MNIST: SVGP-VAE test MSE during training (mean ± sd over seeds)\n"
-                 + settings_note(ctx.base), fontsize=8)
+    fig.suptitle(
+        "Rotated MNIST: SVGP-VAE test MSE during training (mean ± sd over seeds)\n" + settings_note(ctx.base),
+        fontsize=8,
+    )
     fig.tight_layout()
     fig.savefig(os.path.join(out, "convergence.png"), dpi=130)
     plt.close(fig)
     return {"rows": rows, "summary": summary, "runs": runs, "curve_every": every}
 
 
-def _train_with_curve(cfg: rm.Config, data: rm.Data, seed: int, wanted: Sequence[int],
-                      record_path: str) -> Tuple[dict, dict]:
+def _train_with_curve(
+    cfg: rm.Config, data: rm.Data, seed: int, wanted: Sequence[int], record_path: str
+) -> Tuple[dict, dict]:
     """Train the SVGP-VAE recording the test MSE (decoded mean and sample) after the epochs in
     ``wanted``; save the record and return it with the run's result."""
     record = {"epochs": [], "test_mse_mean": [], "test_mse_sample": [], "geco_lambda": []}

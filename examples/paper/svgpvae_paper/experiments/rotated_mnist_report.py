@@ -1,6 +1,7 @@
 """Tables and figures of the rotated-MNIST Table 1 (:mod:`svgpvae_paper.experiments.rotated_mnist`):
 labels and the paper's numbers, the summary rows of finished runs, ``table1.md`` /
 ``table1.csv`` and the PNGs of generated images."""
+
 import os
 from typing import Dict, List, Sequence
 
@@ -8,7 +9,16 @@ import numpy as np
 
 from .common import mean_sd, pyplot, write_csv
 
-__all__ = ["LABELS", "COMPLEXITY", "PAPER_TABLE1", "plot_generated", "summary_rows", "object_init_text", "settings_line", "write_tables"]
+__all__ = [
+    "LABELS",
+    "COMPLEXITY",
+    "PAPER_TABLE1",
+    "plot_generated",
+    "summary_rows",
+    "object_init_text",
+    "settings_line",
+    "write_tables",
+]
 
 LABELS = {"cvae": "CVAE", "gppvae": "GPPVAE (Casale)", "svgpvae": "SVGP-VAE", "deep_svigp": "Deep SVIGP (Hensman)"}
 COMPLEXITY = {"cvae": "-", "gppvae": "O(N H^2)", "svgpvae": "O(b m^2 + m^3)", "deep_svigp": "O(b m^2 + m^3)"}
@@ -87,13 +97,15 @@ def settings_line(specs: List[dict]) -> str:
         f"Rotated MNIST (digit(s) {common.get('digits', '?')}, n_per_digit={common.get('n_per_digit', '?')}), "
         f"L={common.get('num_latent', '?')}, m={'?' if m is None else 16 * m}, b={common.get('batch_size', '?')}, "
         f"Adam {common.get('learning_rate', '?')}"
-        + ("" if common.get("object_learning_rate") is None
-           else f" (object vectors {common['object_learning_rate']})")
+        + ("" if common.get("object_learning_rate") is None else f" (object vectors {common['object_learning_rate']})")
         + f", GECO kappa^2={common.get('kappa_squared', '?')}, "
         f"object init {object_init_text(common.get('object_init', '?'), common.get('object_scale'))}"
         f", eval every {common.get('eval_every', '?')} epochs"
-        + ("" if common.get("eval_placement", "affine") == "affine"
-           else f" (eval vectors fitted, {common.get('eval_fit_steps', 50)} steps)")
+        + (
+            ""
+            if common.get("eval_placement", "affine") == "affine"
+            else f" (eval vectors fitted, {common.get('eval_fit_steps', 50)} steps)"
+        )
         + ", "
         f"jit_compile={common.get('jit_compile', '?')}."
     )
@@ -104,18 +116,39 @@ def settings_line(specs: List[dict]) -> str:
 
 def write_tables(out: str, rows, header_text: str):
     """``table1.md`` and ``table1.csv`` in ``out`` from :func:`summary_rows`; returns the Markdown."""
+
     def pm(t):
         return f"{t[0]:.4f} +- {t[1]:.4f}"
 
-    header = ["model", "runs", "epochs", "test MSE (decoded mean)", "test MSE (decoded sample)", "best eval MSE",
-              "best epoch(s)", "GP complexity", "s/epoch (this machine)", "paper MSE", "paper s/epoch (GPU)"]
+    header = [
+        "model",
+        "runs",
+        "epochs",
+        "test MSE (decoded mean)",
+        "test MSE (decoded sample)",
+        "best eval MSE",
+        "best epoch(s)",
+        "GP complexity",
+        "s/epoch (this machine)",
+        "paper MSE",
+        "paper s/epoch (GPU)",
+    ]
     lines = [header_text, "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     csv_rows = []
     for r in rows:
-        cells = [r["model"], str(r["runs"]), ",".join(str(e) for e in r["epochs"]), pm(r["test_mse_mean"]),
-                 pm(r["test_mse_sample"]), pm(r["best_eval_mse"]), ",".join(str(e) for e in r["best_epochs"]),
-                 r["gp_complexity"], f"{r['seconds_per_epoch']:.2f}", r["paper_mse"],
-                 f"{r['paper_seconds_per_epoch']:.2f}"]
+        cells = [
+            r["model"],
+            str(r["runs"]),
+            ",".join(str(e) for e in r["epochs"]),
+            pm(r["test_mse_mean"]),
+            pm(r["test_mse_sample"]),
+            pm(r["best_eval_mse"]),
+            ",".join(str(e) for e in r["best_epochs"]),
+            r["gp_complexity"],
+            f"{r['seconds_per_epoch']:.2f}",
+            r["paper_mse"],
+            f"{r['paper_seconds_per_epoch']:.2f}",
+        ]
         lines.append("| " + " | ".join(cells) + " |")
         csv_rows.append(dict(zip(header, cells)))
     with open(os.path.join(out, "table1.md"), "w") as f:

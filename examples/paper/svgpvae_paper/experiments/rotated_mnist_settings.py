@@ -1,5 +1,6 @@
 """Settings of a rotated-MNIST Table-1 run (:class:`Config`, defaults: the paper's) and the
 cache key of a (model, seed) run (:func:`run_spec`, :func:`run_path`)."""
+
 import os
 from dataclasses import asdict, dataclass, field
 from typing import Dict, Optional, Sequence
@@ -64,8 +65,10 @@ class Config:
         if self.eval_placement not in EVAL_PLACEMENTS:
             raise ValueError(f"eval_placement must be one of {EVAL_PLACEMENTS}; got {self.eval_placement!r}")
         if self.eval_placement == "fit" and "gppvae" in self.models:
-            raise ValueError("eval_placement='fit' is implemented for the SVGP-VAE (Deep SVIGP always fits "
-                             "its eval vectors); leave gppvae out of models or use eval_placement='affine'.")
+            raise ValueError(
+                "eval_placement='fit' is implemented for the SVGP-VAE (Deep SVIGP always fits "
+                "its eval vectors); leave gppvae out of models or use eval_placement='affine'."
+            )
         if self.eval_fit_steps < 0:
             raise ValueError(f"eval_fit_steps must be >= 0; got {self.eval_fit_steps}")
 
@@ -74,14 +77,22 @@ class Config:
 _NOT_RUN_SETTINGS = ("seeds", "first_seed", "models", "out", "notes", "num_plot")
 # Options added after runs were cached, with the value every earlier run had: left out of the
 # spec at that value, so earlier runs keep their cache keys.
-_ADDED_SETTINGS = {"precision": "float32", "object_scale": None, "object_learning_rate": None,
-                   "eval_placement": "affine", "eval_fit_steps": 50}
+_ADDED_SETTINGS = {
+    "precision": "float32",
+    "object_scale": None,
+    "object_learning_rate": None,
+    "eval_placement": "affine",
+    "eval_fit_steps": 50,
+}
 
 
 def run_spec(name: str, seed: int, cfg: Config) -> dict:
     """Everything a (model, seed) run depends on; its hash names the run's cache file."""
-    settings = {k: v for k, v in asdict(cfg).items()
-                if k not in _NOT_RUN_SETTINGS and not (k in _ADDED_SETTINGS and v == _ADDED_SETTINGS[k])}
+    settings = {
+        k: v
+        for k, v in asdict(cfg).items()
+        if k not in _NOT_RUN_SETTINGS and not (k in _ADDED_SETTINGS and v == _ADDED_SETTINGS[k])
+    }
     return {"model": name, "seed": int(seed), **settings}
 
 

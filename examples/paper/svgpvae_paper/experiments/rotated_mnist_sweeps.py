@@ -3,6 +3,7 @@ the values each command sweeps over, the shared context (settings, cache, data),
 reusing every run of a sweep (:func:`run_sweep`, through
 :func:`~svgpvae_paper.experiments.rotated_mnist.run_cached`) and the per-run and per-setting
 summaries the commands tabulate and plot."""
+
 import os
 import tempfile
 import textwrap
@@ -13,11 +14,25 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from svgpvae_paper.experiments import rotated_mnist as rm
+
 from .common import claimed_in_order, mean_sd, waiting_postfix
 from .rotated_mnist_report import object_init_text
 
-__all__ = ["Sweeps", "QUICK", "QUICK_CONFIG", "NUM_ANGLES", "SweepContext", "per_angle", "run_row", "run_sweep",
-           "summarise_rows", "settings_note", "errorbar", "time_settings", "attach_timings"]
+__all__ = [
+    "Sweeps",
+    "QUICK",
+    "QUICK_CONFIG",
+    "NUM_ANGLES",
+    "SweepContext",
+    "per_angle",
+    "run_row",
+    "run_sweep",
+    "summarise_rows",
+    "settings_note",
+    "errorbar",
+    "time_settings",
+    "attach_timings",
+]
 
 NUM_ANGLES = 16
 
@@ -49,16 +64,25 @@ class Sweeps:
 
     def __post_init__(self):
         if self.timing_epochs == 1 or self.timing_epochs < 0:
-            raise ValueError(f"timing_epochs must be 0 (off) or at least 2 (the first epoch is not timed); "
-                             f"got {self.timing_epochs}")
+            raise ValueError(
+                f"timing_epochs must be 0 (off) or at least 2 (the first epoch is not timed); got {self.timing_epochs}"
+            )
 
 
 #: ``--quick``: a tiny data set, 2 epochs, 1 seed, two values per sweep.
 QUICK_CONFIG = dict(epochs=2, seeds=1, n_per_digit=12, eval_every=1, batch_size=32)
 QUICK = dict(
-    runtime_m=(16, 32), runtime_object_dims=(2, 4), digit_sets=((3,), (1, 3, 6)), batch_sizes=(32, 64),
-    m_values=(16, 32), bias_m=(16, 32), bias_epochs=(0, 1, 2), tsne_digits=(1, 3, 6), tsne_max_points=1000,
-    tsne_iterations=250, curve_every=1,
+    runtime_m=(16, 32),
+    runtime_object_dims=(2, 4),
+    digit_sets=((3,), (1, 3, 6)),
+    batch_sizes=(32, 64),
+    m_values=(16, 32),
+    bias_m=(16, 32),
+    bias_epochs=(0, 1, 2),
+    tsne_digits=(1, 3, 6),
+    tsne_max_points=1000,
+    tsne_iterations=250,
+    curve_every=1,
 )
 
 
@@ -134,8 +158,9 @@ def _epoch_postfix(bar, label: str, epochs: int) -> Callable[[int, object, dict]
     return on_epoch
 
 
-def run_sweep(ctx: SweepContext, specs: List[Tuple[str, dict, dict]], desc: str,
-              poll_seconds: float = 30.0) -> List[dict]:
+def run_sweep(
+    ctx: SweepContext, specs: List[Tuple[str, dict, dict]], desc: str, poll_seconds: float = 30.0
+) -> List[dict]:
     """Train (or reuse) every ``(model, config changes, labels)`` for every seed; one row per run.
 
     Each run is claimed (:class:`~svgpvae_paper.experiments.common.RunClaim`) while it trains, so
@@ -153,14 +178,26 @@ def run_sweep(ctx: SweepContext, specs: List[Tuple[str, dict, dict]], desc: str,
         cfg = ctx.config(**changes)
         label = f"{name} {' '.join(f'{k}={v}' for k, v in changes.items())} seed {seed}"
         bar.set_postfix_str(label)
-        res = rm.run_cached(name, ctx.data(cfg), cfg, seed, progress=False, images=False,
-                            on_epoch=_epoch_postfix(bar, label, cfg.epochs) if ctx.progress else None)
+        res = rm.run_cached(
+            name,
+            ctx.data(cfg),
+            cfg,
+            seed,
+            progress=False,
+            images=False,
+            on_epoch=_epoch_postfix(bar, label, cfg.epochs) if ctx.progress else None,
+        )
         res.pop("_images", None)
         bar.update(1)
         return {**run_row(res, **labels), "run": os.path.basename(rm.run_path(name, seed, cfg))}
 
-    rows = claimed_in_order(jobs, lambda job: rm.run_path(job[0], job[3], ctx.config(**job[1])), work,
-                            poll_seconds=poll_seconds, on_wait=waiting_postfix(bar))
+    rows = claimed_in_order(
+        jobs,
+        lambda job: rm.run_path(job[0], job[3], ctx.config(**job[1])),
+        work,
+        poll_seconds=poll_seconds,
+        on_wait=waiting_postfix(bar),
+    )
     bar.close()
     return rows
 
@@ -182,13 +219,20 @@ def time_settings(ctx: SweepContext, specs: List[Tuple[str, dict, dict]], epochs
         load_before = os.getloadavg()[0]
         with tempfile.TemporaryDirectory() as workdir:
             res = rm.run_model(name, ctx.data(cfg), cfg, seed, workdir)
-        timed.append({
-            "model": name, **labels, "seconds_per_epoch": float(res["seconds_per_epoch"]),
-            "first_epoch_seconds": res["first_epoch_seconds"], "epochs": epochs, "seed": seed,
-            "num_data": int(res["num_data"]), "load_average_before": load_before,
-            "load_average_after": os.getloadavg()[0],
-            "intra_op_threads": tf.config.threading.get_intra_op_parallelism_threads(),
-        })
+        timed.append(
+            {
+                "model": name,
+                **labels,
+                "seconds_per_epoch": float(res["seconds_per_epoch"]),
+                "first_epoch_seconds": res["first_epoch_seconds"],
+                "epochs": epochs,
+                "seed": seed,
+                "num_data": int(res["num_data"]),
+                "load_average_before": load_before,
+                "load_average_after": os.getloadavg()[0],
+                "intra_op_threads": tf.config.threading.get_intra_op_parallelism_threads(),
+            }
+        )
     return timed
 
 
@@ -199,8 +243,9 @@ def attach_timings(summary: List[dict], timed: List[dict], keys: Sequence[str]) 
         s["seconds_per_epoch_timed"] = by_key[tuple(s[k] for k in keys)]
 
 
-def summarise_rows(rows: List[dict], keys: Sequence[str],
-                   extra: Optional[Callable[[List[dict]], dict]] = None) -> List[dict]:
+def summarise_rows(
+    rows: List[dict], keys: Sequence[str], extra: Optional[Callable[[List[dict]], dict]] = None
+) -> List[dict]:
     """Mean +- sd of the test MSE and median s/epoch per group of ``keys`` (first-seen order);
     ``extra(group_rows)`` adds entries of its own to each group's summary."""
     groups: Dict[tuple, List[dict]] = {}
@@ -208,32 +253,44 @@ def summarise_rows(rows: List[dict], keys: Sequence[str],
         groups.setdefault(tuple(r[k] for k in keys), []).append(r)
     out = []
     for key, rs in groups.items():
-        out.append({
-            **dict(zip(keys, key)),
-            "test_mse_mean": mean_sd(r["test_mse_mean"] for r in rs),
-            "test_mse_sample": mean_sd(r["test_mse_sample"] for r in rs),
-            "seconds_per_epoch": float(np.median([r["seconds_per_epoch"] for r in rs])),
-            "num_data": rs[0]["num_data"],
-            "seeds": [r["seed"] for r in rs],
-            **(extra(rs) if extra is not None else {}),
-        })
+        out.append(
+            {
+                **dict(zip(keys, key)),
+                "test_mse_mean": mean_sd(r["test_mse_mean"] for r in rs),
+                "test_mse_sample": mean_sd(r["test_mse_sample"] for r in rs),
+                "seconds_per_epoch": float(np.median([r["seconds_per_epoch"] for r in rs])),
+                "num_data": rs[0]["num_data"],
+                "seeds": [r["seed"] for r in rs],
+                **(extra(rs) if extra is not None else {}),
+            }
+        )
     return out
 
 
 def settings_note(cfg: rm.Config, skip: Sequence[str] = ()) -> str:
     parts = {
-        "digits": f"digit(s) {','.join(map(str, cfg.digits))}", "n": f"n_per_digit={cfg.n_per_digit}",
-        "m": f"m={16 * cfg.num_inducing_per_angle}", "b": f"b={cfg.batch_size}", "Q": f"Q={cfg.object_dim}",
-        "epochs": f"{cfg.epochs} epochs", "seeds": f"{cfg.seeds} seed(s)",
+        "digits": f"digit(s) {','.join(map(str, cfg.digits))}",
+        "n": f"n_per_digit={cfg.n_per_digit}",
+        "m": f"m={16 * cfg.num_inducing_per_angle}",
+        "b": f"b={cfg.batch_size}",
+        "Q": f"Q={cfg.object_dim}",
+        "epochs": f"{cfg.epochs} epochs",
+        "seeds": f"{cfg.seeds} seed(s)",
     }
     kept = ", ".join(v for k, v in parts.items() if k not in skip)
-    return textwrap.fill(kept + f", L={cfg.num_latent}, GECO kappa^2={cfg.kappa_squared}"
-            + ("" if cfg.learning_rate == 1e-3 else f", Adam {cfg.learning_rate:g}")
-            + ("" if cfg.object_learning_rate is None else f", object vectors Adam {cfg.object_learning_rate:g}")
-            + ("" if cfg.eval_placement == "affine" else f", eval vectors fitted ({cfg.eval_fit_steps} steps)")
-            + ("" if (cfg.object_init, cfg.object_scale) == ("pca", None)
-               else f", object init {object_init_text(cfg.object_init, cfg.object_scale)}"),
-                         width=100)
+    return textwrap.fill(
+        kept
+        + f", L={cfg.num_latent}, GECO kappa^2={cfg.kappa_squared}"
+        + ("" if cfg.learning_rate == 1e-3 else f", Adam {cfg.learning_rate:g}")
+        + ("" if cfg.object_learning_rate is None else f", object vectors Adam {cfg.object_learning_rate:g}")
+        + ("" if cfg.eval_placement == "affine" else f", eval vectors fitted ({cfg.eval_fit_steps} steps)")
+        + (
+            ""
+            if (cfg.object_init, cfg.object_scale) == ("pca", None)
+            else f", object init {object_init_text(cfg.object_init, cfg.object_scale)}"
+        ),
+        width=100,
+    )
 
 
 def errorbar(ax, summary: List[dict], x_key: str, label: str, **kwargs):

@@ -81,6 +81,7 @@ Outputs in ``--out``: ``config.json``, ``metrics.json``, ``sprites_generation.pn
 plotted arrays (``generation_examples.npz``) and the trained model
 (``model.index`` / ``model.data-*``, a ``tf.train.Checkpoint(model=...)``).
 """
+
 import os
 import sys
 import time
@@ -92,6 +93,12 @@ import tensorflow as tf
 from gpflow.keras import tf_keras
 
 from gpflow_svgpvae.auxiliary import ObjectVectors
+from gpflow_svgpvae.models.cvae import CVAE
+from gpflow_svgpvae.models.svgpvae import SVGPVAE
+from gpflow_svgpvae.networks.precision import network_precision
+from gpflow_svgpvae.networks.representation import StyleRepresentation, pretrain_representation, representation_network
+from gpflow_svgpvae.training import GECO, train
+from gpflow_svgpvae.transforms import representation_and_table
 from svgpvae_paper.datasets.sprites import (
     character_batches,
     init_sprites_inducing,
@@ -100,35 +107,21 @@ from svgpvae_paper.datasets.sprites import (
     sprites,
 )
 from svgpvae_paper.kernels import sprites_kernel
-from gpflow_svgpvae.models.cvae import CVAE
-from gpflow_svgpvae.models.svgpvae import SVGPVAE
-from gpflow_svgpvae.transforms import representation_and_table
-from gpflow_svgpvae.networks.representation import StyleRepresentation, pretrain_representation, representation_network
-from gpflow_svgpvae.networks.precision import network_precision
 from svgpvae_paper.networks.sprites import sprites_decoder, sprites_encoder
-from gpflow_svgpvae.training import GECO, train
+
 from .common import git_commit, write_json
 from .sprites_generation import (  # re-exported: generation is part of the experiment's API
+    EpochSelection,
     _mse,
     choose_context_scale,
     generate,
     generate_cvae,
     nearest_context_frames,
+    plot_epoch_selection,
     plot_generation,
     pose_table_vectors,
-    EpochSelection,
-    plot_epoch_selection,
     svgpvae_variants,
 )
-from .sprites_style import (
-    STYLE_RULE,
-    format_style,
-    inducing_span,
-    pose_constant_fit,
-    style_probe,
-    style_scores,
-)
-
 from .sprites_settings import (  # re-exported: the settings are part of the experiment's API
     DECODER_GP_INPUTS,
     LEARNING_RATE_DECAYS,
@@ -140,6 +133,14 @@ from .sprites_settings import (  # re-exported: the settings are part of the exp
     decoder_gp_columns,
     learning_rate,
     run_context_scale,
+)
+from .sprites_style import (
+    STYLE_RULE,
+    format_style,
+    inducing_span,
+    pose_constant_fit,
+    style_probe,
+    style_scores,
 )
 
 __all__ = ["Config", "PAPER", "MODELS", "build_model", "generate", "generate_cvae", "run", "main"]
@@ -169,12 +170,21 @@ def _build_model(cfg: Config, train_frames: np.ndarray, train_characters, train_
     representation = StyleRepresentation(representation_network(cfg.style_dim), reduction=cfg.style_reduction)
     if cfg.pretrain_epochs > 0:
         frames_ds = character_batches(
-            train_characters, train_poses, train_frames, group=False, batch_size=cfg.pretrain_batch_size,
+            train_characters,
+            train_poses,
+            train_frames,
+            group=False,
+            batch_size=cfg.pretrain_batch_size,
             seed=cfg.seed + 1,
         )
         history = pretrain_representation(
-            representation, frames_ds, train_characters, epochs=cfg.pretrain_epochs,
-            learning_rate=cfg.pretrain_learning_rate, seed=cfg.seed, progress=progress,
+            representation,
+            frames_ds,
+            train_characters,
+            epochs=cfg.pretrain_epochs,
+            learning_rate=cfg.pretrain_learning_rate,
+            seed=cfg.seed,
+            progress=progress,
         )
         secs = history["seconds"]
         info["pretrain"] = {
@@ -188,13 +198,20 @@ def _build_model(cfg: Config, train_frames: np.ndarray, train_characters, train_
     d, Q = cfg.style_dim, cfg.pose_dim
     table = ObjectVectors(72, Q, id_column=0, num_view_features=0, initial_vectors=pose_init, name="pose_vectors")
     transform = representation_and_table(representation, table, group_column=0, id_column=1)
-    decoder_options = dict(latent_modulation=cfg.decoder_modulation, palette_colours=cfg.palette_colours,
-                           filters=cfg.filters)
+    decoder_options = dict(
+        latent_modulation=cfg.decoder_modulation, palette_colours=cfg.palette_colours, filters=cfg.filters
+    )
     if cfg.model == "cvae":
         # The baseline: the decoder gets [code, style of the character's frames, pose vector].
-        model = CVAE(sprites_encoder(cfg.num_latent, filters=cfg.filters),
-                     sprites_decoder(cfg.num_latent + d + Q, **decoder_options),
-                     num_data=C * P, id_column=0, condition=transform, encoder_sees_condition=False, seed=cfg.seed)
+        model = CVAE(
+            sprites_encoder(cfg.num_latent, filters=cfg.filters),
+            sprites_decoder(cfg.num_latent + d + Q, **decoder_options),
+            num_data=C * P,
+            id_column=0,
+            condition=transform,
+            encoder_sees_condition=False,
+            seed=cfg.seed,
+        )
         return model, info
     if cfg.model != "svgpvae":
         raise ValueError(f"model must be one of {MODELS}; got {cfg.model!r}")
@@ -202,8 +219,9 @@ def _build_model(cfg: Config, train_frames: np.ndarray, train_characters, train_
         train_frames.reshape((C * P,) + train_frames.shape[2:]), np.repeat(train_characters, P)
     )
     Z = init_sprites_inducing(pose_init, styles, cfg.num_inducing, seed=cfg.seed)
-    kernel = sprites_kernel(list(range(d)), list(range(d, d + Q)), noise_variance=cfg.noise_variance,
-                            pose_bias=cfg.pose_bias)
+    kernel = sprites_kernel(
+        list(range(d)), list(range(d, d + Q)), noise_variance=cfg.noise_variance, pose_bias=cfg.pose_bias
+    )
     columns = decoder_gp_columns(cfg.decoder_gp_inputs, d, Q)
     model = SVGPVAE(
         sprites_encoder(cfg.num_latent, filters=cfg.filters, site_parametrization=cfg.site_parametrization),
@@ -250,48 +268,79 @@ def run(cfg: Config, progress: bool = True) -> dict:
     train_frames = ds.frames_for(ds.train_characters[:, None], ds.train_poses, dtype=np.uint8)  # [C, P, 64, 64, 3]
     render_seconds = time.perf_counter() - t0
     if progress:
-        print(f"SPRITES (procedural): {C} training characters x {P} poses = {C * P} frames, "
-              f"{derived['num_test_characters']} test characters; rendered in {render_seconds:.1f} s", flush=True)
+        print(
+            f"SPRITES (procedural): {C} training characters x {P} poses = {C * P} frames, "
+            f"{derived['num_test_characters']} test characters; rendered in {render_seconds:.1f} s",
+            flush=True,
+        )
 
     model, info = build_model(cfg, train_frames, ds.train_characters, ds.train_poses, progress=progress)
     if cfg.frames == "memory":
-        data = character_batches(ds.train_characters, ds.train_poses, train_frames,
-                                 characters_per_batch=cfg.characters_per_batch, seed=cfg.seed)
+        data = character_batches(
+            ds.train_characters,
+            ds.train_poses,
+            train_frames,
+            characters_per_batch=cfg.characters_per_batch,
+            seed=cfg.seed,
+        )
     elif cfg.frames == "render":
-        data = character_batches(ds.train_characters, ds.train_poses,
-                                 render=lambda c, p: ds.frames_for(c, p, dtype=np.float32),
-                                 characters_per_batch=cfg.characters_per_batch, seed=cfg.seed)
+        data = character_batches(
+            ds.train_characters,
+            ds.train_poses,
+            render=lambda c, p: ds.frames_for(c, p, dtype=np.float32),
+            characters_per_batch=cfg.characters_per_batch,
+            seed=cfg.seed,
+        )
     else:
         raise ValueError(f"frames must be 'memory' or 'render'; got {cfg.frames!r}")
 
-    objective = GECO(cfg.kappa_squared, alpha=cfg.geco_alpha, nu=cfg.geco_nu,
-                     lambda_bounds=tuple(cfg.geco_lambda_bounds))
+    objective = GECO(
+        cfg.kappa_squared, alpha=cfg.geco_alpha, nu=cfg.geco_nu, lambda_bounds=tuple(cfg.geco_lambda_bounds)
+    )
     optimizer = tf_keras.optimizers.Adam(learning_rate(cfg, steps_per_epoch))
     epoch_seconds = []
     clock = {"start": time.perf_counter()}
     is_cvae = isinstance(model, CVAE)
     scales = None if is_cvae else (cfg.context_scale_grid or [run_context_scale(cfg, C)])
-    selection = None if not cfg.eval_every else EpochSelection(
-        model, ds, scales, every=cfg.eval_every, epochs=cfg.epochs, path=os.path.join(cfg.out, "best_epoch_model"))
+    selection = (
+        None
+        if not cfg.eval_every
+        else EpochSelection(
+            model, ds, scales, every=cfg.eval_every, epochs=cfg.epochs, path=os.path.join(cfg.out, "best_epoch_model")
+        )
+    )
 
     def callback(epoch, logs):
         epoch_seconds.append(time.perf_counter() - clock["start"])
-        line = (f"  epoch {epoch + 1}/{cfg.epochs}: {epoch_seconds[-1]:.1f} s, train MSE "
-                f"{logs.get('geco_constraint', np.nan) + cfg.kappa_squared:.4f}, KL {logs['kl']:.4g}, "
-                f"lambda {logs.get('geco_lambda', np.nan):.3g}")
+        line = (
+            f"  epoch {epoch + 1}/{cfg.epochs}: {epoch_seconds[-1]:.1f} s, train MSE "
+            f"{logs.get('geco_constraint', np.nan) + cfg.kappa_squared:.4f}, KL {logs['kl']:.4g}, "
+            f"lambda {logs.get('geco_lambda', np.nan):.3g}"
+        )
         choice = None if selection is None else selection(epoch)
         if choice is not None:
             best = selection.record
-            line += (f", validation MSE {min(choice['validation_mse']):.5f}"
-                     + ("" if is_cvae else f" (s = {choice['chosen']:g})")
-                     + f" (best {best['best_validation_mse']:.5f} @ {best['best_epoch']})")
+            line += (
+                f", validation MSE {min(choice['validation_mse']):.5f}"
+                + ("" if is_cvae else f" (s = {choice['chosen']:g})")
+                + f" (best {best['best_validation_mse']:.5f} @ {best['best_epoch']})"
+            )
         if progress:
             print(line, flush=True)
         clock["start"] = time.perf_counter()
 
     t_train = time.perf_counter()
-    history = train(model, data, epochs=cfg.epochs, optimizer=optimizer, objective=objective, seed=cfg.seed,
-                    jit_compile=cfg.jit_compile, progress=progress, callback=callback)
+    history = train(
+        model,
+        data,
+        epochs=cfg.epochs,
+        optimizer=optimizer,
+        objective=objective,
+        seed=cfg.seed,
+        jit_compile=cfg.jit_compile,
+        progress=progress,
+        callback=callback,
+    )
     train_seconds = time.perf_counter() - t_train
 
     # Test: each unseen character conditioned on its own 36 context frames.
@@ -311,7 +360,8 @@ def run(cfg: Config, progress: bool = True) -> dict:
         else:
             final_mean = generate(model, model, context, *test_rows, scale=final_scale)["mean"]
         selection.record["last_epoch"] = {
-            "test_mse_mean": _mse(final_mean, target), "context_scale": final_scale,
+            "test_mse_mean": _mse(final_mean, target),
+            "context_scale": final_scale,
             "style_accuracy": style_scores(ds, final_mean, ds.test_characters[:, None], ds.test_target_poses),
         }
         del final_mean
@@ -323,10 +373,15 @@ def run(cfg: Config, progress: bool = True) -> dict:
         context_choice = choose_context_scale(model, ds, cfg.context_scale_grid)
         context_scale = context_choice["chosen"]
         if progress:
-            print(f"context weight s chosen on {context_choice['num_characters']} validation characters: "
-                  f"{context_scale:g} (validation MSE " + ", ".join(
-                      f"s={sc:g}: {m:.5f}" for sc, m in zip(context_choice["scales"], context_choice["validation_mse"]))
-                  + ")", flush=True)
+            print(
+                f"context weight s chosen on {context_choice['num_characters']} validation characters: "
+                f"{context_scale:g} (validation MSE "
+                + ", ".join(
+                    f"s={sc:g}: {m:.5f}" for sc, m in zip(context_choice["scales"], context_choice["validation_mse"])
+                )
+                + ")",
+                flush=True,
+            )
     t0 = time.perf_counter()
     if is_cvae:
         generated = generate_cvae(model, context, *test_rows, num_samples=1, seed=cfg.seed)
@@ -347,14 +402,19 @@ def run(cfg: Config, progress: bool = True) -> dict:
     npc, npp = min(cfg.num_plot_characters, len(target)), min(cfg.num_plot_poses, target.shape[1])
     test_mse = _mse(generated["mean"], target)
     if last_is_best:
-        selection.record["last_epoch"] = {"test_mse_mean": test_mse, "context_scale": None if is_cvae else context_scale,
-                                          "style_accuracy": style["given_context"], "is_best_epoch": True}
+        selection.record["last_epoch"] = {
+            "test_mse_mean": test_mse,
+            "context_scale": None if is_cvae else context_scale,
+            "style_accuracy": style["given_context"],
+            "is_best_epoch": True,
+        }
     shown = {"given context": generated["mean"][:npc, :npp]}
     examples = {"generated": generated["mean"][:npc, :npp]}
     extra, reconstruction = {}, None
     if not is_cvae:
-        variants, extra, reconstruction = svgpvae_variants(model, cfg, ds, train_frames, context, test_rows, target,
-                                                            generated, context_scale)
+        variants, extra, reconstruction = svgpvae_variants(
+            model, cfg, ds, train_frames, context, test_rows, target, generated, context_scale
+        )
         t0 = time.perf_counter()
         for name, mean in variants.items():
             style[name] = style_scores(ds, mean, *test_pairs)
@@ -379,8 +439,10 @@ def run(cfg: Config, progress: bool = True) -> dict:
     grid = os.path.join(cfg.out, "sprites_generation.png")
     name = "CVAE" if is_cvae else "SVGP-VAE"
     given = "the 36 context frames" + ("" if is_cvae else f" (s = {context_scale:g})")
-    title = (f"{name}, procedural SPRITES, unseen test characters, {npp} of {target.shape[1]} target poses; "
-             f"test MSE given {given} {test_mse:.4f}")
+    title = (
+        f"{name}, procedural SPRITES, unseen test characters, {npp} of {target.shape[1]} target poses; "
+        f"test MSE given {given} {test_mse:.4f}"
+    )
     if not is_cvae:
         title += f", given training set + context {extra['train_and_context']['test_mse_mean']:.4f}"
     plot_generation(grid, target[:npc, :npp], shown, title=title + f" ({cfg.epochs} epochs, N={derived['num_data']})")
@@ -396,21 +458,28 @@ def run(cfg: Config, progress: bool = True) -> dict:
         **extra,
         "nearest_context_frame": {
             "description": "baseline: per target pose the character's context frame with the closest learned "
-                           "pose vector (cosine)",
+            "pose vector (cosine)",
             "test_mse": _mse(nearest, target),
         },
         "style_accuracy": {**style, "seconds": style_seconds},
         "diagnostics": {
             "style_probe": probe,
             **({} if reconstruction is None else {"reconstruction": reconstruction}),
-            **({} if is_cvae else {"inducing_span": {
-                "description": "dimension of the bilinear functions u(s)^T W u(p) that the inducing points span "
-                               "(sprites_style.inducing_span), against all d x Q of them",
-                **inducing_span(model.inducing_variable.Z.numpy(), cfg.style_dim)}}),
+            **(
+                {}
+                if is_cvae
+                else {
+                    "inducing_span": {
+                        "description": "dimension of the bilinear functions u(s)^T W u(p) that the inducing points span "
+                        "(sprites_style.inducing_span), against all d x Q of them",
+                        **inducing_span(model.inducing_variable.Z.numpy(), cfg.style_dim),
+                    }
+                }
+            ),
             "pose_constant_fit": {
                 "description": "R^2 of the best least-squares fit of a constant by the unit pose vectors "
-                               "(sprites_style.pose_constant_fit): how far a pose-invariant latent function is "
-                               "representable by the paper's kernel",
+                "(sprites_style.pose_constant_fit): how far a pose-invariant latent function is "
+                "representable by the paper's kernel",
                 "initial": info["pose_constant_fit_initial"],
                 "learned": pose_constant_fit(pose_vectors),
             },
@@ -434,25 +503,40 @@ def run(cfg: Config, progress: bool = True) -> dict:
     }
     write_json(os.path.join(cfg.out, "metrics.json"), metrics)
     if selection is not None:
-        plot_epoch_selection(os.path.join(cfg.out, "epoch_selection.png"), selection.record, metrics["history"],
-                             cfg.kappa_squared, title=f"{name}, validation characters scored every "
-                                                      f"{cfg.eval_every} epochs")
+        plot_epoch_selection(
+            os.path.join(cfg.out, "epoch_selection.png"),
+            selection.record,
+            metrics["history"],
+            cfg.kappa_squared,
+            title=f"{name}, validation characters scored every {cfg.eval_every} epochs",
+        )
     if progress:
-        print(f"{name}: test MSE per pixel ({derived['num_test_characters']} characters x {target.shape[1]} poses), "
-              f"given {given}: decoded mean {metrics['test_mse_mean']:.5f}, decoded sample "
-              f"{metrics['test_mse_sample']:.5f}; {metrics['seconds_per_epoch']:.1f} s/epoch; grid: {grid}", flush=True)
+        print(
+            f"{name}: test MSE per pixel ({derived['num_test_characters']} characters x {target.shape[1]} poses), "
+            f"given {given}: decoded mean {metrics['test_mse_mean']:.5f}, decoded sample "
+            f"{metrics['test_mse_sample']:.5f}; {metrics['seconds_per_epoch']:.1f} s/epoch; grid: {grid}",
+            flush=True,
+        )
         print(f"nearest context frame (baseline): {metrics['nearest_context_frame']['test_mse']:.5f}", flush=True)
-        print(f"style accuracy (chance: colours 1/6, hair shape 1/5), given the context frames: "
-              f"{format_style(style['given_context'])}; nearest context frame: "
-              f"{format_style(style['nearest_context_frame'])}", flush=True)
+        print(
+            f"style accuracy (chance: colours 1/6, hair shape 1/5), given the context frames: "
+            f"{format_style(style['given_context'])}; nearest context frame: "
+            f"{format_style(style['nearest_context_frame'])}",
+            flush=True,
+        )
         if not is_cvae:
-            print(f"given the context frames with s = 1: MSE {extra['given_context_scale_1']['test_mse_mean']:.5f}, "
-                  f"{format_style(style['given_context_scale_1'])}; given training set + context: MSE "
-                  f"{extra['train_and_context']['test_mse_mean']:.5f}, {format_style(style['given_train_and_context'])}; "
-                  f"reconstructed training frames: {format_style(reconstruction['style_accuracy'])}",
-                  flush=True)
-        print(f"linear probe from the style vector ({probe['num_characters']} test characters, {probe['folds']}-fold): "
-              f"{format_style(probe) if probe['folds'] >= 2 else '-'}", flush=True)
+            print(
+                f"given the context frames with s = 1: MSE {extra['given_context_scale_1']['test_mse_mean']:.5f}, "
+                f"{format_style(style['given_context_scale_1'])}; given training set + context: MSE "
+                f"{extra['train_and_context']['test_mse_mean']:.5f}, {format_style(style['given_train_and_context'])}; "
+                f"reconstructed training frames: {format_style(reconstruction['style_accuracy'])}",
+                flush=True,
+            )
+        print(
+            f"linear probe from the style vector ({probe['num_characters']} test characters, {probe['folds']}-fold): "
+            f"{format_style(probe) if probe['folds'] >= 2 else '-'}",
+            flush=True,
+        )
     return metrics
 
 

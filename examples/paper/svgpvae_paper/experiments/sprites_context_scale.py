@@ -19,6 +19,7 @@ then scores the test characters once, at the chosen :math:`s`, as the run does
 Written to ``--out``: ``metrics.json`` (the validation curve, the chosen
 :math:`s`, the test scores at it and at the run's :math:`s`, the git commit).
 """
+
 import argparse
 import json
 import os
@@ -29,18 +30,20 @@ from typing import Optional, Sequence
 import numpy as np
 
 from .common import git_commit, is_positive_number, write_json
-from .sprites_settings import run_context_scale
 from .sprites_diagnostics import load_run
 from .sprites_generation import _mse, choose_context_scale, generate
+from .sprites_settings import run_context_scale
 from .sprites_style import format_style, style_scores
 
 __all__ = ["main"]
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m svgpvae_paper.experiments.sprites_context_scale",
-                                description="choose a finished sprites run's context weight s on validation "
-                                            "characters, then score the test characters at it")
+    p = argparse.ArgumentParser(
+        prog="python -m svgpvae_paper.experiments.sprites_context_scale",
+        description="choose a finished sprites run's context weight s on validation "
+        "characters, then score the test characters at it",
+    )
     p.add_argument("--run", required=True, help="output folder of a sprites run (config.json, model checkpoint)")
     p.add_argument("--scales", type=float, nargs="+", required=True, metavar="S", help="candidate weights s > 0")
     p.add_argument("--num-validation-characters", type=int, default=100)
@@ -76,12 +79,22 @@ def main(argv: Optional[Sequence[str]] = None) -> dict:
     test = {}
     for label, s in (("chosen", choice["chosen"]), ("run", run_scale)):
         mean = generate(model, model, context, *rows, scale=s)["mean"]
-        test[label] = {"scale": s, "test_mse_mean": _mse(mean, target),
-                       "style_accuracy": style_scores(ds, mean, ds.test_characters[:, None], ds.test_target_poses)}
-        say(f"test ({len(ds.test_characters)} characters), {label} s = {s:g}: MSE {test[label]['test_mse_mean']:.5f}; "
-            f"{format_style(test[label]['style_accuracy'])}")
-    metrics = {"run": os.path.basename(os.path.normpath(args.run)), "git_commit": git_commit(),
-               "context_scale_choice": choice, "test": test, "seconds": time.perf_counter() - t0}
+        test[label] = {
+            "scale": s,
+            "test_mse_mean": _mse(mean, target),
+            "style_accuracy": style_scores(ds, mean, ds.test_characters[:, None], ds.test_target_poses),
+        }
+        say(
+            f"test ({len(ds.test_characters)} characters), {label} s = {s:g}: MSE {test[label]['test_mse_mean']:.5f}; "
+            f"{format_style(test[label]['style_accuracy'])}"
+        )
+    metrics = {
+        "run": os.path.basename(os.path.normpath(args.run)),
+        "git_commit": git_commit(),
+        "context_scale_choice": choice,
+        "test": test,
+        "seconds": time.perf_counter() - t0,
+    }
     write_json(os.path.join(out, "metrics.json"), metrics)
     return metrics
 

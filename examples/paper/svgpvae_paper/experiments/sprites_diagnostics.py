@@ -44,6 +44,7 @@ Usage::
 
   (``--decoder-study-filters``: the decoders' conv width, 16 as in the paper by default.)
 """
+
 import argparse
 import json
 import os
@@ -58,8 +59,9 @@ from gpflow.keras import tf_keras
 from svgpvae_paper.datasets.sprites import STYLE_ATTRIBUTES, SpriteStyle, sprites
 from svgpvae_paper.datasets.sprites.palettes import _BOT_D, _SKIN_L, _palettes
 from svgpvae_paper.datasets.sprites.styles import _ATTRIBUTE_SIZES
-from svgpvae_paper.networks.sprites import sprites_decoder, sprites_encoder
 from svgpvae_paper.experiments import sprites as experiment
+from svgpvae_paper.networks.sprites import sprites_decoder, sprites_encoder
+
 from .common import git_commit, read_json, write_json
 from .sprites_style import _cv_accuracy, format_style, pose_constant_fit, style_scores
 
@@ -86,12 +88,19 @@ def load_run(run_dir: str, *, num_validation_characters: int = 0):
         saved = json.load(f)
     fields = {k: v for k, v in saved.items() if k in experiment.Config.__dataclass_fields__}
     cfg = experiment.Config(**{**fields, "pretrain_epochs": 0})  # the checkpoint holds the trained weights
-    ds = sprites(cfg.num_characters, seed=cfg.data_seed, num_train_characters=cfg.num_train_characters,
-                 train_poses_per_character=cfg.train_poses_per_character, num_context_poses=cfg.num_context_poses,
-                 num_validation_characters=num_validation_characters)
+    ds = sprites(
+        cfg.num_characters,
+        seed=cfg.data_seed,
+        num_train_characters=cfg.num_train_characters,
+        train_poses_per_character=cfg.train_poses_per_character,
+        num_context_poses=cfg.num_context_poses,
+        num_validation_characters=num_validation_characters,
+    )
     train_frames = ds.frames_for(ds.train_characters[:, None], ds.train_poses, dtype=np.uint8)
     model, _ = experiment.build_model(cfg, train_frames, ds.train_characters, ds.train_poses)
-    tf.train.Checkpoint(model=model).read(os.path.join(run_dir, "model")).expect_partial().assert_existing_objects_matched()
+    tf.train.Checkpoint(model=model).read(
+        os.path.join(run_dir, "model")
+    ).expect_partial().assert_existing_objects_matched()
     return cfg, ds, train_frames, model
 
 
@@ -103,10 +112,14 @@ def _decode(model, Z, condition=None, batch_size: int = 256) -> np.ndarray:
     Z = np.asarray(Z)
     flat = Z.reshape(-1, Z.shape[-1])
     flat_condition = None if condition is None else np.asarray(condition).reshape(len(flat), -1)
-    out = [model.decode_predictions(
-               tf.constant(flat[s:s + batch_size]), tf.zeros_like(flat[s:s + batch_size]),
-               condition=None if flat_condition is None else tf.constant(flat_condition[s:s + batch_size])).numpy()
-           for s in range(0, len(flat), batch_size)]
+    out = [
+        model.decode_predictions(
+            tf.constant(flat[s : s + batch_size]),
+            tf.zeros_like(flat[s : s + batch_size]),
+            condition=None if flat_condition is None else tf.constant(flat_condition[s : s + batch_size]),
+        ).numpy()
+        for s in range(0, len(flat), batch_size)
+    ]
     out = np.concatenate(out)
     return out.reshape(Z.shape[:-1] + out.shape[1:])
 
@@ -117,8 +130,9 @@ def _encode_means(model, frames, batch_size: int = 500) -> np.ndarray:
     return means.reshape(frames.shape[:-3] + means.shape[-1:])
 
 
-def conditioning_scale_sweep(model, ds, scales: Sequence[float], num_characters: Optional[int] = None,
-                             characters_per_chunk: int = 16) -> dict:
+def conditioning_scale_sweep(
+    model, ds, scales: Sequence[float], num_characters: Optional[int] = None, characters_per_chunk: int = 16
+) -> dict:
     """Generations of unseen characters from their context frames, weighted by each ``s`` in ``scales``.
 
     :returns: ``{"autoencoded_targets": {...}, "scales": {str(s): {"test_mse", "shrinkage", "correlation",
@@ -133,8 +147,16 @@ def conditioning_scale_sweep(model, ds, scales: Sequence[float], num_characters:
     outputs = {}
     for s in (float(s) for s in scales):
         # the experiment's own generation path (model.predict_f with the context weighted by s)
-        outputs[s] = experiment.generate(model, model, context, ids, ds.test_context_poses[:V],
-                                         ds.test_target_poses[:V], characters_per_chunk=characters_per_chunk, scale=s)
+        outputs[s] = experiment.generate(
+            model,
+            model,
+            context,
+            ids,
+            ds.test_context_poses[:V],
+            ds.test_target_poses[:V],
+            characters_per_chunk=characters_per_chunk,
+            scale=s,
+        )
     # a decoder reading GP inputs reads those of the target poses (the same for every s)
     autoencoded = _decode(model, mu_target, next(iter(outputs.values())).get("condition"))
     result = {
@@ -158,8 +180,9 @@ def conditioning_scale_sweep(model, ds, scales: Sequence[float], num_characters:
     return result
 
 
-def gp_code_ablation(model, ds, scale: float, num_characters: Optional[int] = None,
-                     characters_per_chunk: int = 16) -> dict:
+def gp_code_ablation(
+    model, ds, scale: float, num_characters: Optional[int] = None, characters_per_chunk: int = 16
+) -> dict:
     """What the GP's code adds, for a decoder that also reads GP inputs (``decoder_gp_columns``):
     the unseen characters' target frames decoded at their own condition ``[style, pose]`` with
 
@@ -176,8 +199,10 @@ def gp_code_ablation(model, ds, scale: float, num_characters: Optional[int] = No
         to one frame for every pose: nothing to compare).
     """
     if not getattr(model, "decoder_gp_columns", ()):
-        raise ValueError("the model's decoder reads the GP's code alone (no decoder_gp_columns): "
-                         "the ablation needs a decoder that also reads the GP inputs")
+        raise ValueError(
+            "the model's decoder reads the GP's code alone (no decoder_gp_columns): "
+            "the ablation needs a decoder that also reads the GP inputs"
+        )
     V = len(ds.test_characters) if num_characters is None else int(min(num_characters, len(ds.test_characters)))
     if V < 2:
         raise ValueError(f"the ablation needs at least 2 test characters; got {V}")
@@ -185,8 +210,16 @@ def gp_code_ablation(model, ds, scale: float, num_characters: Optional[int] = No
     context = ds.test_context_frames(dtype=np.float32)[:V]
     target = ds.test_target_frames(dtype=np.float32)[:V]
     pairs = (ids[:, None], ds.test_target_poses[:V])
-    out = experiment.generate(model, model, context, ids, ds.test_context_poses[:V], ds.test_target_poses[:V],
-                              characters_per_chunk=characters_per_chunk, scale=scale)
+    out = experiment.generate(
+        model,
+        model,
+        context,
+        ids,
+        ds.test_context_poses[:V],
+        ds.test_target_poses[:V],
+        characters_per_chunk=characters_per_chunk,
+        scale=scale,
+    )
     z_mean, condition = out["z_mean"], out["condition"]  # [V, T, L], [V, T, C]
     decoded = {
         "gp_code": out["mean"],
@@ -213,9 +246,12 @@ def encoder_probe(model, ds, train_frames, *, num_frames: int = 3000, seed: int 
     means = _encode_means(model, train_frames[ci, pi].astype(np.float32) / np.float32(255.0))
     characters = ds.train_characters[ci]
     labels = _attribute_labels(ds, characters)
-    result = {"description": "encoder means of training frames -> attribute class (standardised logistic "
-                             "regression, 5-fold cross-validation, the frames of a character in one fold)",
-              "num_frames": int(len(rows)), "num_characters": int(len(np.unique(characters)))}
+    result = {
+        "description": "encoder means of training frames -> attribute class (standardised logistic "
+        "regression, 5-fold cross-validation, the frames of a character in one fold)",
+        "num_frames": int(len(rows)),
+        "num_characters": int(len(np.unique(characters))),
+    }
     folds = int(min(5, result["num_characters"]))
     result["folds"] = folds
     if folds < 2:
@@ -248,18 +284,23 @@ def training_posterior(model, ds, train_frames, *, num_characters: int = 10, see
     condition = model.decoder_condition(model.map_inputs(X, Y, training=False))  # None: the decoder reads codes only
     condition = None if condition is None else condition.numpy()
     eps = np.random.default_rng(seed).standard_normal(mean.shape)
-    decoded = {"mean": _decode(model, mean, condition),
-               "sample": _decode(model, mean + np.sqrt(np.maximum(var, 0.0)) * eps, condition)}
+    decoded = {
+        "mean": _decode(model, mean, condition),
+        "sample": _decode(model, mean + np.sqrt(np.maximum(var, 0.0)) * eps, condition),
+    }
     site_var = model.encode(tf.constant(Y))[1].numpy()
     shape = (len(rows), P) + Y.shape[1:]
     pairs = (ds.train_characters[rows][:, None], ds.train_poses[rows])
     return {
-        "num_characters": int(len(rows)), "scale": C / len(rows),
+        "num_characters": int(len(rows)),
+        "scale": C / len(rows),
         "mean_predictive_variance": float(var.mean()),
         "variance_of_predictive_means": float(mean.var(axis=0).mean()),
         "median_site_variance": float(np.median(site_var)),
-        **{f"decoded_{k}": {"mse": experiment._mse(v, Y),
-                            "style_accuracy": style_scores(ds, v.reshape(shape), *pairs)} for k, v in decoded.items()},
+        **{
+            f"decoded_{k}": {"mse": experiment._mse(v, Y), "style_accuracy": style_scores(ds, v.reshape(shape), *pairs)}
+            for k, v in decoded.items()
+        },
     }
 
 
@@ -276,12 +317,17 @@ def decoder_activation_scales(model, ds, train_frames, *, num_characters: int = 
     decoder = model.decoder
     layers = [layer for layer in decoder.layers if not isinstance(layer, tf_keras.layers.InputLayer)]
     outputs = tf_keras.Model(decoder.inputs, [layer.output for layer in layers])(inputs.astype(np.float32))
-    scales = [{"layer": layer.name, "mean_abs": float(np.mean(np.abs(o))), "max_abs": float(np.max(np.abs(o)))}
-              for layer, o in zip(layers, (o.numpy() for o in outputs))]
+    scales = [
+        {"layer": layer.name, "mean_abs": float(np.mean(np.abs(o))), "max_abs": float(np.max(np.abs(o)))}
+        for layer, o in zip(layers, (o.numpy() for o in outputs))
+    ]
     frames = outputs[-1].numpy()
-    return {"num_frames": int(len(X)), "layers": scales,
-            "decoder_input_sd": float(inputs.std()),
-            "saturated": float(np.mean((frames == 0.0) | (frames == 1.0)))}
+    return {
+        "num_frames": int(len(X)),
+        "layers": scales,
+        "decoder_input_sd": float(inputs.std()),
+        "saturated": float(np.mean((frames == 0.0) | (frames == 1.0))),
+    }
 
 
 def metric_sensitivity(ds, *, num_characters: int = 60, num_poses: int = 20) -> dict:
@@ -299,19 +345,26 @@ def metric_sensitivity(ds, *, num_characters: int = 60, num_poses: int = 20) -> 
     out = {"num_frames": int(frames.shape[0] * frames.shape[1]), "blur": {}, "mix_with_mean": {}}
     for sigma in (0.5, 1.0, 1.5):
         blurred = gaussian_filter(frames, sigma=(0, 0, sigma, sigma, 0))
-        out["blur"][f"{sigma:g}"] = {"mse": experiment._mse(blurred, frames),
-                                      "style_accuracy": style_scores(ds, blurred, *pairs)}
+        out["blur"][f"{sigma:g}"] = {
+            "mse": experiment._mse(blurred, frames),
+            "style_accuracy": style_scores(ds, blurred, *pairs),
+        }
     for a in (0.3, 0.5, 0.7):
         mixed = (1 - a) * frames + a * mean_frame
-        out["mix_with_mean"][f"{a:g}"] = {"mse": experiment._mse(mixed, frames),
-                                          "style_accuracy": style_scores(ds, mixed, *pairs)}
+        out["mix_with_mean"][f"{a:g}"] = {
+            "mse": experiment._mse(mixed, frames),
+            "style_accuracy": style_scores(ds, mixed, *pairs),
+        }
     labels = ds.label_maps_for(ids[:, None], poses).astype(np.intp)  # [V, T, 64, 64]
     palettes = _palettes(np.asarray(ds.attributes)).astype(np.float64) / 255.0  # [characters, 16, 3]
     generic = palettes[ids].copy()
     styled = slice(_SKIN_L, _BOT_D + 1)  # light and shaded slots of skin, hair, top, bottom
     generic[:, styled] = palettes[:, styled].mean(axis=0)
     painted = np.take_along_axis(generic[:, None, None, None], labels[..., None, None], axis=-2)[..., 0, :]
-    out["average_colours"] = {"mse": experiment._mse(painted, frames), "style_accuracy": style_scores(ds, painted, *pairs)}
+    out["average_colours"] = {
+        "mse": experiment._mse(painted, frames),
+        "style_accuracy": style_scores(ds, painted, *pairs),
+    }
     return out
 
 
@@ -332,9 +385,19 @@ def _fit_epochs(network, inputs, targets, *, epochs: int, batch_size: int, label
     return history
 
 
-def autoencoder_study(ds, *, epochs: int = 30, num_characters: int = 200, batch_size: int = 100,
-                      num_latent: int = 64, learning_rate: float = 1e-3, seed: int = 0,
-                      palette_colours: Optional[int] = None, filters: int = 16, progress: bool = True) -> dict:
+def autoencoder_study(
+    ds,
+    *,
+    epochs: int = 30,
+    num_characters: int = 200,
+    batch_size: int = 100,
+    num_latent: int = 64,
+    learning_rate: float = 1e-3,
+    seed: int = 0,
+    palette_colours: Optional[int] = None,
+    filters: int = 16,
+    progress: bool = True,
+) -> dict:
     """The SPRITES encoder and decoder as a plain deterministic autoencoder (no GP): can they learn colours?
 
     ``filters``: conv width of both networks (16: the paper's).
@@ -354,23 +417,32 @@ def autoencoder_study(ds, *, epochs: int = 30, num_characters: int = 200, batch_
     autoencoder.compile(tf_keras.optimizers.Adam(learning_rate), "mse")
     n_score = min(20, len(characters))
     t0 = time.perf_counter()
-    history = _fit_epochs(autoencoder, flat, flat, epochs=epochs, batch_size=batch_size, label="autoencoder",
-                          progress=progress)
+    history = _fit_epochs(
+        autoencoder, flat, flat, epochs=epochs, batch_size=batch_size, label="autoencoder", progress=progress
+    )
     train_rec = autoencoder.predict(frames[:n_score].reshape((-1,) + frames.shape[2:]), batch_size=500, verbose=0)
     test_rec = autoencoder.predict(test.reshape((-1,) + test.shape[2:]), batch_size=500, verbose=0)
     train_rec, test_rec = train_rec.reshape(frames[:n_score].shape), test_rec.reshape(test.shape)
     return {
         "description": "sprites_encoder means -> sprites_decoder trained as a deterministic autoencoder (MSE, Adam, "
-                       "no GP, no KL) on all training poses of the first training characters",
-        "palette_colours": palette_colours, "filters": int(filters),
-        "epochs": int(epochs), "num_characters": int(len(characters)), "num_frames": int(len(flat)),
-        "batch_size": int(batch_size), "steps": int(epochs) * int(np.ceil(len(flat) / batch_size)),
-        "seconds": time.perf_counter() - t0, "train_mse_history": history,
-        "training_characters": {"mse": experiment._mse(train_rec, frames[:n_score]),
-                                "style_accuracy": style_scores(ds, train_rec, characters[:n_score, None],
-                                                               poses[:n_score])},
-        "unseen_characters": {"mse": experiment._mse(test_rec, test),
-                              "style_accuracy": style_scores(ds, test_rec, test_ids[:, None], test_poses)},
+        "no GP, no KL) on all training poses of the first training characters",
+        "palette_colours": palette_colours,
+        "filters": int(filters),
+        "epochs": int(epochs),
+        "num_characters": int(len(characters)),
+        "num_frames": int(len(flat)),
+        "batch_size": int(batch_size),
+        "steps": int(epochs) * int(np.ceil(len(flat) / batch_size)),
+        "seconds": time.perf_counter() - t0,
+        "train_mse_history": history,
+        "training_characters": {
+            "mse": experiment._mse(train_rec, frames[:n_score]),
+            "style_accuracy": style_scores(ds, train_rec, characters[:n_score, None], poses[:n_score]),
+        },
+        "unseen_characters": {
+            "mse": experiment._mse(test_rec, test),
+            "style_accuracy": style_scores(ds, test_rec, test_ids[:, None], test_poses),
+        },
     }
 
 
@@ -383,10 +455,20 @@ def true_codes(ds, characters, poses) -> np.ndarray:
     return np.concatenate(parts, -1).astype(np.float32)
 
 
-def decoder_study(ds, *, modulation: Optional[str] = None, epochs: int = 12, num_characters: int = 200,
-                  batch_size: int = 100, learning_rate: float = 1e-3, seed: int = 0,
-                  palette_colours: Optional[int] = None, filters: int = 16, score_every: Optional[int] = None,
-                  progress: bool = True) -> dict:
+def decoder_study(
+    ds,
+    *,
+    modulation: Optional[str] = None,
+    epochs: int = 12,
+    num_characters: int = 200,
+    batch_size: int = 100,
+    learning_rate: float = 1e-3,
+    seed: int = 0,
+    palette_colours: Optional[int] = None,
+    filters: int = 16,
+    score_every: Optional[int] = None,
+    progress: bool = True,
+) -> dict:
     """The SPRITES decoder alone, trained (MSE, Adam) from each frame's true code (:func:`true_codes`) on
     all training poses of the first ``num_characters`` training characters; scored on 40 unseen
     characters x 25 target poses (attribute combinations not seen together).
@@ -400,16 +482,19 @@ def decoder_study(ds, *, modulation: Optional[str] = None, epochs: int = 12, num
     codes = true_codes(ds, np.repeat(characters, poses.shape[1]), poses.ravel())
     test_ids, test_poses, test = _unseen_test_frames(ds)
     test_codes = true_codes(ds, np.repeat(test_ids, test_poses.shape[1]), test_poses.ravel())
-    decoder = sprites_decoder(codes.shape[1], latent_modulation=modulation, palette_colours=palette_colours,
-                              filters=filters)
+    decoder = sprites_decoder(
+        codes.shape[1], latent_modulation=modulation, palette_colours=palette_colours, filters=filters
+    )
     decoder.compile(tf_keras.optimizers.Adam(learning_rate), "mse")
     steps_per_epoch = int(np.ceil(len(frames) / batch_size))
     label = f"decoder ({modulation or 'plain'})"
 
     def unseen_scores():
         generated = decoder.predict(test_codes, batch_size=500, verbose=0).reshape(test.shape)
-        return {"mse": experiment._mse(generated, test),
-                "style_accuracy": style_scores(ds, generated, test_ids[:, None], test_poses)}
+        return {
+            "mse": experiment._mse(generated, test),
+            "style_accuracy": style_scores(ds, generated, test_ids[:, None], test_poses),
+        }
 
     t0 = time.perf_counter()
     history, curve, train_seconds = [], [], 0.0
@@ -417,19 +502,35 @@ def decoder_study(ds, *, modulation: Optional[str] = None, epochs: int = 12, num
     for start in range(0, int(epochs), every):
         block = min(every, int(epochs) - start)
         t_block = time.perf_counter()
-        history += _fit_epochs(decoder, codes, frames, epochs=block, batch_size=batch_size, label=label,
-                               progress=progress)
+        history += _fit_epochs(
+            decoder, codes, frames, epochs=block, batch_size=batch_size, label=label, progress=progress
+        )
         train_seconds += time.perf_counter() - t_block
-        curve.append({"epoch": start + block, "steps": (start + block) * steps_per_epoch,
-                      "train_mse": history[-1], **unseen_scores()})
+        curve.append(
+            {
+                "epoch": start + block,
+                "steps": (start + block) * steps_per_epoch,
+                "train_mse": history[-1],
+                **unseen_scores(),
+            }
+        )
         if progress and score_every:
-            print(f"  {label} epoch {start + block}: unseen MSE {curve[-1]['mse']:.5f}, "
-                  f"{format_style(curve[-1]['style_accuracy'])}", flush=True)
+            print(
+                f"  {label} epoch {start + block}: unseen MSE {curve[-1]['mse']:.5f}, "
+                f"{format_style(curve[-1]['style_accuracy'])}",
+                flush=True,
+            )
     return {
-        "modulation": modulation, "palette_colours": palette_colours, "filters": int(filters),
-        "epochs": int(epochs), "num_frames": int(len(frames)), "batch_size": int(batch_size),
-        "steps": int(epochs) * steps_per_epoch, "seconds": time.perf_counter() - t0,
-        "train_seconds": train_seconds, "train_mse_history": history,
+        "modulation": modulation,
+        "palette_colours": palette_colours,
+        "filters": int(filters),
+        "epochs": int(epochs),
+        "num_frames": int(len(frames)),
+        "batch_size": int(batch_size),
+        "steps": int(epochs) * steps_per_epoch,
+        "seconds": time.perf_counter() - t0,
+        "train_seconds": train_seconds,
+        "train_mse_history": history,
         "unseen_characters": {k: v for k, v in curve[-1].items() if k in ("mse", "style_accuracy")},
         **({"curve": curve} if score_every else {}),
     }
@@ -444,33 +545,68 @@ def _chosen_context_scale(run_dir: str, cfg, ds) -> float:
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m svgpvae_paper.experiments.sprites_diagnostics",
-                                description="where a trained SPRITES SVGP-VAE loses the characters' style")
-    p.add_argument("--run", default=None,
-                   help="output folder of a sprites run (config.json, model checkpoint); required unless "
-                        "--decoder-study-only")
+    p = argparse.ArgumentParser(
+        prog="python -m svgpvae_paper.experiments.sprites_diagnostics",
+        description="where a trained SPRITES SVGP-VAE loses the characters' style",
+    )
+    p.add_argument(
+        "--run",
+        default=None,
+        help="output folder of a sprites run (config.json, model checkpoint); required unless --decoder-study-only",
+    )
     p.add_argument("--out", default=None, help="default: <run>/diagnostics")
     p.add_argument("--num-characters", type=int, default=None, help="unseen characters to generate (default all)")
-    p.add_argument("--scales", type=float, nargs="+", default=None,
-                   help="conditioning scales (default 1, 4, 16, N/b, 10 N/b)")
+    p.add_argument(
+        "--scales", type=float, nargs="+", default=None, help="conditioning scales (default 1, 4, 16, N/b, 10 N/b)"
+    )
     p.add_argument("--autoencoder-epochs", type=int, default=30, help="0 skips the plain-autoencoder study")
     p.add_argument("--autoencoder-characters", type=int, default=200)
-    p.add_argument("--autoencoder-filters", type=int, default=16,
-                   help="conv width of the plain autoencoder's encoder and decoder (16: the paper's)")
-    p.add_argument("--sensitivity-characters", type=int, default=60,
-                   help="unseen characters (x 20 poses) for the metric-sensitivity check")
-    p.add_argument("--decoder-study-epochs", type=int, default=12,
-                   help="0 skips training the plain and the modulated decoder from true codes")
-    p.add_argument("--decoder-modulations", nargs="+", choices=DECODER_VARIANTS, default=["plain", "scale_shift"],
-                   help="decoders of the true-code study (sprites_decoder's latent_modulation; plain: the paper's)")
-    p.add_argument("--decoder-study-filters", type=int, default=16,
-                   help="conv width of the true-code decoders (16: the paper's)")
-    p.add_argument("--decoder-study-score-every", type=int, default=None, metavar="K",
-                   help="score the true-code decoders on the unseen characters every K epochs (a learning curve)")
-    p.add_argument("--decoder-study-only", action="store_true",
-                   help="run only the true-code decoder study, on the paper's data split (no --run needed)")
-    p.add_argument("--palette-colours", type=int, default=None,
-                   help="also run the autoencoder and decoder studies with a palette decoder of K colours")
+    p.add_argument(
+        "--autoencoder-filters",
+        type=int,
+        default=16,
+        help="conv width of the plain autoencoder's encoder and decoder (16: the paper's)",
+    )
+    p.add_argument(
+        "--sensitivity-characters",
+        type=int,
+        default=60,
+        help="unseen characters (x 20 poses) for the metric-sensitivity check",
+    )
+    p.add_argument(
+        "--decoder-study-epochs",
+        type=int,
+        default=12,
+        help="0 skips training the plain and the modulated decoder from true codes",
+    )
+    p.add_argument(
+        "--decoder-modulations",
+        nargs="+",
+        choices=DECODER_VARIANTS,
+        default=["plain", "scale_shift"],
+        help="decoders of the true-code study (sprites_decoder's latent_modulation; plain: the paper's)",
+    )
+    p.add_argument(
+        "--decoder-study-filters", type=int, default=16, help="conv width of the true-code decoders (16: the paper's)"
+    )
+    p.add_argument(
+        "--decoder-study-score-every",
+        type=int,
+        default=None,
+        metavar="K",
+        help="score the true-code decoders on the unseen characters every K epochs (a learning curve)",
+    )
+    p.add_argument(
+        "--decoder-study-only",
+        action="store_true",
+        help="run only the true-code decoder study, on the paper's data split (no --run needed)",
+    )
+    p.add_argument(
+        "--palette-colours",
+        type=int,
+        default=None,
+        help="also run the autoencoder and decoder studies with a palette decoder of K colours",
+    )
     p.add_argument("--quiet", action="store_true")
     return p
 
@@ -481,15 +617,24 @@ def _decoder_studies(ds, args, seed: int, say) -> dict:
     variants = [(None if m == "plain" else m, None) for m in args.decoder_modulations]
     variants += [(None, args.palette_colours)] if args.palette_colours else []
     for modulation, palette in variants:
-        r = decoder_study(ds, modulation=modulation, epochs=args.decoder_study_epochs,
-                          num_characters=args.autoencoder_characters, seed=seed, palette_colours=palette,
-                          score_every=args.decoder_study_score_every, filters=args.decoder_study_filters,
-                          progress=not args.quiet)
+        r = decoder_study(
+            ds,
+            modulation=modulation,
+            epochs=args.decoder_study_epochs,
+            num_characters=args.autoencoder_characters,
+            seed=seed,
+            palette_colours=palette,
+            score_every=args.decoder_study_score_every,
+            filters=args.decoder_study_filters,
+            progress=not args.quiet,
+        )
         label = f"palette{palette}" if palette else (modulation or "plain")
         results[label] = r
-        say(f"decoder from true codes ({label}, {r['filters']} filters, {r['steps']} steps, "
+        say(
+            f"decoder from true codes ({label}, {r['filters']} filters, {r['steps']} steps, "
             f"{r['train_seconds']:.0f} s): unseen MSE "
-            f"{r['unseen_characters']['mse']:.5f}, {format_style(r['unseen_characters']['style_accuracy'])}")
+            f"{r['unseen_characters']['mse']:.5f}, {format_style(r['unseen_characters']['style_accuracy'])}"
+        )
     return results
 
 
@@ -509,12 +654,19 @@ def main(argv: Optional[Sequence[str]] = None) -> dict:
     say = (lambda *a: None) if args.quiet else (lambda *a: print(*a, flush=True))
     if args.decoder_study_only:
         cfg = experiment.Config()
-        ds = sprites(cfg.num_characters, seed=cfg.data_seed, num_train_characters=cfg.num_train_characters,
-                     train_poses_per_character=cfg.train_poses_per_character,
-                     num_context_poses=cfg.num_context_poses)
+        ds = sprites(
+            cfg.num_characters,
+            seed=cfg.data_seed,
+            num_train_characters=cfg.num_train_characters,
+            train_poses_per_character=cfg.train_poses_per_character,
+            num_context_poses=cfg.num_context_poses,
+        )
         t0 = time.perf_counter()
-        metrics = {"git_commit": git_commit(), "argv": list(argv) if argv is not None else sys.argv[1:],
-                   "decoder_from_true_codes": _decoder_studies(ds, args, cfg.seed, say)}
+        metrics = {
+            "git_commit": git_commit(),
+            "argv": list(argv) if argv is not None else sys.argv[1:],
+            "decoder_from_true_codes": _decoder_studies(ds, args, cfg.seed, say),
+        }
         metrics["seconds"] = time.perf_counter() - t0
         write_json(os.path.join(out, "metrics.json"), metrics)
         return metrics
@@ -528,24 +680,35 @@ def main(argv: Optional[Sequence[str]] = None) -> dict:
     auto = metrics["conditioning_scale"]["autoencoded_targets"]
     say(f"autoencoded true targets (no GP): MSE {auto['test_mse']:.5f}; {format_style(auto['style_accuracy'])}")
     for s, r in metrics["conditioning_scale"]["scales"].items():
-        say(f"context weighted s = {s}: MSE {r['test_mse']:.5f}, shrinkage {r['shrinkage']:.3f}, "
-            f"correlation {r['correlation']:.3f}; {format_style(r['style_accuracy'])}")
+        say(
+            f"context weighted s = {s}: MSE {r['test_mse']:.5f}, shrinkage {r['shrinkage']:.3f}, "
+            f"correlation {r['correlation']:.3f}; {format_style(r['style_accuracy'])}"
+        )
     if getattr(model, "decoder_gp_columns", ()):
         scale = _chosen_context_scale(args.run, cfg, ds)
         metrics["gp_code_ablation"] = ab = gp_code_ablation(model, ds, scale, args.num_characters)
         for name in ("gp_code", "prior_mean_code", "other_character_code"):
-            say(f"decoded at [{name.replace('_', ' ')}, style, pose] (s = {scale:g}): MSE {ab[name]['test_mse']:.5f}, "
-                f"{format_style(ab[name]['style_accuracy'])}")
+            say(
+                f"decoded at [{name.replace('_', ' ')}, style, pose] (s = {scale:g}): MSE {ab[name]['test_mse']:.5f}, "
+                f"{format_style(ab[name]['style_accuracy'])}"
+            )
     metrics["training_posterior"] = tp = training_posterior(model, ds, train_frames, seed=cfg.seed)
-    say(f"training batch ({tp['num_characters']} characters) through the GP posterior: predictive variance "
+    say(
+        f"training batch ({tp['num_characters']} characters) through the GP posterior: predictive variance "
         f"{tp['mean_predictive_variance']:.4g} vs variance of the means {tp['variance_of_predictive_means']:.4g}; "
-        f"decoded mean MSE {tp['decoded_mean']['mse']:.5f}, {format_style(tp['decoded_mean']['style_accuracy'])}")
+        f"decoded mean MSE {tp['decoded_mean']['mse']:.5f}, {format_style(tp['decoded_mean']['style_accuracy'])}"
+    )
     metrics["decoder_activations"] = act = decoder_activation_scales(model, ds, train_frames)
-    say("decoder layers' mean |output| on a training batch: " + ", ".join(
-        f"{r['layer']} {r['mean_abs']:.3g}" for r in act["layers"]) + f"; saturated output pixels {act['saturated']:.3f}")
+    say(
+        "decoder layers' mean |output| on a training batch: "
+        + ", ".join(f"{r['layer']} {r['mean_abs']:.3g}" for r in act["layers"])
+        + f"; saturated output pixels {act['saturated']:.3f}"
+    )
     metrics["pose_constant_fit_learned"] = pose_constant_fit(experiment.pose_table_vectors(model))
-    say(f"R^2 of a pose-constant function in the span of the learned unit pose vectors: "
-        f"{metrics['pose_constant_fit_learned']:.3f}")
+    say(
+        f"R^2 of a pose-constant function in the span of the learned unit pose vectors: "
+        f"{metrics['pose_constant_fit_learned']:.3f}"
+    )
     metrics["encoder_probe"] = encoder_probe(model, ds, train_frames, seed=cfg.seed)
     say(f"linear probe from encoder means of training frames: {format_style(metrics['encoder_probe'])}")
     metrics["metric_sensitivity"] = metric_sensitivity(ds, num_characters=args.sensitivity_characters)
@@ -555,20 +718,31 @@ def main(argv: Optional[Sequence[str]] = None) -> dict:
     r = metrics["metric_sensitivity"]["average_colours"]
     say(f"true shapes with average colours: MSE {r['mse']:.4f}; {format_style(r['style_accuracy'])}")
     if args.autoencoder_epochs > 0:
-        metrics["autoencoder"] = autoencoder_study(ds, epochs=args.autoencoder_epochs,
-                                                   filters=args.autoencoder_filters,
-                                                   num_characters=args.autoencoder_characters, seed=cfg.seed,
-                                                   progress=not args.quiet)
+        metrics["autoencoder"] = autoencoder_study(
+            ds,
+            epochs=args.autoencoder_epochs,
+            filters=args.autoencoder_filters,
+            num_characters=args.autoencoder_characters,
+            seed=cfg.seed,
+            progress=not args.quiet,
+        )
         runs = [("autoencoder", metrics["autoencoder"])]
         if args.palette_colours:
             metrics["autoencoder_palette"] = autoencoder_study(
-                ds, epochs=args.autoencoder_epochs, num_characters=args.autoencoder_characters, seed=cfg.seed,
-                palette_colours=args.palette_colours, progress=not args.quiet)
+                ds,
+                epochs=args.autoencoder_epochs,
+                num_characters=args.autoencoder_characters,
+                seed=cfg.seed,
+                palette_colours=args.palette_colours,
+                progress=not args.quiet,
+            )
             runs.append((f"palette ({args.palette_colours} colours) autoencoder", metrics["autoencoder_palette"]))
         for label, a in runs:
-            say(f"{label} ({a['steps']} steps): training characters MSE {a['training_characters']['mse']:.5f}, "
+            say(
+                f"{label} ({a['steps']} steps): training characters MSE {a['training_characters']['mse']:.5f}, "
                 f"{format_style(a['training_characters']['style_accuracy'])}; unseen MSE "
-                f"{a['unseen_characters']['mse']:.5f}, {format_style(a['unseen_characters']['style_accuracy'])}")
+                f"{a['unseen_characters']['mse']:.5f}, {format_style(a['unseen_characters']['style_accuracy'])}"
+            )
     if args.decoder_study_epochs > 0:
         metrics["decoder_from_true_codes"] = _decoder_studies(ds, args, cfg.seed, say)
     metrics["seconds"] = time.perf_counter() - t0

@@ -11,6 +11,7 @@
 * :func:`plot_generation` -- the grid of truth and generations;
 * :func:`pose_table_vectors` -- the learned pose vectors of a model of the experiment.
 """
+
 import textwrap
 import time
 from typing import Dict, Optional, Sequence
@@ -19,20 +20,40 @@ import numpy as np
 import tensorflow as tf
 
 from gpflow_svgpvae.auxiliary import ObjectVectors
-from svgpvae_paper.datasets.sprites import character_batches
 from gpflow_svgpvae.models.cvae import CVAE
 from gpflow_svgpvae.posterior import check_scale
+from svgpvae_paper.datasets.sprites import character_batches
+
 from .common import pyplot
 from .sprites_style import find_transform, reconstruction_style, style_scores, unit_rows
 
-__all__ = ["generate", "choose_context_scale", "validation_generation", "EpochSelection", "plot_epoch_selection", "generate_cvae", "nearest_context_frames", "plot_generation",
-           "pose_table_vectors"]
+__all__ = [
+    "generate",
+    "choose_context_scale",
+    "validation_generation",
+    "EpochSelection",
+    "plot_epoch_selection",
+    "generate_cvae",
+    "nearest_context_frames",
+    "plot_generation",
+    "pose_table_vectors",
+]
 
 
 # ----------------------------------------------------------------------- generation
-def generate(model, predictor, context_frames, characters, context_poses, target_poses, *,
-             num_samples: Optional[int] = None, seed: int = 0, characters_per_chunk: int = 16,
-             scale: float = 1.0) -> Dict[str, np.ndarray]:
+def generate(
+    model,
+    predictor,
+    context_frames,
+    characters,
+    context_poses,
+    target_poses,
+    *,
+    num_samples: Optional[int] = None,
+    seed: int = 0,
+    characters_per_chunk: int = 16,
+    scale: float = 1.0,
+) -> Dict[str, np.ndarray]:
     """Frames of unseen characters at target poses, each conditioned on its own context frames.
 
     :param predictor: the model (condition on the context only) or a posterior of it
@@ -60,8 +81,9 @@ def generate(model, predictor, context_frames, characters, context_poses, target
         sl = slice(start, min(len(characters), start + int(characters_per_chunk)))
         ids = characters[sl]
         context = (rows(ids, np.asarray(context_poses[sl])), np.asarray(context_frames[sl], np.float32))
-        z_mean, z_var, gp_inputs = predictor.predict_latents(rows(ids, np.asarray(target_poses[sl])), context,
-                                                             scale=scale)
+        z_mean, z_var, gp_inputs = predictor.predict_latents(
+            rows(ids, np.asarray(target_poses[sl])), context, scale=scale
+        )
         z_mean, z_var = z_mean.numpy(), z_var.numpy()
         condition = model.decoder_condition(gp_inputs)  # [v, T, C] or None
         out["mean"].append(decode(z_mean, condition))
@@ -82,8 +104,9 @@ def _validation_frames(ds):
     """``context [V, ...], target [V, ...], (characters, context poses, target poses)`` of the validation
     characters (float32 frames); refused when the dataset has none."""
     if len(ds.validation_characters) == 0:
-        raise ValueError("the dataset has no validation characters; build it with "
-                         "sprites(..., num_validation_characters=V)")
+        raise ValueError(
+            "the dataset has no validation characters; build it with sprites(..., num_validation_characters=V)"
+        )
     rows = (ds.validation_characters, ds.validation_context_poses, ds.validation_target_poses)
     return ds.validation_context_frames(dtype=np.float32), ds.validation_target_frames(dtype=np.float32), rows
 
@@ -114,7 +137,7 @@ def choose_context_scale(model, ds, scales: Sequence[float], *, characters_per_c
         style.append(style_scores(ds, mean, ds.validation_characters[:, None], ds.validation_target_poses))
     return {
         "description": "context weight s with the smallest MSE (decoded mean) on held-out validation characters "
-                       "(not training, not test), each generated from its own context frames",
+        "(not training, not test), each generated from its own context frames",
         "num_characters": int(V),
         "scales": scales,
         "validation_mse": mse,
@@ -141,8 +164,9 @@ def validation_generation(model, ds, scales: Optional[Sequence[float]] = None) -
         "num_characters": int(len(ds.validation_characters)),
         "scales": None,
         "validation_mse": [_mse(mean, target)],
-        "validation_style_accuracy": [style_scores(ds, mean, ds.validation_characters[:, None],
-                                                   ds.validation_target_poses)],
+        "validation_style_accuracy": [
+            style_scores(ds, mean, ds.validation_characters[:, None], ds.validation_target_poses)
+        ],
         "chosen": None,
         "seconds": time.perf_counter() - t0,
     }
@@ -161,16 +185,27 @@ class EpochSelection:
         if int(every) < 1:
             raise ValueError(f"every must be a positive integer; got {every}")
         self.model, self.ds, self.scales, self.every, self.epochs, self.path = (
-            model, ds, scales, int(every), int(epochs), path)
+            model,
+            ds,
+            scales,
+            int(every),
+            int(epochs),
+            path,
+        )
         self.best_choice: dict = {}
         self.record = {
             "description": "every eval_every epochs (and after the last) the generation MSE of the validation "
-                           "characters (decoded mean; the SVGP-VAE's at the best of the context weights 'scales'); "
-                           "the test scores the model of the epoch with the smallest one",
-            "eval_every": self.every, "scales": None if scales is None else [float(v) for v in scales],
+            "characters (decoded mean; the SVGP-VAE's at the best of the context weights 'scales'); "
+            "the test scores the model of the epoch with the smallest one",
+            "eval_every": self.every,
+            "scales": None if scales is None else [float(v) for v in scales],
             "num_characters": int(len(ds.validation_characters)),
-            "epochs": [], "validation_mse": [], "chosen_scale": [], "seconds": [],
-            "best_epoch": None, "best_validation_mse": float("inf"),
+            "epochs": [],
+            "validation_mse": [],
+            "chosen_scale": [],
+            "seconds": [],
+            "best_epoch": None,
+            "best_validation_mse": float("inf"),
         }
 
     def __call__(self, epoch: int) -> Optional[dict]:
@@ -180,8 +215,12 @@ class EpochSelection:
             return None
         choice = validation_generation(self.model, self.ds, self.scales)
         value = min(choice["validation_mse"])
-        for key, item in (("epochs", done), ("validation_mse", value), ("chosen_scale", choice["chosen"]),
-                          ("seconds", choice["seconds"])):
+        for key, item in (
+            ("epochs", done),
+            ("validation_mse", value),
+            ("chosen_scale", choice["chosen"]),
+            ("seconds", choice["seconds"]),
+        ):
             self.record[key].append(item)
         if value < self.record["best_validation_mse"]:
             self.record.update(best_epoch=done, best_validation_mse=value)
@@ -204,10 +243,15 @@ def svgpvae_variants(model, cfg, ds, train_frames, context, test_rows, target, g
     metrics, and the reconstruction diagnostic."""
     generated_s1 = generated if context_scale == 1.0 else generate(model, model, context, *test_rows, seed=cfg.seed)
     t0 = time.perf_counter()
-    train_posterior = model.posterior(character_batches(
-        ds.train_characters, ds.train_poses, train_frames, characters_per_batch=cfg.characters_per_batch,
-        shuffle=False,
-    ))
+    train_posterior = model.posterior(
+        character_batches(
+            ds.train_characters,
+            ds.train_poses,
+            train_frames,
+            characters_per_batch=cfg.characters_per_batch,
+            shuffle=False,
+        )
+    )
     with_train = generate(model, train_posterior, context, *test_rows, num_samples=1, seed=cfg.seed)
     extra = {
         "given_context_scale_1": {
@@ -222,16 +266,25 @@ def svgpvae_variants(model, cfg, ds, train_frames, context, test_rows, target, g
         },
     }
     t0 = time.perf_counter()
-    reconstruction = reconstruction_style(model, ds, train_frames, num_frames=cfg.num_reconstruction_frames,
-                                          seed=cfg.seed)
+    reconstruction = reconstruction_style(
+        model, ds, train_frames, num_frames=cfg.num_reconstruction_frames, seed=cfg.seed
+    )
     reconstruction["seconds"] = time.perf_counter() - t0
     variants = {"given_train_and_context": with_train["mean"], "given_context_scale_1": generated_s1["mean"]}
     return variants, extra, reconstruction
 
 
-def generate_cvae(model: CVAE, context_frames, characters, context_poses, target_poses, *,
-                  num_samples: Optional[int] = None, seed: int = 0,
-                  characters_per_chunk: int = 16) -> Dict[str, np.ndarray]:
+def generate_cvae(
+    model: CVAE,
+    context_frames,
+    characters,
+    context_poses,
+    target_poses,
+    *,
+    num_samples: Optional[int] = None,
+    seed: int = 0,
+    characters_per_chunk: int = 16,
+) -> Dict[str, np.ndarray]:
     """The CVAE baseline's frames of unseen characters (arguments as :func:`generate`): the decoder
     at ``[mean code of the character's context frames, style of the context frames, target pose
     vector]``; ``"samples"`` decode code samples (the context encodings' mean variance).
@@ -259,8 +312,7 @@ def generate_cvae(model: CVAE, context_frames, characters, context_poses, target
 
 
 # -------------------------------------------------------------------------- outputs
-def plot_generation(path: str, truth: np.ndarray, generated, context: Optional[np.ndarray] = None,
-                    title: str = ""):
+def plot_generation(path: str, truth: np.ndarray, generated, context: Optional[np.ndarray] = None, title: str = ""):
     """Grid: per character a row of ground-truth target frames and a row per generation
     (and, if given, a row of context frames above them).
 
@@ -295,8 +347,14 @@ def plot_generation(path: str, truth: np.ndarray, generated, context: Optional[n
     lines = textwrap.wrap(title, width=int(width * 14)) if title else []
     if lines:
         fig.suptitle("\n".join(lines), fontsize=8, y=1 - 0.05 / height, va="top")
-    fig.subplots_adjust(left=1.4 / width, right=0.995, bottom=0.05 / height,
-                        top=1 - (0.1 + 0.16 * len(lines)) / height, wspace=0.04, hspace=0.04)
+    fig.subplots_adjust(
+        left=1.4 / width,
+        right=0.995,
+        bottom=0.05 / height,
+        top=1 - (0.1 + 0.16 * len(lines)) / height,
+        wspace=0.04,
+        hspace=0.04,
+    )
     fig.savefig(path, dpi=100)
     plt.close(fig)
 
@@ -324,8 +382,9 @@ def _mse(a, b) -> float:
     return float(np.mean((np.asarray(a, np.float64) - np.asarray(b, np.float64)) ** 2))
 
 
-def plot_epoch_selection(path: str, selection: dict, history: Dict[str, Sequence[float]], kappa_squared: float,
-                         title: str = ""):
+def plot_epoch_selection(
+    path: str, selection: dict, history: Dict[str, Sequence[float]], kappa_squared: float, title: str = ""
+):
     """The validation curve of an :class:`EpochSelection` (``selection``: its ``record``) beside the
     training history: validation generation MSE per scored epoch (best epoch marked), training MSE
     (GECO's constraint + ``kappa_squared``) and GECO's lambda per epoch."""
@@ -338,8 +397,7 @@ def plot_epoch_selection(path: str, selection: dict, history: Dict[str, Sequence
         left.plot(np.arange(1, len(train_mse) + 1), train_mse, "-", color="grey", label="training MSE (epoch mean)")
         left.axhline(kappa_squared, color="grey", ls=":", lw=1, label=r"GECO $\kappa^2$")
     if selection.get("best_epoch") is not None:
-        left.axvline(selection["best_epoch"], color="C3", ls="--", lw=1,
-                     label=f"best epoch {selection['best_epoch']}")
+        left.axvline(selection["best_epoch"], color="C3", ls="--", lw=1, label=f"best epoch {selection['best_epoch']}")
     left.set_xlabel("epoch")
     left.set_ylabel("MSE per pixel")
     left.legend(fontsize=7)

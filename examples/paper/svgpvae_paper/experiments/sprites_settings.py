@@ -2,16 +2,27 @@
 (:data:`PAPER`), and the rules derived from them: the decoder's GP columns
 (:func:`decoder_gp_columns`) and a run's context weight (:func:`run_context_scale`); and the
 command line that sets them (:func:`config_from_args`)."""
+
 import argparse
 from dataclasses import dataclass, field
 from typing import Dict, Optional, Sequence
 
 from gpflow_svgpvae.networks.precision import PRECISIONS
 from svgpvae_paper.networks.sprites import MODULATIONS
+
 from .common import SITE_PARAMETRIZATIONS, is_positive_number
 
-__all__ = ["Config", "PAPER", "MODELS", "DECODER_GP_INPUTS", "LEARNING_RATE_DECAYS", "decoder_gp_columns",
-           "run_context_scale", "learning_rate", "config_from_args"]
+__all__ = [
+    "Config",
+    "PAPER",
+    "MODELS",
+    "DECODER_GP_INPUTS",
+    "LEARNING_RATE_DECAYS",
+    "decoder_gp_columns",
+    "run_context_scale",
+    "learning_rate",
+    "config_from_args",
+]
 
 MODELS = ("svgpvae", "cvae")
 
@@ -26,11 +37,15 @@ def decoder_gp_columns(choice: Optional[str], style_dim: int, pose_dim: int) -> 
     """Columns of the GP inputs ``[style, pose vector]`` for ``decoder_gp_inputs`` (``None``: none)."""
     if choice is None:
         return None
-    columns = {"style": range(style_dim), "pose": range(style_dim, style_dim + pose_dim),
-               "style_pose": range(style_dim + pose_dim)}
+    columns = {
+        "style": range(style_dim),
+        "pose": range(style_dim, style_dim + pose_dim),
+        "style_pose": range(style_dim + pose_dim),
+    }
     if choice not in columns:
         raise ValueError(f"decoder_gp_inputs must be None or one of {DECODER_GP_INPUTS}; got {choice!r}")
     return list(columns[choice])
+
 
 def learning_rate(cfg: "Config", steps_per_epoch: int):
     """Adam's learning rate of a run: ``cfg.learning_rate``, or with ``learning_rate_decay="cosine"``
@@ -38,8 +53,9 @@ def learning_rate(cfg: "Config", steps_per_epoch: int):
     if cfg.learning_rate_decay is None:
         return cfg.learning_rate
     if cfg.learning_rate_decay != "cosine":
-        raise ValueError(f"learning_rate_decay must be None or one of {LEARNING_RATE_DECAYS}; "
-                         f"got {cfg.learning_rate_decay!r}")
+        raise ValueError(
+            f"learning_rate_decay must be None or one of {LEARNING_RATE_DECAYS}; got {cfg.learning_rate_decay!r}"
+        )
     from gpflow.keras import tf_keras
 
     return tf_keras.optimizers.schedules.CosineDecay(cfg.learning_rate, decay_steps=int(cfg.epochs * steps_per_epoch))
@@ -88,7 +104,9 @@ class Config:
     jitter: float = 1e-6
     jit_compile: bool = False
     precision: str = "float32"  # Keras policy of the networks (networks.PRECISIONS); the GP block stays float64
-    decoder_modulation: Optional[str] = None  # the code also enters every decoder layer: "shift", "scale_shift", "mix", "mix_demodulated"
+    decoder_modulation: Optional[str] = (
+        None  # the code also enters every decoder layer: "shift", "scale_shift", "mix", "mix_demodulated"
+    )
     palette_colours: Optional[int] = None  # decoder output: softmax mixture of K colours from the code; None: paper
     decoder_gp_inputs: Optional[str] = None  # the decoder also reads these GP inputs: "style", "pose", "style_pose"
     site_parametrization: str = "variance"  # SVGP-VAE encoder head (networks.GaussianSiteHead): or "natural"
@@ -105,73 +123,146 @@ class Config:
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m svgpvae_paper.experiments.sprites",
-                                description="SVGP-VAE conditional generation on (procedural) SPRITES")
-    p.add_argument("--model", choices=MODELS, default="svgpvae",
-                   help="svgpvae (default) or cvae: the conditional-VAE baseline (decoder on [code, style of the "
-                        "context frames, pose vector]; same networks, condition and GECO)")
-    p.add_argument("--quick", action="store_true",
-                   help="24 characters (18 train), 3 epochs, 2 pretraining epochs, 6 characters per batch (~1-2 min)")
+    p = argparse.ArgumentParser(
+        prog="python -m svgpvae_paper.experiments.sprites",
+        description="SVGP-VAE conditional generation on (procedural) SPRITES",
+    )
+    p.add_argument(
+        "--model",
+        choices=MODELS,
+        default="svgpvae",
+        help="svgpvae (default) or cvae: the conditional-VAE baseline (decoder on [code, style of the "
+        "context frames, pose vector]; same networks, condition and GECO)",
+    )
+    p.add_argument(
+        "--quick",
+        action="store_true",
+        help="24 characters (18 train), 3 epochs, 2 pretraining epochs, 6 characters per batch (~1-2 min)",
+    )
     p.add_argument("--epochs", type=int, default=None, help="training epochs (default 50; --quick: 3)")
     p.add_argument("--num-characters", type=int, default=None, help="total characters (default 1296; --quick: 24)")
-    p.add_argument("--num-train-characters", type=int, default=None,
-                   help="training characters (default 1000 of 1296, else the same fraction)")
+    p.add_argument(
+        "--num-train-characters",
+        type=int,
+        default=None,
+        help="training characters (default 1000 of 1296, else the same fraction)",
+    )
     p.add_argument("--pretrain-epochs", type=int, default=None, help="classifier pretraining (default 400; --quick: 2)")
     p.add_argument("--characters-per-batch", type=int, default=None, help="default 10 (x 50 poses = 500); --quick: 6")
     p.add_argument("--latent-dim", type=int, default=64)
     p.add_argument("--num-inducing", type=int, default=72)
-    p.add_argument("--style-dim", type=int, default=16,
-                   help="size of the representation network's style vector (default 16)")
-    p.add_argument("--filters", type=int, default=16,
-                   help="conv filters per layer of the encoder and decoder (default 16, the paper's)")
-    p.add_argument("--style-reduction", choices=("sum", "mean"), default=None,
-                   help="style = sum (default, the paper's) or mean of the frames' representations; the CVAE's "
-                        "default is the mean, since its decoder sees the style's size and a test character has "
-                        "36 context frames against 50 frames in training")
-    p.add_argument("--decoder-modulation", choices=[m for m in MODULATIONS if m], default=None,
-                   help="feed the decoder's input to every decoder layer: shift, scale and shift (FiLM) or a "
-                        "full channel mix generated by it (mix: networks.LatentMixing; mix_demodulated: its "
-                        "kernel's columns scaled to unit length, so that it cannot amplify); "
-                        "networks.sprites_decoder; not in the paper")
-    p.add_argument("--palette-colours", type=int, default=None,
-                   help="decoder output as a per-pixel mixture of K colours computed from the code "
-                        "(networks.sprites_decoder; not in the paper)")
-    p.add_argument("--decoder-gp-inputs", choices=DECODER_GP_INPUTS, default=None,
-                   help="the SVGP-VAE's decoder also reads these GP inputs beside the code, as the CVAE's decoder "
-                        "reads its condition (SVGPVAE(decoder_gp_columns=...); not in the paper; the style is then "
-                        "mean-reduced by default)")
-    p.add_argument("--pose-bias", type=float, default=None,
-                   help="initial constant added to the pose kernel so that pose-invariant attributes (colours) "
-                        "are representable (kernels.sprites_kernel; not in the paper)")
-    p.add_argument("--context-scale", type=float, default=None,
-                   help="weight s of each test context frame in the posterior (default: N / batch size, the "
-                        "training minibatches' weight; 1 conditions on exactly the 36 frames)")
-    p.add_argument("--context-scale-grid", type=float, nargs="+", default=None, metavar="S",
-                   help="choose the context weight s among these by the generation MSE of held-out validation "
-                        "characters (not training, not test; --num-validation-characters)")
-    p.add_argument("--num-validation-characters", type=int, default=None,
-                   help="validation characters for --context-scale-grid and --eval-every (default 100; --quick: 6)")
-    p.add_argument("--eval-every", type=int, default=None, metavar="K",
-                   help="score the generations of the validation characters every K epochs and after the last "
-                        "(the SVGP-VAE's at the best s of --context-scale-grid, else at the run's s), and test the "
-                        "model of the epoch with the smallest validation MSE (default: no selection, the last "
-                        "epoch's model)")
-    p.add_argument("--site-parametrization", choices=SITE_PARAMETRIZATIONS, default="variance",
-                   help="SVGP-VAE encoder head: site mean and variance (the paper's) or natural parameters")
+    p.add_argument(
+        "--style-dim", type=int, default=16, help="size of the representation network's style vector (default 16)"
+    )
+    p.add_argument(
+        "--filters",
+        type=int,
+        default=16,
+        help="conv filters per layer of the encoder and decoder (default 16, the paper's)",
+    )
+    p.add_argument(
+        "--style-reduction",
+        choices=("sum", "mean"),
+        default=None,
+        help="style = sum (default, the paper's) or mean of the frames' representations; the CVAE's "
+        "default is the mean, since its decoder sees the style's size and a test character has "
+        "36 context frames against 50 frames in training",
+    )
+    p.add_argument(
+        "--decoder-modulation",
+        choices=[m for m in MODULATIONS if m],
+        default=None,
+        help="feed the decoder's input to every decoder layer: shift, scale and shift (FiLM) or a "
+        "full channel mix generated by it (mix: networks.LatentMixing; mix_demodulated: its "
+        "kernel's columns scaled to unit length, so that it cannot amplify); "
+        "networks.sprites_decoder; not in the paper",
+    )
+    p.add_argument(
+        "--palette-colours",
+        type=int,
+        default=None,
+        help="decoder output as a per-pixel mixture of K colours computed from the code "
+        "(networks.sprites_decoder; not in the paper)",
+    )
+    p.add_argument(
+        "--decoder-gp-inputs",
+        choices=DECODER_GP_INPUTS,
+        default=None,
+        help="the SVGP-VAE's decoder also reads these GP inputs beside the code, as the CVAE's decoder "
+        "reads its condition (SVGPVAE(decoder_gp_columns=...); not in the paper; the style is then "
+        "mean-reduced by default)",
+    )
+    p.add_argument(
+        "--pose-bias",
+        type=float,
+        default=None,
+        help="initial constant added to the pose kernel so that pose-invariant attributes (colours) "
+        "are representable (kernels.sprites_kernel; not in the paper)",
+    )
+    p.add_argument(
+        "--context-scale",
+        type=float,
+        default=None,
+        help="weight s of each test context frame in the posterior (default: N / batch size, the "
+        "training minibatches' weight; 1 conditions on exactly the 36 frames)",
+    )
+    p.add_argument(
+        "--context-scale-grid",
+        type=float,
+        nargs="+",
+        default=None,
+        metavar="S",
+        help="choose the context weight s among these by the generation MSE of held-out validation "
+        "characters (not training, not test; --num-validation-characters)",
+    )
+    p.add_argument(
+        "--num-validation-characters",
+        type=int,
+        default=None,
+        help="validation characters for --context-scale-grid and --eval-every (default 100; --quick: 6)",
+    )
+    p.add_argument(
+        "--eval-every",
+        type=int,
+        default=None,
+        metavar="K",
+        help="score the generations of the validation characters every K epochs and after the last "
+        "(the SVGP-VAE's at the best s of --context-scale-grid, else at the run's s), and test the "
+        "model of the epoch with the smallest validation MSE (default: no selection, the last "
+        "epoch's model)",
+    )
+    p.add_argument(
+        "--site-parametrization",
+        choices=SITE_PARAMETRIZATIONS,
+        default="variance",
+        help="SVGP-VAE encoder head: site mean and variance (the paper's) or natural parameters",
+    )
     p.add_argument("--learning-rate", type=float, default=1e-3)
-    p.add_argument("--learning-rate-decay", choices=LEARNING_RATE_DECAYS, default=None,
-                   help="cosine: Adam's rate decays from --learning-rate to 0 over the run's steps (default: "
-                        "constant, the paper's; not in the paper)")
+    p.add_argument(
+        "--learning-rate-decay",
+        choices=LEARNING_RATE_DECAYS,
+        default=None,
+        help="cosine: Adam's rate decays from --learning-rate to 0 over the run's steps (default: "
+        "constant, the paper's; not in the paper)",
+    )
     p.add_argument("--kappa-squared", type=float, default=0.0075)
     p.add_argument("--geco-nu", type=float, default=1.0)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--data-seed", type=int, default=0)
-    p.add_argument("--frames", choices=("memory", "render"), default="memory",
-                   help="keep training frames in RAM as uint8 (614 MB for the paper) or render per batch")
+    p.add_argument(
+        "--frames",
+        choices=("memory", "render"),
+        default="memory",
+        help="keep training frames in RAM as uint8 (614 MB for the paper) or render per batch",
+    )
     p.add_argument("--jit", action="store_true", help="compile the training step with XLA (slower on CPU here)")
-    p.add_argument("--precision", choices=PRECISIONS, default="float32",
-                   help="Keras policy of the encoder, decoder and representation networks (mixed_bfloat16: "
-                        "bfloat16 convolutions on CPUs with AVX512-BF16 or AMX; the GP block stays float64)")
+    p.add_argument(
+        "--precision",
+        choices=PRECISIONS,
+        default="float32",
+        help="Keras policy of the encoder, decoder and representation networks (mixed_bfloat16: "
+        "bfloat16 convolutions on CPUs with AVX512-BF16 or AMX; the GP block stays float64)",
+    )
     p.add_argument("--out", default="results/sprites")
     p.add_argument("--quiet", action="store_true")
     return p
@@ -216,13 +307,15 @@ def config_from_args(argv: Optional[Sequence[str]] = None) -> Config:
         num_characters=n,
         num_train_characters=n_train,
         pretrain_epochs=args.pretrain_epochs if args.pretrain_epochs is not None else (2 if quick else 400),
-        characters_per_batch=args.characters_per_batch if args.characters_per_batch is not None else (6 if quick else 10),
+        characters_per_batch=args.characters_per_batch
+        if args.characters_per_batch is not None
+        else (6 if quick else 10),
         num_latent=args.latent_dim,
         filters=args.filters,
         style_dim=args.style_dim,
         num_inducing=args.num_inducing,
-        style_reduction=args.style_reduction or (
-            "mean" if args.model == "cvae" or (args.decoder_gp_inputs or "").startswith("style") else "sum"),
+        style_reduction=args.style_reduction
+        or ("mean" if args.model == "cvae" or (args.decoder_gp_inputs or "").startswith("style") else "sum"),
         decoder_gp_inputs=args.decoder_gp_inputs,
         decoder_modulation=args.decoder_modulation,
         palette_colours=args.palette_colours,
@@ -230,8 +323,9 @@ def config_from_args(argv: Optional[Sequence[str]] = None) -> Config:
         context_scale=args.context_scale,
         context_scale_grid=args.context_scale_grid,
         eval_every=args.eval_every,
-        num_validation_characters=(args.num_validation_characters if args.num_validation_characters is not None
-                                   else (6 if quick else 100)),
+        num_validation_characters=(
+            args.num_validation_characters if args.num_validation_characters is not None else (6 if quick else 100)
+        ),
         site_parametrization=args.site_parametrization,
         learning_rate=args.learning_rate,
         learning_rate_decay=args.learning_rate_decay,

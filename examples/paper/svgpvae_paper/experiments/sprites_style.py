@@ -21,13 +21,14 @@ r"""Style scores and style diagnostics of the SPRITES experiment (issue 12, item
   share a component; the :math:`R^2` of the best least-squares fit of a constant
   by the unit pose vectors says how much of one does.
 """
+
 from typing import Dict, Optional
 
 import numpy as np
 
+from gpflow_svgpvae.transforms import GroupRepresentation
 from svgpvae_paper.datasets.sprites import STYLE_ATTRIBUTES, SpriteStyle, style_accuracy_summary
 from svgpvae_paper.datasets.sprites.styles import _ATTRIBUTE_SIZES
-from gpflow_svgpvae.transforms import GroupRepresentation
 
 __all__ = [
     "STYLE_RULE",
@@ -53,8 +54,9 @@ def style_scores(ds, generated, characters, poses, *, hair_shape: bool = True) -
     return style_accuracy_summary(ds.style_accuracy(generated, characters, poses, hair_shape=hair_shape))
 
 
-def reconstruction_style(model, ds, train_frames, *, num_frames: int = 1000, seed: int = 0,
-                         batch_size: int = 500) -> dict:
+def reconstruction_style(
+    model, ds, train_frames, *, num_frames: int = 1000, seed: int = 0, batch_size: int = 500
+) -> dict:
     """Decode the encoder means of a seeded sample of training frames and score their style.
 
     A decoder that reads GP inputs (``decoder_gp_columns``) gets each frame's GP inputs as in
@@ -70,15 +72,21 @@ def reconstruction_style(model, ds, train_frames, *, num_frames: int = 1000, see
     frames = train_frames[ci, pi].astype(np.float32) / np.float32(255.0)
     means = model.encode_all(frames, batch_size=batch_size)[0].numpy()
     conditions = _training_decoder_conditions(model, ds, train_frames, ci, pi)
-    decoded = np.concatenate([
-        np.asarray(model.decode_predictions(
-            means[s:s + batch_size], np.zeros_like(means[s:s + batch_size]),
-            condition=None if conditions is None else conditions[s:s + batch_size]))
-        for s in range(0, len(rows), int(batch_size))
-    ])
+    decoded = np.concatenate(
+        [
+            np.asarray(
+                model.decode_predictions(
+                    means[s : s + batch_size],
+                    np.zeros_like(means[s : s + batch_size]),
+                    condition=None if conditions is None else conditions[s : s + batch_size],
+                )
+            )
+            for s in range(0, len(rows), int(batch_size))
+        ]
+    )
     return {
         "description": "encoder means of a random sample of training frames, decoded (no GP), scored like the "
-                       "generations",
+        "generations",
         "num_frames": int(len(rows)),
         "mse": float(np.mean((decoded.astype(np.float64) - frames) ** 2)),
         "style_accuracy": style_scores(ds, decoded, ds.train_characters[ci], ds.train_poses[ci, pi]),
@@ -95,7 +103,7 @@ def _training_decoder_conditions(model, ds, train_frames, ci, pi, characters_per
     out = np.zeros((len(ci), len(model.decoder_gp_columns)), np.float64)
     characters = np.unique(ci)
     for start in range(0, len(characters), int(characters_per_chunk)):
-        chunk = characters[start:start + int(characters_per_chunk)]
+        chunk = characters[start : start + int(characters_per_chunk)]
         X = np.stack([np.repeat(ds.train_characters[chunk], P), ds.train_poses[chunk].ravel()], -1).astype(np.float64)
         Y = train_frames[chunk].reshape((-1,) + train_frames.shape[2:]).astype(np.float32) / np.float32(255.0)
         mapped = model.decoder_condition(model.map_inputs(X, Y, training=False)).numpy().reshape(len(chunk), P, -1)
@@ -155,8 +163,9 @@ def _representation(model):
     return find_transform(model, GroupRepresentation).representation
 
 
-def _cv_accuracy(features: np.ndarray, labels: np.ndarray, folds: int, seed: int,
-                 groups: Optional[np.ndarray] = None) -> Dict[str, Optional[float]]:
+def _cv_accuracy(
+    features: np.ndarray, labels: np.ndarray, folds: int, seed: int, groups: Optional[np.ndarray] = None
+) -> Dict[str, Optional[float]]:
     """k-fold accuracy of a standardised logistic regression (``groups``: rows of a group stay in one fold)."""
     from sklearn.linear_model import LogisticRegression
     from sklearn.model_selection import GroupKFold, KFold
@@ -190,16 +199,17 @@ def style_probe(model, ds, context_frames, *, seed: int = 0) -> dict:
     """
     V, Q = context_frames.shape[:2]
     representation = _representation(model)
-    ids, styles = representation.styles(context_frames.reshape((V * Q,) + context_frames.shape[2:]),
-                                        np.repeat(np.asarray(ds.test_characters), Q))
+    ids, styles = representation.styles(
+        context_frames.reshape((V * Q,) + context_frames.shape[2:]), np.repeat(np.asarray(ds.test_characters), Q)
+    )
     order = {int(c): i for i, c in enumerate(ids)}
     styles = styles[[order[int(c)] for c in ds.test_characters]]
     labels = np.asarray(ds.attributes)[np.asarray(ds.test_characters)]
     folds = int(min(5, V))
     result = {
         "description": "style vector of each unseen character (summed over its context frames) -> attribute "
-                       "class; standardised logistic regression, k-fold cross-validation over the test characters; "
-                       "'majority' predicts the training folds' most frequent class",
+        "class; standardised logistic regression, k-fold cross-validation over the test characters; "
+        "'majority' predicts the training folds' most frequent class",
         "num_characters": int(V),
         "folds": folds,
     }
@@ -214,8 +224,13 @@ def style_probe(model, ds, context_frames, *, seed: int = 0) -> dict:
 
 def format_style(summary: dict) -> str:
     """``'skin 0.95, hair 0.90, top 0.93, bottom 0.91, hair shape 0.80'`` of a :func:`style_scores` summary."""
-    names = {"skin": "skin", "hair_colour": "hair", "top_colour": "top", "bottom_colour": "bottom",
-             "hair_shape": "hair shape"}
+    names = {
+        "skin": "skin",
+        "hair_colour": "hair",
+        "top_colour": "top",
+        "bottom_colour": "bottom",
+        "hair_shape": "hair shape",
+    }
     parts = []
     for key, label in names.items():
         if key in summary:

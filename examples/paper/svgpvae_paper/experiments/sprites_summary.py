@@ -26,6 +26,7 @@ then shows the means with the standard deviations as error bars instead of the s
 Nothing is recomputed: the numbers are read from the runs' ``metrics.json`` files, so the table
 in ``docs/results.md`` can be regenerated from the committed metrics.
 """
+
 import argparse
 import os
 import sys
@@ -42,8 +43,19 @@ TARGET = 0.90
 #: The columns a row of several seeds averages.
 MEAN_COLUMNS = ("test_mse",) + ATTRIBUTES + ("seconds_per_epoch",)
 
-__all__ = ["ATTRIBUTES", "TARGET", "read_run", "summary_rows", "seed_means", "markdown_table", "plot_summary",
-           "training_curves", "training_table", "plot_training_curves", "main"]
+__all__ = [
+    "ATTRIBUTES",
+    "TARGET",
+    "read_run",
+    "summary_rows",
+    "seed_means",
+    "markdown_table",
+    "plot_summary",
+    "training_curves",
+    "training_table",
+    "plot_training_curves",
+    "main",
+]
 
 
 def read_run(run_dir: str) -> dict:
@@ -78,17 +90,35 @@ def summary_rows(runs: Sequence[str], labels: Sequence[str]) -> List[dict]:
     rows, first = [], None
     for run_dir, label, m, cfg in _read_runs(runs, labels):
         first = first or m
-        rows.append({"label": label, "run": run_dir, "model": m.get("model", cfg.get("model")),
-                     "seed": cfg.get("seed"), "epochs": m.get("epochs", cfg.get("epochs")),
-                     "test_mse": float(m["test_mse_mean"]), **_accuracies(m["style_accuracy"]["given_context"]),
-                     "seconds_per_epoch": m.get("seconds_per_epoch")})
+        rows.append(
+            {
+                "label": label,
+                "run": run_dir,
+                "model": m.get("model", cfg.get("model")),
+                "seed": cfg.get("seed"),
+                "epochs": m.get("epochs", cfg.get("epochs")),
+                "test_mse": float(m["test_mse_mean"]),
+                **_accuracies(m["style_accuracy"]["given_context"]),
+                "seconds_per_epoch": m.get("seconds_per_epoch"),
+            }
+        )
     rows = seed_means(rows)
     nearest = first["style_accuracy"].get("nearest_context_frame")
     if nearest is not None:
-        rows.append({"label": "nearest context frame", "run": runs[0], "model": "baseline",
-                     "test_mse": float(first["nearest_context_frame"]["test_mse"]), **_accuracies(nearest)})
-    chance = {a: float(first["style_accuracy"]["given_context"][a]["chance"]) for a in ATTRIBUTES
-              if a in first["style_accuracy"]["given_context"]}
+        rows.append(
+            {
+                "label": "nearest context frame",
+                "run": runs[0],
+                "model": "baseline",
+                "test_mse": float(first["nearest_context_frame"]["test_mse"]),
+                **_accuracies(nearest),
+            }
+        )
+    chance = {
+        a: float(first["style_accuracy"]["given_context"][a]["chance"])
+        for a in ATTRIBUTES
+        if a in first["style_accuracy"]["given_context"]
+    }
     rows.append({"label": "chance", "model": "chance", "test_mse": None, **{a: chance.get(a) for a in ATTRIBUTES}})
     return rows
 
@@ -116,14 +146,21 @@ def seed_means(rows: Sequence[dict]) -> List[dict]:
             continue
         seeds = [r.get("seed") for r in group]
         if None in seeds or len(set(seeds)) != len(seeds):
-            raise ValueError(f"the runs labelled {label!r} ({', '.join(r['run'] for r in group)}) have seeds "
-                             f"{seeds}: runs given one label must be different seeds of one setting")
+            raise ValueError(
+                f"the runs labelled {label!r} ({', '.join(r['run'] for r in group)}) have seeds "
+                f"{seeds}: runs given one label must be different seeds of one setting"
+            )
         models = {r["model"] for r in group}
         if len(models) != 1:
             raise ValueError(f"the runs labelled {label!r} are of different models {sorted(models)}")
         out.extend({**r, "label": _seed_label(label, r["seed"]), "in_seed_mean": True} for r in group)
-        mean_row = {"label": f"{label}, mean of {len(group)} seeds", "model": group[0]["model"],
-                    "n_seeds": len(group), "seeds": seeds, "epochs": group[0].get("epochs")}
+        mean_row = {
+            "label": f"{label}, mean of {len(group)} seeds",
+            "model": group[0]["model"],
+            "n_seeds": len(group),
+            "seeds": seeds,
+            "epochs": group[0].get("epochs"),
+        }
         for column in MEAN_COLUMNS:
             values = [r.get(column) for r in group]
             stats = None if None in values else mean_sd(values)
@@ -136,8 +173,16 @@ def seed_means(rows: Sequence[dict]) -> List[dict]:
 def markdown_table(rows: Sequence[dict]) -> str:
     """The rows as a Markdown table: MSE per pixel and the accuracy of each attribute; a mean over
     seeds as ``mean ± sd``."""
-    head = ["method", "test MSE per pixel", "skin", "hair colour", "top colour", "bottom colour", "hair shape",
-            "s/epoch"]
+    head = [
+        "method",
+        "test MSE per pixel",
+        "skin",
+        "hair colour",
+        "top colour",
+        "bottom colour",
+        "hair shape",
+        "s/epoch",
+    ]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
 
     def cell(r: dict, column: str, digits: int) -> str:
@@ -168,8 +213,15 @@ def plot_summary(path: str, rows: Sequence[dict]) -> None:
     if chance is not None:
         for k, a in enumerate(ATTRIBUTES):
             if chance[a] is not None:
-                ax.hlines(chance[a], k - 0.45, k + 0.45, colors="k", linestyles=":", zorder=3,
-                          label="chance" if k == 0 else None)
+                ax.hlines(
+                    chance[a],
+                    k - 0.45,
+                    k + 0.45,
+                    colors="k",
+                    linestyles=":",
+                    zorder=3,
+                    label="chance" if k == 0 else None,
+                )
     ax.axhline(TARGET, color="grey", linestyle="--", linewidth=1, label=f"target {TARGET:.2f} (colours)")
     ax.set_xticks(range(len(ATTRIBUTES)), [a.replace("_", " ") for a in ATTRIBUTES])
     ax.set_ylim(0, 1.05)
@@ -193,31 +245,48 @@ def training_curves(runs: Sequence[str], labels: Sequence[str]) -> List[dict]:
             continue
         kappa_squared = float(cfg["kappa_squared"])
         selection = m.get("epoch_selection") or {}
-        curves.append({
-            "label": label, "model": m.get("model", cfg.get("model")), "kappa_squared": kappa_squared,
-            "epochs": list(range(1, len(history["geco_constraint"]) + 1)),
-            "train_mse": [float(c) + kappa_squared for c in history["geco_constraint"]],
-            "geco_lambda": [float(v) for v in history.get("geco_lambda", [])],
-            "kl": [float(v) for v in history.get("kl", [])],
-            "validation_epochs": [int(e) for e in selection.get("epochs", [])],
-            "validation_mse": [float(v) for v in selection.get("validation_mse", [])],
-            "best_epoch": selection.get("best_epoch"),
-        })
+        curves.append(
+            {
+                "label": label,
+                "model": m.get("model", cfg.get("model")),
+                "kappa_squared": kappa_squared,
+                "epochs": list(range(1, len(history["geco_constraint"]) + 1)),
+                "train_mse": [float(c) + kappa_squared for c in history["geco_constraint"]],
+                "geco_lambda": [float(v) for v in history.get("geco_lambda", [])],
+                "kl": [float(v) for v in history.get("kl", [])],
+                "validation_epochs": [int(e) for e in selection.get("epochs", [])],
+                "validation_mse": [float(v) for v in selection.get("validation_mse", [])],
+                "best_epoch": selection.get("best_epoch"),
+            }
+        )
     return curves
 
 
 def training_table(curves: Sequence[dict]) -> str:
     """Markdown: per run κ², the best validation MSE and its epoch, and the last epoch's training MSE,
     λ and KL."""
-    head = ["method", "κ²", "best validation MSE (epoch)", "last validation MSE", "final training MSE",
-            "final λ", "final KL (nats)"]
+    head = [
+        "method",
+        "κ²",
+        "best validation MSE (epoch)",
+        "last validation MSE",
+        "final training MSE",
+        "final λ",
+        "final KL (nats)",
+    ]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for c in curves:
         val = c["validation_mse"]
         best = "" if not val else f"{min(val):.5f} ({c['validation_epochs'][val.index(min(val))]})"
-        cells = [c["label"], f"{c['kappa_squared']:g}", best, f"{val[-1]:.5f}" if val else "",
-                 f"{c['train_mse'][-1]:.4f}", f"{c['geco_lambda'][-1]:.3g}" if c["geco_lambda"] else "",
-                 f"{c['kl'][-1]:.4g}" if c["kl"] else ""]
+        cells = [
+            c["label"],
+            f"{c['kappa_squared']:g}",
+            best,
+            f"{val[-1]:.5f}" if val else "",
+            f"{c['train_mse'][-1]:.4f}",
+            f"{c['geco_lambda'][-1]:.3g}" if c["geco_lambda"] else "",
+            f"{c['kl'][-1]:.4g}" if c["kl"] else "",
+        ]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 
@@ -235,8 +304,9 @@ def plot_training_curves(path: str, curves: Sequence[dict]) -> None:
         axes[1].axhline(c["kappa_squared"], color=colour, ls=":", lw=1)
         if c["geco_lambda"]:
             axes[2].plot(c["epochs"], c["geco_lambda"], color=colour, label=c["label"])
-    for ax, title in zip(axes, ("validation MSE (generated, unseen characters)",
-                                "training MSE (dotted: GECO's κ²)", "GECO's λ")):
+    for ax, title in zip(
+        axes, ("validation MSE (generated, unseen characters)", "training MSE (dotted: GECO's κ²)", "GECO's λ")
+    ):
         ax.set_yscale("log")
         ax.set_xlabel("epoch")
         ax.set_title(title, fontsize=9)
@@ -247,12 +317,18 @@ def plot_training_curves(path: str, curves: Sequence[dict]) -> None:
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m svgpvae_paper.experiments.sprites_summary",
-                                description="one accuracy table and figure from several finished sprites runs")
+    p = argparse.ArgumentParser(
+        prog="python -m svgpvae_paper.experiments.sprites_summary",
+        description="one accuracy table and figure from several finished sprites runs",
+    )
     p.add_argument("runs", nargs="*", metavar="RUN", help="output folders of sprites runs")
-    p.add_argument("--labels", nargs="+", default=None,
-                   help="one label per run (default: the folder names); runs given the same label are seeds "
-                        "of one setting and get a row with their mean and standard deviation")
+    p.add_argument(
+        "--labels",
+        nargs="+",
+        default=None,
+        help="one label per run (default: the folder names); runs given the same label are seeds "
+        "of one setting and get a row with their mean and standard deviation",
+    )
     p.add_argument("--out", default="results/sprites_summary")
     return p
 

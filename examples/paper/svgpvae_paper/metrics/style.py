@@ -34,6 +34,7 @@ grey frame: the option whose rendered mean is nearest to grey), so its score
 is the share of frames whose true option that is: deterministic, and 1/K only
 when the true options are balanced.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -100,8 +101,7 @@ class ChoiceAccuracy:
             "mean_pixels_per_scored_frame": float(np.sum(self.pixels) / scored) if scored else None,
             "chance": 1.0 / self.num_choices,
             "confusion": confusion.tolist(),
-            "accuracy_per_true_option": [float(a) if n else None
-                                         for a, n in zip(per_option, confusion.sum(axis=1))],
+            "accuracy_per_true_option": [float(a) if n else None for a, n in zip(per_option, confusion.sum(axis=1))],
         }
 
 
@@ -170,8 +170,9 @@ def palette_colour_accuracy(generated, label_maps, slots, choices, true_choice) 
     label_maps = np.asarray(label_maps)
     lead_shape = generated.shape[:-3]
     if label_maps.shape != generated.shape[:-1]:
-        raise ValueError(f"label_maps must have shape {generated.shape[:-1]} (generated without channels); "
-                         f"got {label_maps.shape}")
+        raise ValueError(
+            f"label_maps must have shape {generated.shape[:-1]} (generated without channels); got {label_maps.shape}"
+        )
     if not np.issubdtype(label_maps.dtype, np.integer):
         raise ValueError(f"label_maps must be integer palette slots; got dtype {label_maps.dtype}")
     slots = np.asarray(slots)
@@ -247,14 +248,18 @@ def nearest_rendering_accuracy(
         K = None
     else:
         cand = _check_frames(candidates, "candidates")
-        if cand.shape[:len(lead_shape)] != lead_shape or cand.shape[len(lead_shape) + 1:] != image_shape \
-                or cand.ndim != generated.ndim + 1:
+        if (
+            cand.shape[: len(lead_shape)] != lead_shape
+            or cand.shape[len(lead_shape) + 1 :] != image_shape
+            or cand.ndim != generated.ndim + 1
+        ):
             raise ValueError(f"candidates must have shape {lead_shape + ('K',) + image_shape}; got {cand.shape}")
         cand = cand.reshape((n, cand.shape[len(lead_shape)]) + image_shape)
         K = cand.shape[1]
 
         def source(rows):
             return cand[rows]
+
     _check_true_choice(true_choice, lead_shape, K)  # shapes (and range, if K is known) before any work
     chunk_size = int(chunk_size)
     if chunk_size < 1:
@@ -265,8 +270,9 @@ def nearest_rendering_accuracy(
         rows = np.arange(start, min(n, start + chunk_size))
         block = np.asarray(source(rows))
         if block.ndim != 5 or block.shape[0] != len(rows) or block.shape[2:] != image_shape:
-            raise ValueError(f"candidates for {len(rows)} frames must have shape "
-                             f"{(len(rows), 'K') + image_shape}; got {block.shape}")
+            raise ValueError(
+                f"candidates for {len(rows)} frames must have shape {(len(rows), 'K') + image_shape}; got {block.shape}"
+            )
         if K is None:
             K = block.shape[1]
         elif block.shape[1] != K:

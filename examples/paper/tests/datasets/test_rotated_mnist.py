@@ -1,4 +1,5 @@
 """Tests for the rotated-MNIST protocol (Casale et al. 2018 / SVGP-VAE)."""
+
 import dataclasses
 
 import numpy as np

@@ -1,4 +1,5 @@
 """Tests for the procedural SPRITES generator and the real-array loader."""
+
 import importlib
 import os
 
@@ -172,8 +173,14 @@ def test_validation_characters_bad_counts():
 def test_generator_is_deterministic_by_seed():
     kw = dict(num_train_characters=15, train_poses_per_character=10, num_context_poses=30)
     a, b, c = S.sprites(20, seed=3, **kw), S.sprites(20, seed=3, **kw), S.sprites(20, seed=4, **kw)
-    for name in ("train_characters", "test_characters", "train_poses", "test_context_poses",
-                 "test_target_poses", "attributes"):
+    for name in (
+        "train_characters",
+        "test_characters",
+        "train_poses",
+        "test_context_poses",
+        "test_target_poses",
+        "attributes",
+    ):
         assert np.array_equal(getattr(a, name), getattr(b, name)), name
     assert np.array_equal(a.train_frames(), b.train_frames())
     assert not np.array_equal(a.attributes, c.attributes)
@@ -184,8 +191,7 @@ def test_generator_is_deterministic_by_seed():
 
 
 def test_frames_for_broadcasting_dtypes_and_helpers():
-    ds = S.sprites(6, seed=0, num_train_characters=4, train_poses_per_character=3,
-                   num_context_poses=2)
+    ds = S.sprites(6, seed=0, num_train_characters=4, train_poses_per_character=3, num_context_poses=2)
     f32 = ds.frames_for(np.arange(6)[:, None], np.arange(72)[None, :])
     assert f32.shape == (6, 72, 64, 64, 3) and f32.dtype == np.float32
     assert f32.min() >= 0.0 and f32.max() <= 1.0
@@ -221,13 +227,10 @@ def test_sprites_argument_errors():
 # ---------------------------------------------------------------------------
 @pytest.mark.parametrize("dtype", [np.uint8, np.float32])
 def test_loader_round_trip(tmp_path, dtype):
-    ds = S.sprites(7, seed=1, num_train_characters=5, train_poses_per_character=8,
-                   num_context_poses=20)
+    ds = S.sprites(7, seed=1, num_train_characters=5, train_poses_per_character=8, num_context_poses=20)
     S.save_sprites_arrays(ds, tmp_path, dtype=dtype)
-    assert sorted(os.listdir(tmp_path)) == ["test.npy", "test_attributes.npy",
-                                            "train.npy", "train_attributes.npy"]
-    loaded = S.load_sprites_arrays(tmp_path, seed=1, train_poses_per_character=8,
-                                   num_context_poses=20)
+    assert sorted(os.listdir(tmp_path)) == ["test.npy", "test_attributes.npy", "train.npy", "train_attributes.npy"]
+    loaded = S.load_sprites_arrays(tmp_path, seed=1, train_poses_per_character=8, num_context_poses=20)
     assert isinstance(loaded, S.SpritesDataset)
     assert loaded.source == os.fspath(tmp_path)
     assert np.array_equal(loaded.train_characters, np.arange(5))
@@ -314,5 +317,4 @@ def test_save_sprite_sheet(tmp_path):
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert grid.shape == (2 * 66 + 2, 4 * 66 + 2, 3)
     styles = S.character_styles(2, seed=0)
-    assert np.array_equal(grid[2 + 66:2 + 66 + 64, 2 + 2 * 66:2 + 2 * 66 + 64],
-                          S.render_sprite(styles[1], 43))
+    assert np.array_equal(grid[2 + 66 : 2 + 66 + 64, 2 + 2 * 66 : 2 + 2 * 66 + 64], S.render_sprite(styles[1], 43))

@@ -1,6 +1,7 @@
 """The ``svgpvae`` command: its list of subcommands (checked against the experiments' own
 parsers and the README), a fast ``--help`` without TensorFlow, a quiet TensorFlow start-up,
 and the lazy ``gpflow_svgpvae`` namespace that keeps ``--help`` light."""
+
 import argparse
 import glob
 import importlib
@@ -21,8 +22,15 @@ ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..",
 EXPERIMENTS_DIR = os.path.join(ROOT, "examples", "paper", "svgpvae_paper", "experiments")
 
 #: Start-up lines of TensorFlow that must not reach the user (the issue's examples).
-NOISE_MARKERS = ("absl::InitializeLog", "oneDNN custom operations", "cudart_stub.cc", "Could not find cuda drivers",
-                 "cpu_feature_guard", "To enable the following instructions", "failed call to cuInit")
+NOISE_MARKERS = (
+    "absl::InitializeLog",
+    "oneDNN custom operations",
+    "cudart_stub.cc",
+    "Could not find cuda drivers",
+    "cpu_feature_guard",
+    "To enable the following instructions",
+    "failed call to cuInit",
+)
 
 
 def _python(code_or_args, env=None, timeout=60):
@@ -57,13 +65,21 @@ def test_help_lists_every_experiment_and_command_with_its_purpose(capsys):
     assert max(len(line) for line in lines) <= 100
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["moving_ball", "rmse"], "moving_ball: unknown command 'rmse' (did you mean 'rmse_vs_m'?); choose one of "
-                              "rmse_vs_m, trajectories, lengthscale, inducing, runs"),
-    (["rotated_mnist"], "rotated_mnist: missing command; choose one of table1, summary"),
-    (["rotated_mnist_figure", "bias"], "unknown experiment 'rotated_mnist_figure' (did you mean "
-                                       "'rotated_mnist_figures'?)"),
-])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (
+            ["moving_ball", "rmse"],
+            "moving_ball: unknown command 'rmse' (did you mean 'rmse_vs_m'?); choose one of "
+            "rmse_vs_m, trajectories, lengthscale, inducing, runs",
+        ),
+        (["rotated_mnist"], "rotated_mnist: missing command; choose one of table1, summary"),
+        (
+            ["rotated_mnist_figure", "bias"],
+            "unknown experiment 'rotated_mnist_figure' (did you mean 'rotated_mnist_figures'?)",
+        ),
+    ],
+)
 def test_unknown_or_missing_command_is_a_usage_error(argv, message, capsys):
     assert cli.main(argv) == 2
     captured = capsys.readouterr()
@@ -110,6 +126,7 @@ class _ParserFound(Exception):
 @pytest.mark.parametrize("name", cli.EXPERIMENTS)
 def test_subcommands_match_the_experiment_parsers(name, monkeypatch):
     """The commands in ``cli.SUBCOMMANDS`` are the choices of each experiment's own argparse."""
+
     def capture(parser, *args, **kwargs):
         raise _ParserFound(parser)
 
@@ -158,8 +175,14 @@ def test_readme_and_docs_commands_name_listed_subcommands():
                     if also.strip() and not also.strip().startswith("("):
                         assert also.split()[0] in commands, f"{where}: also {also.strip()}"
     # The README's experiment block is found (the pattern did not silently miss it).
-    assert {("moving_ball", "rmse_vs_m"), ("rotated_mnist", "table1"), ("rotated_mnist", "summary"),
-            ("rotated_mnist_figures", "bias"), ("sprites", None), ("hmnist", None)} <= seen
+    assert {
+        ("moving_ball", "rmse_vs_m"),
+        ("rotated_mnist", "table1"),
+        ("rotated_mnist", "summary"),
+        ("rotated_mnist_figures", "bias"),
+        ("sprites", None),
+        ("hmnist", None),
+    } <= seen
 
 
 # -------------------------------------------------------------- quiet TensorFlow start-up
@@ -172,7 +195,7 @@ def test_experiment_help_is_quiet_through_python_m():
     assert not [marker for marker in NOISE_MARKERS if marker in result.stderr], result.stderr
 
 
-FAKE_TENSORFLOW = '''
+FAKE_TENSORFLOW = """
 import os, sys
 os.write(2, b"WARNING: All log messages before absl::InitializeLog() is called are written to STDERR\\n")
 os.write(2, b"I0000 00:00:1.5 28282 port.cc:153] oneDNN custom operations are on. You may see ...\\n")
@@ -189,7 +212,7 @@ class config:
     def list_physical_devices():
         os.write(2, b"E0000 00:00:1.8 28282 cuda_platform.cc:52] failed call to cuInit: INTERNAL: CUDA error\\n")
         return []
-'''
+"""
 
 
 def test_quiet_import_drops_only_startup_noise(tmp_path):
@@ -210,7 +233,12 @@ def test_quiet_import_drops_only_startup_noise(tmp_path):
     result = _python(code, env=env)
     assert result.returncode == 0, result.stderr
     assert result.stderr.splitlines() == [
-        "before", "E0000 00:00:1.7 28282 some_op.cc:12] a real error", "a Python warning", "after", "fd 2 restored"]
+        "before",
+        "E0000 00:00:1.7 28282 some_op.cc:12] a real error",
+        "a Python warning",
+        "after",
+        "fd 2 restored",
+    ]
     assert result.stdout.strip() == "2"  # the default level when the user chose none
 
 

@@ -1,4 +1,5 @@
 """Pieces the experiment commands share: claims on cached runs (:class:`RunClaim`)."""
+
 import os
 import socket
 import subprocess

@@ -1,5 +1,6 @@
 """``svgpvae hmnist --quick`` on tiny settings: files, cache, and the fill baselines' metrics
 recomputed independently from the data."""
+
 import json
 import os
 
@@ -15,7 +16,11 @@ TINY = ["--quick", "--quiet", "--seeds", "3"]
 def test_defaults_quick_and_long():
     paper = experiment.config_from_args([])
     assert (paper.num_train_per_class, paper.num_test_per_class, paper.sequences_per_digit, paper.num_frames) == (
-        400, 100, 5, 10)
+        400,
+        100,
+        5,
+        10,
+    )
     assert paper.seeds == (0, 1, 2, 3, 4) and paper.lengthscale == 2.0 and paper.methods == experiment.METHODS
     long = experiment.config_from_args(["--long"])
     assert long.long and long.num_frames == 100 and long.frames_per_sequence == 20
@@ -30,8 +35,7 @@ def test_quick_cli_fills_match_numpy_and_runs_are_cached(tmp_path, monkeypatch, 
     metrics = experiment.main(args)
     for name in ("config.json", "metrics.json", "table.csv", "sequences.png"):
         assert os.path.exists(os.path.join(out, name)), name
-    data = hmnist(**{k: v for k, v in experiment.config_from_args(args).data_settings().items() if k != "long"},
-                  seed=3)
+    data = hmnist(**{k: v for k, v in experiment.config_from_args(args).data_settings().items() if k != "long"}, seed=3)
     truth, observed = data.test.Y.astype(float), data.test.mask > 0
     missing = ~observed
     # Zero fill: the squared error of a missing pixel is its value.
@@ -91,9 +95,12 @@ def test_shared_channels_kernel_and_warmup_settings():
 
     paper = experiment.config_from_args([])
     assert "shared_channels" not in paper.run_settings("gpvae") and "kl_warmup_epochs" not in paper.run_settings("vae")
-    config = experiment.config_from_args(["--quick", "--shared-channels", "3", "--lengthscale", "0.5",
-                                          "--kl-warmup-epochs", "2"])
-    assert config.run_settings("svgpvae")["shared_channels"] == 3 and config.run_settings("vae")["kl_warmup_epochs"] == 2
+    config = experiment.config_from_args(
+        ["--quick", "--shared-channels", "3", "--lengthscale", "0.5", "--kl-warmup-epochs", "2"]
+    )
+    assert (
+        config.run_settings("svgpvae")["shared_channels"] == 3 and config.run_settings("vae")["kl_warmup_epochs"] == 2
+    )
     assert "shared_channels" not in config.run_settings("vae")
     model = experiment.build_model("gpvae", config, seed=0)
     kernels = model.kernel.kernels
@@ -103,8 +110,11 @@ def test_shared_channels_kernel_and_warmup_settings():
     # within a sequence of 10 frames the shared channels' prior correlation exceeds 0.9999
     K = kernels[0].K(X).numpy()
     assert K.min() / K.max() > 0.9999
-    for bad in (["--shared-channels", "5"], ["--shared-channels", "2", "--channel-lengthscales", "1", "3"],
-                ["--kl-warmup-epochs", "-1"]):
+    for bad in (
+        ["--shared-channels", "5"],
+        ["--shared-channels", "2", "--channel-lengthscales", "1", "3"],
+        ["--kl-warmup-epochs", "-1"],
+    ):
         with pytest.raises(ValueError):
             experiment.config_from_args(["--quick"] + bad)
 
@@ -131,8 +141,9 @@ def test_site_parametrization_reaches_the_gp_models_only():
 def test_num_latent_and_hidden_options_set_every_learned_models_widths():
     """``--num-latent L`` and ``--hidden`` reach the encoder's sites and the decoder's input of all three learned
     models and enter their run keys; more shared channels than L are rejected."""
-    config = experiment.config_from_args(["--quick", "--num-latent", "6", "--shared-channels", "4",
-                                          "--hidden", "24", "12"])
+    config = experiment.config_from_args(
+        ["--quick", "--num-latent", "6", "--shared-channels", "4", "--hidden", "24", "12"]
+    )
     assert all(config.run_settings(m)["num_latent"] == 6 for m in experiment.LEARNED)
     assert all(config.run_settings(m)["hidden"] == [24, 12] for m in experiment.LEARNED)
     models = {method: experiment.build_model(method, config, seed=0) for method in experiment.LEARNED}
@@ -181,8 +192,15 @@ def test_timing_rows_time_the_vae_and_the_svgpvae_on_all_frames_when_it_subsampl
     monkeypatch.setattr(experiment, "train_model", fake_train_model)
     config = experiment.Config(**{**experiment.LONG, "frames_per_sequence": 4, "timing_sequences": 10})
     rows = experiment.time_epochs(config, (3, 8))
-    assert [t[:3] for t in timed] == [("vae", 3, 3), ("gpvae", 3, 3), ("svgpvae", 3, 3),
-                                      ("vae", 8, 4), ("gpvae", 8, 4), ("svgpvae", 8, 4), ("svgpvae", 8, 8)]
+    assert [t[:3] for t in timed] == [
+        ("vae", 3, 3),
+        ("gpvae", 3, 3),
+        ("svgpvae", 3, 3),
+        ("vae", 8, 4),
+        ("gpvae", 8, 4),
+        ("svgpvae", 8, 4),
+        ("svgpvae", 8, 8),
+    ]
     assert all(t[3] == 10 for t in timed)  # one sequence per class and digit
     short, long = rows
     assert short["svgpvae_frames_per_sequence"] == 3 and short["svgpvae_all_frames_s_per_epoch"] == 1.5

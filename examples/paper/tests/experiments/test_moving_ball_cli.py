@@ -1,4 +1,5 @@
 """The moving-ball experiment: run cache, fixed lengthscale, warm start (tiny settings)."""
+
 import dataclasses
 import json
 import os
@@ -8,15 +9,22 @@ import pytest
 
 from svgpvae_paper.experiments import moving_ball as mb
 
-
 # The settings before the from-random-networks recipe became the default (issue 13); the cached
 # runs quoted in docs/results.md before it were trained with these.
 LEGACY = dict(init_lengthscale=1.0, kernel_hold_steps=0, decoder_bias="zeros")
 
 
 def tiny(**kwargs) -> mb.Config:
-    settings = dict(steps=4, batch_videos=3, test_videos=12, hidden=(8,), record_every=2, gp_learning_rate=0.05,
-                    seeds=(0,), **LEGACY)
+    settings = dict(
+        steps=4,
+        batch_videos=3,
+        test_videos=12,
+        hidden=(8,),
+        record_every=2,
+        gp_learning_rate=0.05,
+        seeds=(0,),
+        **LEGACY,
+    )
     settings.update(kwargs)
     return mb.Config(**settings)
 
@@ -71,8 +79,9 @@ def test_warm_start_without_further_steps_reproduces_the_warm_phase_run(tmp_path
     # With warm_start_steps == steps the target SVGP-VAE (same m) only inherits the warm model:
     # networks, lengthscale and inducing times must all carry over for its predictions to match.
     scratch = mb.train_run("svgpvae", tiny(), 0, m=3, test=test_set)
-    warm = mb.train_run("svgpvae", tiny(warm_start_m=3, warm_start_steps=4), 0, m=3, cache_dir=str(tmp_path),
-                        test=test_set)
+    warm = mb.train_run(
+        "svgpvae", tiny(warm_start_m=3, warm_start_steps=4), 0, m=3, cache_dir=str(tmp_path), test=test_set
+    )
     assert warm["key"] != scratch["key"]
     assert warm["rmse"] == scratch["rmse"]
     np.testing.assert_array_equal(warm["means"], scratch["means"])
@@ -95,8 +104,9 @@ def test_warm_started_gpvae_continues_from_the_cached_warm_phase(tmp_path, test_
     by_hand = GPVAE(warm.encoder, warm.decoder, kernel, "bernoulli", num_data=mb.NUM_FRAMES, num_latent_gps=2)
     expected = mb.evaluate(by_hand, test_set)
 
-    at_switch = mb.train_run("gpvae", tiny(steps=4, warm_start_m=3, warm_start_steps=4), 0,
-                             cache_dir=str(tmp_path), test=test_set)
+    at_switch = mb.train_run(
+        "gpvae", tiny(steps=4, warm_start_m=3, warm_start_steps=4), 0, cache_dir=str(tmp_path), test=test_set
+    )
     np.testing.assert_allclose(at_switch["means"], expected["means"], rtol=1e-6, atol=1e-8)
 
     # A second model of the same seed reuses the cached warm phase (same history up to the
@@ -111,9 +121,31 @@ def test_warm_started_gpvae_continues_from_the_cached_warm_phase(tmp_path, test_
 @pytest.mark.slow  # CLI smoke test; `make test-all`
 def test_smoke_cli_rmse_vs_m_with_warm_start(tmp_path):
     out, cache = str(tmp_path / "out"), str(tmp_path / "cache")
-    payload = mb.main(["rmse_vs_m", "--steps", "4", "--hidden", "8", "--test-videos", "12", "--m", "3",
-                       "--seeds", "0", "--record-every", "2", "--warm-start-m", "3", "--warm-start-steps", "2",
-                       "--out", out, "--cache", cache])
+    payload = mb.main(
+        [
+            "rmse_vs_m",
+            "--steps",
+            "4",
+            "--hidden",
+            "8",
+            "--test-videos",
+            "12",
+            "--m",
+            "3",
+            "--seeds",
+            "0",
+            "--record-every",
+            "2",
+            "--warm-start-m",
+            "3",
+            "--warm-start-steps",
+            "2",
+            "--out",
+            out,
+            "--cache",
+            cache,
+        ]
+    )
     assert payload["config"]["warm_start_m"] == 3
     with open(os.path.join(out, "rmse_vs_m.json")) as f:
         written = json.load(f)
@@ -121,9 +153,33 @@ def test_smoke_cli_rmse_vs_m_with_warm_start(tmp_path):
     assert os.path.exists(os.path.join(out, "rmse_vs_m.png"))
 
     # `runs` with the same settings finds the same cached runs.
-    again = mb.main(["runs", "--models", "vae", "gpvae", "svgpvae:3", "--steps", "4", "--hidden", "8",
-                     "--test-videos", "12", "--seeds", "0", "--record-every", "2", "--warm-start-m", "3",
-                     "--warm-start-steps", "2", "--out", out, "--cache", cache])
+    again = mb.main(
+        [
+            "runs",
+            "--models",
+            "vae",
+            "gpvae",
+            "svgpvae:3",
+            "--steps",
+            "4",
+            "--hidden",
+            "8",
+            "--test-videos",
+            "12",
+            "--seeds",
+            "0",
+            "--record-every",
+            "2",
+            "--warm-start-m",
+            "3",
+            "--warm-start-steps",
+            "2",
+            "--out",
+            out,
+            "--cache",
+            cache,
+        ]
+    )
     for name in ("vae", "gpvae"):
         assert again["rmse"][name]["values"] == written["rmse"][name]["values"]
     assert again["rmse"]["svgpvae:3"]["values"] == written["rmse"]["svgpvae_m3"]["values"]
@@ -148,8 +204,7 @@ def test_warm_started_svgpvae_with_other_m_records_both_inducing_sets(tmp_path, 
     # The exact GP-VAE has no inducing inputs; its record keeps none of the warm model's.
     gp = mb.train_run("gpvae", cfg, 0, cache_dir=str(tmp_path), test=test_set)
     assert "inducing" not in gp["history"]
-    again = mb.train_run("svgpvae", dataclasses.replace(cfg, steps=8), 0, m=2, cache_dir=str(tmp_path),
-                         test=test_set)
+    again = mb.train_run("svgpvae", dataclasses.replace(cfg, steps=8), 0, m=2, cache_dir=str(tmp_path), test=test_set)
     assert again["history"]["inducing"].shape == (5, 3)
 
 
@@ -161,8 +216,7 @@ def test_kernel_hold_and_decoder_bias_options(test_set):
     assert mb.run_key("vae", None, 0, held) == mb.run_key("vae", None, 0, base)  # no kernel to hold
     assert mb.run_key("vae", None, 0, biased) != mb.run_key("vae", None, 0, base)  # every decoder
     # The lengthscale stays at its initial value through the hold (2 of 4 steps), then trains.
-    run = mb.train_run("gpvae", tiny(init_lengthscale=2.0, kernel_hold_steps=2, decoder_bias="data"), 0,
-                       test=test_set)
+    run = mb.train_run("gpvae", tiny(init_lengthscale=2.0, kernel_hold_steps=2, decoder_bias="data"), 0, test=test_set)
     lengthscales = list(run["history"]["lengthscale"])  # steps 0, 2, 4
     assert lengthscales[0] == lengthscales[1] == 2.0 and lengthscales[2] != 2.0
 
@@ -184,9 +238,15 @@ def test_defaults_are_the_paper_networks_with_the_from_random_networks_recipe(te
     assert set(run["history"]["lengthscale"]) == {6.0}
 
 
-@pytest.mark.parametrize("option, value, message", [
-    ("network_init", "he", "network_init"), ("decoder_bias", "mean", "decoder_bias"),
-    ("kernel_hold_steps", -1, "kernel_hold_steps"), ("site_parametrization", "log", "site_parametrization")])
+@pytest.mark.parametrize(
+    "option, value, message",
+    [
+        ("network_init", "he", "network_init"),
+        ("decoder_bias", "mean", "decoder_bias"),
+        ("kernel_hold_steps", -1, "kernel_hold_steps"),
+        ("site_parametrization", "log", "site_parametrization"),
+    ],
+)
 def test_config_rejects_bad_recipe_options(option, value, message):
     with pytest.raises(ValueError, match=message):
         tiny(**{option: value})

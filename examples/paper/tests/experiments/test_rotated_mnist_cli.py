@@ -1,4 +1,5 @@
 """`python -m svgpvae_paper.experiments.rotated_mnist table1 --quick` on a reduced data set."""
+
 import csv
 import json
 import os
@@ -6,15 +7,29 @@ import os
 import numpy as np
 import pytest
 
-from svgpvae_paper.experiments import rotated_mnist, rotated_mnist_figures as figures
+from svgpvae_paper.experiments import rotated_mnist
+from svgpvae_paper.experiments import rotated_mnist_figures as figures
 
 
 @pytest.mark.slow  # CLI smoke test (~31 s); `make test-all` (the default suite measured 592-659 s)
 def test_table1_quick_smoke_writes_all_outputs(tmp_path):
     out = str(tmp_path / "rm")
     result = rotated_mnist.main(
-        ["table1", "--quick", "--epochs", "1", "--n-per-digit", "12", "--batch-size", "64",
-         "--deep-svigp-eval-steps", "2", "--out", out, "--quiet"]
+        [
+            "table1",
+            "--quick",
+            "--epochs",
+            "1",
+            "--n-per-digit",
+            "12",
+            "--batch-size",
+            "64",
+            "--deep-svigp-eval-steps",
+            "2",
+            "--out",
+            out,
+            "--quiet",
+        ]
     )
     for name in ("config.json", "metrics.json", "table1.md", "table1.csv", "generated_seed0.png"):
         assert os.path.exists(os.path.join(out, name)), name
@@ -38,8 +53,23 @@ def test_table1_quick_smoke_writes_all_outputs(tmp_path):
 
     # The same command again reuses every finished run instead of training: identical numbers.
     again = rotated_mnist.main(
-        ["table1", "--quick", "--epochs", "1", "--n-per-digit", "12", "--batch-size", "64",
-         "--deep-svigp-eval-steps", "2", "--out", out, "--quiet", "--models", "svgpvae,cvae"]
+        [
+            "table1",
+            "--quick",
+            "--epochs",
+            "1",
+            "--n-per-digit",
+            "12",
+            "--batch-size",
+            "64",
+            "--deep-svigp-eval-steps",
+            "2",
+            "--out",
+            out,
+            "--quiet",
+            "--models",
+            "svgpvae,cvae",
+        ]
     )
     first = {r["model"]: r["test_mse_mean"] for r in result["results"]}
     assert {r["model"]: r["test_mse_mean"] for r in again["results"]} == {m: first[m] for m in ("svgpvae", "cvae")}
@@ -95,13 +125,24 @@ def test_every_model_predicts_through_one_predict_y_call(monkeypatch):
             return np.zeros((len(Xnew), 1)), np.ones((1, len(Xnew), 1))
 
     prepared = []
-    data = SimpleNamespace(X_test=np.zeros((3, 2)), X_eval=np.zeros((2, 2)), X_train="Xtr", Y_train="Ytr",
-                           X_ctx_all="Xall", Y_ctx_all="Yall", X_eval_ctx="Xev", Y_eval_ctx="Yev")
+    data = SimpleNamespace(
+        X_test=np.zeros((3, 2)),
+        X_eval=np.zeros((2, 2)),
+        X_train="Xtr",
+        Y_train="Ytr",
+        X_ctx_all="Xall",
+        Y_ctx_all="Yall",
+        X_eval_ctx="Xev",
+        Y_eval_ctx="Yev",
+    )
     expected = {"cvae": ("Xev", "Yev"), "gppvae": ("Xall", "Yall"), "svgpvae": ("Xall", "Yall"), "deep_svigp": None}
     for name in rotated_mnist.MODELS:
         protocol = rotated_mnist.PROTOCOLS[name]
-        monkeypatch.setitem(rotated_mnist.PROTOCOLS, name,
-                            rotated_mnist.Protocol(protocol.refresh, lambda *a: prepared.append(a), protocol.context))
+        monkeypatch.setitem(
+            rotated_mnist.PROTOCOLS,
+            name,
+            rotated_mnist.Protocol(protocol.refresh, lambda *a: prepared.append(a), protocol.context),
+        )
         calls.clear()
         mean, sample = rotated_mnist.predict(name, Model(), data, "eval", seed=4)
         assert mean.shape == (2, 1) and sample.shape == (2, 1) and len(prepared) == 1
@@ -125,8 +166,8 @@ def test_object_scale_rescales_the_initial_vectors_and_keeps_old_run_keys():
     paper = rotated_mnist.Config(object_dim=4)
     np.testing.assert_allclose(rotated_mnist._initial_object_vectors(data, paper, 0), raw)
     scaled = rotated_mnist._initial_object_vectors(data, rotated_mnist.Config(object_dim=4, object_scale=0.1), 0)
-    np.testing.assert_allclose(np.sqrt(np.mean(scaled ** 2)), 0.1, rtol=1e-12)
-    np.testing.assert_allclose(scaled * np.sqrt(np.mean(raw ** 2)) / 0.1, raw, rtol=1e-10)
+    np.testing.assert_allclose(np.sqrt(np.mean(scaled**2)), 0.1, rtol=1e-12)
+    np.testing.assert_allclose(scaled * np.sqrt(np.mean(raw**2)) / 0.1, raw, rtol=1e-10)
     random = rotated_mnist.Config(object_dim=4, object_init="random", object_scale=0.1)
     vectors = rotated_mnist._initial_object_vectors(data, random, 3)
     np.testing.assert_allclose(vectors, 0.1 * np.random.default_rng(3).standard_normal((50, 4)))
@@ -149,13 +190,20 @@ def test_object_learning_rate_gives_the_object_vectors_their_own_adam_step():
     table = rotated_mnist.object_table(model)
     vectors = table.trainable_variables[0]
     before_vectors, before_kernel = vectors.numpy(), model.encoder.trainable_variables[0].numpy()
-    train(model, (data.X_train, data.Y_train), epochs=1, batch_size=len(data.X_train),
-          optimizer=rotated_mnist.make_optimizer(model, cfg), progress=False)
+    train(
+        model,
+        (data.X_train, data.Y_train),
+        epochs=1,
+        batch_size=len(data.X_train),
+        optimizer=rotated_mnist.make_optimizer(model, cfg),
+        progress=False,
+    )
     moved = np.abs(vectors.numpy() - before_vectors)
     used = np.unique(data.X_train[:, -1].astype(int))  # the training objects' rows get gradients
     np.testing.assert_allclose(moved[used].max(), 1e-2, rtol=1e-3)
-    np.testing.assert_allclose(np.abs(model.encoder.trainable_variables[0].numpy() - before_kernel).max(), 1e-4,
-                               rtol=1e-3)
+    np.testing.assert_allclose(
+        np.abs(model.encoder.trainable_variables[0].numpy() - before_kernel).max(), 1e-4, rtol=1e-3
+    )
     assert rotated_mnist.run_spec("svgpvae", 0, cfg)["object_learning_rate"] == 1e-2
     assert "object_learning_rate" not in rotated_mnist.run_spec("svgpvae", 0, rotated_mnist.Config())
     cvae = rotated_mnist.build_model("cvae", data, cfg, 0)
@@ -177,8 +225,15 @@ def test_eval_placement_fit_fits_the_eval_vectors_to_their_context():
 
     def context_loss():  # one step at a negligible rate: the loss at the current rows
         current = table.vectors.numpy()[data.eval_ids]
-        return model.fit_object_vectors(data.X_eval_ctx, data.Y_eval_ctx, data.eval_ids, data=train_data, steps=1,
-                                        learning_rate=1e-12, initial_vectors=current)
+        return model.fit_object_vectors(
+            data.X_eval_ctx,
+            data.Y_eval_ctx,
+            data.eval_ids,
+            data=train_data,
+            steps=1,
+            learning_rate=1e-12,
+            initial_vectors=current,
+        )
 
     rotated_mnist.PROTOCOLS["svgpvae"].prepare_eval(model, data, rotated_mnist.Config(n_per_digit=12), 0)
     affine = table.vectors.numpy().copy()
@@ -195,19 +250,23 @@ def test_eval_placement_fit_fits_the_eval_vectors_to_their_context():
         rotated_mnist.Config(eval_placement="fit")  # the default models include GPPVAE
     with pytest.raises(ValueError, match="eval_placement"):
         rotated_mnist.Config(eval_placement="nearest")
-    base, _ = figures._configure(figures._parser().parse_args(["init", "--eval-placement", "fit",
-                                                               "--eval-fit-steps", "7"]))
+    base, _ = figures._configure(
+        figures._parser().parse_args(["init", "--eval-placement", "fit", "--eval-fit-steps", "7"])
+    )
     assert (base.eval_placement, base.eval_fit_steps) == ("fit", 7)
 
 
 RECORDS = os.path.join(os.path.dirname(__file__), "..", "..", "..", "..", "docs", "results")
 
 
-@pytest.mark.parametrize("record", [
-    "rotated_mnist_num_inducing_e300/runs/svgpvae_seed0_2d0582fdfb.json",  # the paper's settings, m = 64
-    "rotated_mnist_init/runs/svgpvae_seed0_a67d084533.json",
-    "rotated_mnist_object_lr_e300/runs/svgpvae_seed1_31344378b0.json",  # object_learning_rate set
-])
+@pytest.mark.parametrize(
+    "record",
+    [
+        "rotated_mnist_num_inducing_e300/runs/svgpvae_seed0_2d0582fdfb.json",  # the paper's settings, m = 64
+        "rotated_mnist_init/runs/svgpvae_seed0_a67d084533.json",
+        "rotated_mnist_object_lr_e300/runs/svgpvae_seed1_31344378b0.json",  # object_learning_rate set
+    ],
+)
 def test_committed_run_records_keep_their_cache_keys(record):
     """A run's file name is the hash of its settings: the settings stored in a committed record
     give back its name (new options must not change the keys of earlier runs)."""

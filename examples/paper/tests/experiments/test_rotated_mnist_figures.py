@@ -6,20 +6,22 @@ The bias computation itself (:func:`svgpvae_paper.estimators.inducing_mean_bias`
 Smoke tests run every command on a tiny data set (12 instances per digit, 1 epoch), with outputs and the
 run cache in ``tmp_path``.
 """
-import pytest
+
 import csv
 import json
 import os
 
 import numpy as np
+import pytest
 
 from svgpvae_paper.experiments import rotated_mnist_figures as figures
 
 
 def _run(tmp_path, command, *extra):
     out = str(tmp_path / command)
-    payload = figures.main([command, "--quick", "--epochs", "1", "--out", out, "--cache", str(tmp_path / "cache"),
-                            "--quiet", *extra])
+    payload = figures.main(
+        [command, "--quick", "--epochs", "1", "--out", out, "--cache", str(tmp_path / "cache"), "--quiet", *extra]
+    )
     for suffix in (".png", ".csv", ".json"):
         assert os.path.getsize(os.path.join(out, command + suffix)) > 0, command + suffix
     saved = json.load(open(os.path.join(out, command + ".json")))
@@ -42,10 +44,15 @@ def test_runtime_and_num_inducing_quick_smoke_share_cached_runs(tmp_path):
     rows = payload["rows"]
     _assert_finite_runs(rows)
     assert [(r["model"], r["setting"]) for r in rows] == [
-        ("svgpvae", "m=16"), ("svgpvae", "m=32"), ("gppvae", "Q=2 (H=32)"), ("gppvae", "Q=4 (H=64)")]
+        ("svgpvae", "m=16"),
+        ("svgpvae", "m=32"),
+        ("gppvae", "Q=2 (H=32)"),
+        ("gppvae", "Q=4 (H=64)"),
+    ]
     # --timing-epochs: every setting timed again in a fresh 3-epoch run, attached to its summary.
     assert [(t["model"], t["setting"], t["epochs"]) for t in payload["timing"]] == [
-        (r["model"], r["setting"], 3) for r in rows]
+        (r["model"], r["setting"], 3) for r in rows
+    ]
     for s, t in zip(payload["summary"], payload["timing"]):
         assert s["seconds_per_epoch_timed"] == t["seconds_per_epoch"] > 0
     assert [r["gppvae_rank_H"] for r in rows] == [None, None, 32, 64] and "H = 16 Q" in payload["gppvae_rank_note"]
@@ -104,7 +111,11 @@ def test_init_quick_smoke(tmp_path):
     payload, _ = _run(tmp_path, "init")
     _assert_finite_runs(payload["rows"])
     assert [(r["model"], r["object_init"]) for r in payload["rows"]] == [
-        ("svgpvae", "pca"), ("svgpvae", "random"), ("gppvae", "pca"), ("gppvae", "random")]
+        ("svgpvae", "pca"),
+        ("svgpvae", "random"),
+        ("gppvae", "pca"),
+        ("gppvae", "random"),
+    ]
     table = open(tmp_path / "init" / "init.md").read()
     assert "| SVGP-VAE | random | sd 1.5 | 1 |" in table and "0.0272" in table and "0.0374" in table
     # One epoch, evaluated after it: the eval-selected checkpoint is the last epoch's model.
@@ -116,7 +127,11 @@ def test_init_quick_smoke(tmp_path):
 def test_init_object_scales_add_rescaled_runs(tmp_path):
     payload, _ = _run(tmp_path, "init", "--models", "svgpvae", "--object-scales", "paper,0.5")
     assert [(r["object_init"], r["object_scale"]) for r in payload["rows"]] == [
-        ("pca", None), ("pca", 0.5), ("random", None), ("random", 0.5)]
+        ("pca", None),
+        ("pca", 0.5),
+        ("random", None),
+        ("random", 0.5),
+    ]
     # Other scales are other runs (other initial vectors): other test MSE.
     assert len({round(r["test_mse_mean"], 12) for r in payload["rows"]}) == 4
     table = open(tmp_path / "init" / "init.md").read()
@@ -130,8 +145,9 @@ def test_init_object_scales_add_rescaled_runs(tmp_path):
 @pytest.mark.slow  # trains twice the quick data set (~25 s); `make test-all` keeps the default suite under 10 minutes
 def test_convergence_curve_at_the_best_eval_epoch_is_the_runs_test_mse(tmp_path):
     out = str(tmp_path / "convergence")
-    payload = figures.main(["convergence", "--quick", "--epochs", "2", "--out", out, "--cache",
-                            str(tmp_path / "cache"), "--quiet"])
+    payload = figures.main(
+        ["convergence", "--quick", "--epochs", "2", "--out", out, "--cache", str(tmp_path / "cache"), "--quiet"]
+    )
     assert os.path.getsize(os.path.join(out, "convergence.png")) > 0
     rows, run = payload["rows"], payload["runs"][0]
     assert [r["epoch"] for r in rows] == [1, 2]
@@ -139,8 +155,9 @@ def test_convergence_curve_at_the_best_eval_epoch_is_the_runs_test_mse(tmp_path)
     at_best = [r for r in rows if r["epoch"] == run["best_epoch"]][0]
     np.testing.assert_allclose(at_best["test_mse_mean"], run["test_mse_mean"], rtol=1e-6)
     # A second call reads the record instead of training again.
-    again = figures.main(["convergence", "--quick", "--epochs", "2", "--out", out, "--cache",
-                          str(tmp_path / "cache")])  # not quiet: the summary is printed
+    again = figures.main(
+        ["convergence", "--quick", "--epochs", "2", "--out", out, "--cache", str(tmp_path / "cache")]
+    )  # not quiet: the summary is printed
     assert again["rows"] == rows and again["runs"][0]["cached"]
 
 
@@ -185,9 +202,18 @@ def test_sweep_bar_shows_the_epoch_of_the_run_in_training(monkeypatch, capsys, t
         for epoch in range(cfg.epochs):
             if on_epoch is not None:
                 on_epoch(epoch, None, {})
-        return {"model": name, "seed": seed, "test_mse_mean": 0.1, "test_mse_sample": 0.2, "best_eval_mse": 0.3,
-                "best_epoch": cfg.epochs, "seconds_per_epoch": 1.0, "epochs": cfg.epochs, "num_data": 10,
-                "spec": rm.run_spec(name, seed, cfg)}
+        return {
+            "model": name,
+            "seed": seed,
+            "test_mse_mean": 0.1,
+            "test_mse_sample": 0.2,
+            "best_eval_mse": 0.3,
+            "best_epoch": cfg.epochs,
+            "seconds_per_epoch": 1.0,
+            "epochs": cfg.epochs,
+            "num_data": 10,
+            "spec": rm.run_spec(name, seed, cfg),
+        }
 
     monkeypatch.setattr(rm, "run_cached", fake_run_cached)
     ctx = SweepContext(rm.Config(epochs=7, seeds=2), Sweeps(), cache=str(tmp_path), progress=progress)
@@ -224,9 +250,19 @@ def test_a_run_claimed_by_another_process_is_skipped_then_reused(monkeypatch, tm
         assert os.path.exists(rm.run_path(name, seed, cfg) + ".claim")  # held while it trains
         if seed not in finished_elsewhere:
             trained.append(seed)
-        return {"model": name, "seed": seed, "test_mse_mean": 0.1 + seed, "test_mse_sample": 0.2,
-                "best_eval_mse": 0.3, "best_epoch": 3, "seconds_per_epoch": 1.0, "epochs": 3, "num_data": 10,
-                "spec": rm.run_spec(name, seed, cfg), "cached": seed in finished_elsewhere}
+        return {
+            "model": name,
+            "seed": seed,
+            "test_mse_mean": 0.1 + seed,
+            "test_mse_sample": 0.2,
+            "best_eval_mse": 0.3,
+            "best_epoch": 3,
+            "seconds_per_epoch": 1.0,
+            "epochs": 3,
+            "num_data": 10,
+            "spec": rm.run_spec(name, seed, cfg),
+            "cached": seed in finished_elsewhere,
+        }
 
     def other_finishes(seconds):  # the other process finishes seed 0 and releases its claim
         sleeps.append(seconds)
@@ -253,8 +289,10 @@ def test_attach_timings_matches_settings_not_order():
     from svgpvae_paper.experiments.rotated_mnist_sweeps import attach_timings
 
     summary = [{"model": "svgpvae", "setting": "m=16"}, {"model": "gppvae", "setting": "Q=8 (H=128)"}]
-    timed = [{"model": "gppvae", "setting": "Q=8 (H=128)", "seconds_per_epoch": 2.5},
-             {"model": "svgpvae", "setting": "m=16", "seconds_per_epoch": 0.7}]
+    timed = [
+        {"model": "gppvae", "setting": "Q=8 (H=128)", "seconds_per_epoch": 2.5},
+        {"model": "svgpvae", "setting": "m=16", "seconds_per_epoch": 0.7},
+    ]
     attach_timings(summary, timed, ("model", "setting"))
     assert [s["seconds_per_epoch_timed"] for s in summary] == [0.7, 2.5]
 

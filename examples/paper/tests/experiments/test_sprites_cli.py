@@ -1,4 +1,5 @@
 """`python -m svgpvae_paper.experiments.sprites --quick` on tiny settings."""
+
 import dataclasses
 import json
 import os
@@ -17,7 +18,12 @@ def test_quick_defaults_and_paper_defaults():
     assert quick.num_reconstruction_frames == 300
     paper = sprites.config_from_args([])
     assert (paper.num_characters, paper.num_train_characters, paper.epochs) == (1296, 1000, 50)
-    assert (paper.num_latent, paper.num_inducing, paper.characters_per_batch, paper.kappa_squared) == (64, 72, 10, 0.0075)
+    assert (paper.num_latent, paper.num_inducing, paper.characters_per_batch, paper.kappa_squared) == (
+        64,
+        72,
+        10,
+        0.0075,
+    )
     assert paper.pretrain_epochs == 400 and paper.style_reduction == "sum"
     assert paper.num_reconstruction_frames == 1000
     assert sprites.config_from_args(["--num-characters", "130"]).num_train_characters == 100
@@ -37,12 +43,38 @@ def test_quick_defaults_and_paper_defaults():
 def test_quick_cli_smoke_writes_config_metrics_and_grid(tmp_path):
     out = str(tmp_path / "sprites")
     metrics = sprites.main(
-        ["--quick", "--num-characters", "6", "--num-train-characters", "4", "--epochs", "2", "--pretrain-epochs", "1",
-         "--characters-per-batch", "2", "--latent-dim", "8", "--eval-every", "1", "--num-validation-characters", "2",
-         "--out", out, "--quiet"]
+        [
+            "--quick",
+            "--num-characters",
+            "6",
+            "--num-train-characters",
+            "4",
+            "--epochs",
+            "2",
+            "--pretrain-epochs",
+            "1",
+            "--characters-per-batch",
+            "2",
+            "--latent-dim",
+            "8",
+            "--eval-every",
+            "1",
+            "--num-validation-characters",
+            "2",
+            "--out",
+            out,
+            "--quiet",
+        ]
     )
-    for name in ("config.json", "metrics.json", "sprites_generation.png", "generation_examples.npz", "model.index",
-                 "epoch_selection.png", "best_epoch_model.index"):
+    for name in (
+        "config.json",
+        "metrics.json",
+        "sprites_generation.png",
+        "generation_examples.npz",
+        "model.index",
+        "epoch_selection.png",
+        "best_epoch_model.index",
+    ):
         assert os.path.exists(os.path.join(out, name)), name
     config = json.load(open(os.path.join(out, "config.json")))
     assert config["epochs"] == 2 and config["num_characters"] == 6 and config["num_inducing"] == 72
@@ -80,9 +112,23 @@ def test_quick_cli_smoke_writes_config_metrics_and_grid(tmp_path):
     # generations at s = 1 and at s = N/b.
     from svgpvae_paper.experiments import sprites_diagnostics
 
-    diagnosed = sprites_diagnostics.main(["--run", out, "--autoencoder-epochs", "1", "--autoencoder-characters", "2",
-                                          "--autoencoder-filters", "8", "--decoder-study-epochs", "1",
-                                          "--sensitivity-characters", "2", "--quiet"])
+    diagnosed = sprites_diagnostics.main(
+        [
+            "--run",
+            out,
+            "--autoencoder-epochs",
+            "1",
+            "--autoencoder-characters",
+            "2",
+            "--autoencoder-filters",
+            "8",
+            "--decoder-study-epochs",
+            "1",
+            "--sensitivity-characters",
+            "2",
+            "--quiet",
+        ]
+    )
     sweep = diagnosed["conditioning_scale"]["scales"]
     np.testing.assert_allclose(sweep["1"]["test_mse"], saved["given_context_scale_1"]["test_mse_mean"], rtol=1e-5)
     np.testing.assert_allclose(sweep["2"]["test_mse"], saved["test_mse_mean"], rtol=1e-5)
@@ -91,8 +137,9 @@ def test_quick_cli_smoke_writes_config_metrics_and_grid(tmp_path):
     # test scores are the run's own.
     from svgpvae_paper.experiments import sprites_context_scale
 
-    chosen = sprites_context_scale.main(["--run", out, "--scales", "1", "50", "--num-validation-characters", "2",
-                                         "--quiet"])
+    chosen = sprites_context_scale.main(
+        ["--run", out, "--scales", "1", "50", "--num-validation-characters", "2", "--quiet"]
+    )
     assert chosen["context_scale_choice"]["chosen"] in (1.0, 50.0)
     assert chosen["test"]["run"]["scale"] == 2.0
     np.testing.assert_allclose(chosen["test"]["run"]["test_mse_mean"], saved["test_mse_mean"], rtol=1e-5)
@@ -113,7 +160,11 @@ def test_quick_cli_smoke_writes_config_metrics_and_grid(tmp_path):
     assert 0.0 <= diagnosed["pose_constant_fit_learned"] <= 1.0
     tp = diagnosed["training_posterior"]
     assert tp["num_characters"] == 4 and tp["scale"] == 1.0 and tp["mean_predictive_variance"] > 0
-    assert tp["decoded_mean"]["style_accuracy"]["skin"]["num_scored"] + tp["decoded_mean"]["style_accuracy"]["skin"]["num_skipped"] == 200
+    assert (
+        tp["decoded_mean"]["style_accuracy"]["skin"]["num_scored"]
+        + tp["decoded_mean"]["style_accuracy"]["skin"]["num_skipped"]
+        == 200
+    )
     for name in attributes:
         assert 0.0 <= probe[name]["accuracy"] <= 1.0 and 0.0 <= probe[name]["majority"] <= 1.0
 
@@ -155,16 +206,18 @@ def test_cvae_baseline_generates_from_the_context_code_style_and_pose():
     chunking the characters does not change it."""
     from svgpvae_paper.datasets.sprites import sprites as make_sprites
 
-    cfg = sprites.Config(model="cvae", num_characters=5, num_train_characters=3, pretrain_epochs=0, num_latent=4,
-                         num_context_poses=6)
+    cfg = sprites.Config(
+        model="cvae", num_characters=5, num_train_characters=3, pretrain_epochs=0, num_latent=4, num_context_poses=6
+    )
     ds = make_sprites(5, seed=0, num_train_characters=3, train_poses_per_character=4, num_context_poses=6)
     frames = ds.frames_for(ds.train_characters[:, None], ds.train_poses, dtype=np.uint8)
     model, _ = sprites.build_model(cfg, frames, ds.train_characters, ds.train_poses)
     context = ds.test_context_frames(dtype=np.float32)  # [2, 6, 64, 64, 3]
     targets = ds.test_target_poses[:, :3]
     out = sprites.generate_cvae(model, context, ds.test_characters, ds.test_context_poses, targets, num_samples=2)
-    one_by_one = sprites.generate_cvae(model, context, ds.test_characters, ds.test_context_poses, targets,
-                                       characters_per_chunk=1)
+    one_by_one = sprites.generate_cvae(
+        model, context, ds.test_characters, ds.test_context_poses, targets, characters_per_chunk=1
+    )
     np.testing.assert_allclose(one_by_one["mean"], out["mean"], atol=1e-6)
     assert out["samples"].shape == (2,) + out["mean"].shape
     representation = model.condition.transforms[0].representation
@@ -175,8 +228,7 @@ def test_cvae_baseline_generates_from_the_context_code_style_and_pose():
         inputs = np.concatenate([np.tile(code, (3, 1)), np.tile(style, (3, 1)), poses[targets[v]]], 1)
         np.testing.assert_allclose(out["mean"][v], model.decoder(inputs.astype(np.float32)).numpy(), atol=2e-5)
     with pytest.raises(ValueError, match="model must be one of"):
-        sprites.build_model(sprites.Config(model="vae", pretrain_epochs=0), frames, ds.train_characters,
-                            ds.train_poses)
+        sprites.build_model(sprites.Config(model="vae", pretrain_epochs=0), frames, ds.train_characters, ds.train_poses)
 
 
 def test_filters_set_the_width_of_every_conv_layer_of_encoder_and_decoder():
@@ -185,11 +237,23 @@ def test_filters_set_the_width_of_every_conv_layer_of_encoder_and_decoder():
     ds = make_sprites(5, seed=0, num_train_characters=3, train_poses_per_character=4, num_context_poses=6)
     frames = ds.frames_for(ds.train_characters[:, None], ds.train_poses, dtype=np.uint8)
     for model_name in sprites.MODELS:
-        cfg = sprites.Config(model=model_name, num_characters=5, num_train_characters=3, pretrain_epochs=0,
-                             num_latent=4, num_inducing=4, num_context_poses=6, filters=8)
+        cfg = sprites.Config(
+            model=model_name,
+            num_characters=5,
+            num_train_characters=3,
+            pretrain_epochs=0,
+            num_latent=4,
+            num_inducing=4,
+            num_context_poses=6,
+            filters=8,
+        )
         model, _ = sprites.build_model(cfg, frames, ds.train_characters, ds.train_poses)
-        convs = [layer for net in (model.encoder, model.decoder) for layer in net.layers
-                 if isinstance(layer, (tf_keras.layers.Conv2D, tf_keras.layers.Conv2DTranspose))]
+        convs = [
+            layer
+            for net in (model.encoder, model.decoder)
+            for layer in net.layers
+            if isinstance(layer, (tf_keras.layers.Conv2D, tf_keras.layers.Conv2DTranspose))
+        ]
         assert len(convs) == 13  # six per network and the decoder's output layer
         assert [c.filters for c in convs[:-1]] == [8] * 12 and convs[-1].filters == 3
 
@@ -206,9 +270,19 @@ def test_bfloat16_networks_give_the_float32_loss_with_the_gp_block_in_float64():
     Y = frames.reshape((-1, 64, 64, 3)).astype(np.float32) / 255
     losses = {}
     for precision in ("float32", "mixed_bfloat16"):
-        cfg = sprites.Config(num_characters=5, num_train_characters=3, pretrain_epochs=0, num_latent=4,
-                             num_inducing=4, num_context_poses=6, style_dim=8, style_reduction="mean",
-                             decoder_gp_inputs="style_pose", decoder_modulation="mix", precision=precision)
+        cfg = sprites.Config(
+            num_characters=5,
+            num_train_characters=3,
+            pretrain_epochs=0,
+            num_latent=4,
+            num_inducing=4,
+            num_context_poses=6,
+            style_dim=8,
+            style_reduction="mean",
+            decoder_gp_inputs="style_pose",
+            decoder_modulation="mix",
+            precision=precision,
+        )
         model, _ = sprites.build_model(cfg, frames, ds.train_characters, ds.train_poses)
         representation = model.input_transform.transforms[0].representation
         for net in (model.encoder, model.decoder, representation.network):
@@ -300,9 +374,16 @@ def test_svgpvae_decoder_reading_style_and_pose_generates_and_reconstructs_from_
     from svgpvae_paper.datasets.sprites import sprites as make_sprites
     from svgpvae_paper.experiments.sprites_style import _training_decoder_conditions
 
-    cfg = sprites.Config(num_characters=5, num_train_characters=3, pretrain_epochs=0, num_latent=4,
-                         num_context_poses=6, num_inducing=8, style_reduction="mean",
-                         decoder_gp_inputs="style_pose")
+    cfg = sprites.Config(
+        num_characters=5,
+        num_train_characters=3,
+        pretrain_epochs=0,
+        num_latent=4,
+        num_context_poses=6,
+        num_inducing=8,
+        style_reduction="mean",
+        decoder_gp_inputs="style_pose",
+    )
     ds = make_sprites(5, seed=0, num_train_characters=3, train_poses_per_character=4, num_context_poses=6)
     frames = ds.frames_for(ds.train_characters[:, None], ds.train_poses, dtype=np.uint8)
     model, _ = sprites.build_model(cfg, frames, ds.train_characters, ds.train_poses)
@@ -333,26 +414,33 @@ def test_svgpvae_decoder_reading_style_and_pose_generates_and_reconstructs_from_
     codes = model.encode_all(target.reshape((-1, 64, 64, 3)))[0].numpy()
     full = sprites.generate(model, model, context, ds.test_characters, ds.test_context_poses, ds.test_target_poses)
     decoded = model.decoder(np.concatenate([codes, full["condition"].reshape(len(codes), -1)], 1).astype(np.float32))
-    np.testing.assert_allclose(sweep["autoencoded_targets"]["test_mse"],
-                               np.mean((decoded.numpy().reshape(target.shape) - target) ** 2), rtol=1e-4)
-    plain, _ = sprites.build_model(dataclasses.replace(cfg, decoder_gp_inputs=None), frames, ds.train_characters,
-                                   ds.train_poses)
-    assert "condition" not in sprites.generate(plain, plain, context[:1], ds.test_characters[:1],
-                                               ds.test_context_poses[:1], targets[:1])
+    np.testing.assert_allclose(
+        sweep["autoencoded_targets"]["test_mse"],
+        np.mean((decoded.numpy().reshape(target.shape) - target) ** 2),
+        rtol=1e-4,
+    )
+    plain, _ = sprites.build_model(
+        dataclasses.replace(cfg, decoder_gp_inputs=None), frames, ds.train_characters, ds.train_poses
+    )
+    assert "condition" not in sprites.generate(
+        plain, plain, context[:1], ds.test_characters[:1], ds.test_context_poses[:1], targets[:1]
+    )
     posterior = sprites_diagnostics.training_posterior(model, ds, frames, num_characters=2)
     X = np.stack([np.repeat(ds.train_characters[:2], 4), ds.train_poses[:2].ravel()], -1).astype(np.float64)
     Y = frames[:2].reshape((-1, 64, 64, 3)).astype(np.float32) / 255
     mean = model.predict_f(X, (X, Y), scale=1.5)[0].numpy()
     own = np.concatenate([mean, conditions_of(model, ds, frames, 2)], 1).astype(np.float32)
-    np.testing.assert_allclose(posterior["decoded_mean"]["mse"], np.mean((model.decoder(own).numpy() - Y) ** 2),
-                               rtol=1e-4)
+    np.testing.assert_allclose(
+        posterior["decoded_mean"]["mse"], np.mean((model.decoder(own).numpy() - Y) ** 2), rtol=1e-4
+    )
     # The activation scales are read at the same decoder inputs: the last layer's is the decoded frames'.
     act = sprites_diagnostics.decoder_activation_scales(model, ds, frames, num_characters=2)
     frames_out = model.decoder(own).numpy()
     assert act["num_frames"] == 8 and act["layers"][-1]["layer"] == model.decoder.layers[-1].name
     np.testing.assert_allclose(act["layers"][-1]["mean_abs"], np.abs(frames_out).mean(), rtol=1e-4)
-    np.testing.assert_allclose(act["layers"][0]["max_abs"], np.abs(model.decoder.layers[1](own).numpy()).max(),
-                               rtol=1e-4)
+    np.testing.assert_allclose(
+        act["layers"][0]["max_abs"], np.abs(model.decoder.layers[1](own).numpy()).max(), rtol=1e-4
+    )
     assert act["saturated"] == np.mean((frames_out == 0) | (frames_out == 1))
 
 
@@ -363,16 +451,24 @@ def test_gp_code_ablation_decodes_the_condition_with_the_gp_code_zero_and_anothe
     from svgpvae_paper.datasets.sprites import sprites as make_sprites
     from svgpvae_paper.experiments import sprites_diagnostics
 
-    cfg = sprites.Config(num_characters=6, num_train_characters=3, pretrain_epochs=0, num_latent=4,
-                         num_context_poses=6, num_inducing=8, decoder_gp_inputs="style_pose")
+    cfg = sprites.Config(
+        num_characters=6,
+        num_train_characters=3,
+        pretrain_epochs=0,
+        num_latent=4,
+        num_context_poses=6,
+        num_inducing=8,
+        decoder_gp_inputs="style_pose",
+    )
     ds = make_sprites(6, seed=1, num_train_characters=3, train_poses_per_character=4, num_context_poses=6)
     frames = ds.frames_for(ds.train_characters[:, None], ds.train_poses, dtype=np.uint8)
     model, _ = sprites.build_model(cfg, frames, ds.train_characters, ds.train_poses)
     ab = sprites_diagnostics.gp_code_ablation(model, ds, scale=7.0, characters_per_chunk=2)
     assert ab["num_characters"] == 3 and ab["scale"] == 7.0
     context, target = ds.test_context_frames(dtype=np.float32), ds.test_target_frames(dtype=np.float32)
-    out = sprites.generate(model, model, context, ds.test_characters, ds.test_context_poses, ds.test_target_poses,
-                           scale=7.0)
+    out = sprites.generate(
+        model, model, context, ds.test_characters, ds.test_context_poses, ds.test_target_poses, scale=7.0
+    )
     cond = out["condition"]
     L = out["z_mean"].shape[-1]
 
@@ -387,8 +483,9 @@ def test_gp_code_ablation_decodes_the_condition_with_the_gp_code_zero_and_anothe
     np.testing.assert_allclose(ab["other_character_code"]["test_mse"], decoded_mse(other), rtol=1e-4)
     assert ab["other_character_code"]["test_mse"] != ab["gp_code"]["test_mse"]
     assert set(ab["gp_code"]["style_accuracy"]) >= {"skin", "hair_colour", "top_colour", "bottom_colour"}
-    plain, _ = sprites.build_model(dataclasses.replace(cfg, decoder_gp_inputs=None), frames, ds.train_characters,
-                                   ds.train_poses)
+    plain, _ = sprites.build_model(
+        dataclasses.replace(cfg, decoder_gp_inputs=None), frames, ds.train_characters, ds.train_poses
+    )
     with pytest.raises(ValueError, match="decoder_gp_columns"):
         sprites_diagnostics.gp_code_ablation(plain, ds, scale=1.0)
     with pytest.raises(ValueError, match="at least 2"):
@@ -403,10 +500,12 @@ def test_context_scale_is_chosen_on_validation_characters_only():
     from svgpvae_paper.experiments.sprites_generation import choose_context_scale
     from svgpvae_paper.experiments.sprites_style import style_scores
 
-    cfg = sprites.Config(num_characters=5, num_train_characters=3, pretrain_epochs=0, num_latent=4,
-                         num_context_poses=6, num_inducing=8)
-    ds = make_sprites(5, seed=0, num_train_characters=3, train_poses_per_character=4, num_context_poses=6,
-                      num_validation_characters=3)
+    cfg = sprites.Config(
+        num_characters=5, num_train_characters=3, pretrain_epochs=0, num_latent=4, num_context_poses=6, num_inducing=8
+    )
+    ds = make_sprites(
+        5, seed=0, num_train_characters=3, train_poses_per_character=4, num_context_poses=6, num_validation_characters=3
+    )
     frames = ds.frames_for(ds.train_characters[:, None], ds.train_poses, dtype=np.uint8)
     model, _ = sprites.build_model(cfg, frames, ds.train_characters, ds.train_poses)
 
@@ -422,8 +521,9 @@ def test_context_scale_is_chosen_on_validation_characters_only():
     target = ds.frames_for(ids[:, None], ds.validation_target_poses)
     expected = []
     for s, style in zip(scales, choice["validation_style_accuracy"]):
-        mean = sprites.generate(model, model, context, ids, ds.validation_context_poses, ds.validation_target_poses,
-                                scale=s)["mean"]
+        mean = sprites.generate(
+            model, model, context, ids, ds.validation_context_poses, ds.validation_target_poses, scale=s
+        )["mean"]
         expected.append(np.mean((mean.astype(np.float64) - target) ** 2))
         assert style == style_scores(ds, mean, ids[:, None], ds.validation_target_poses)
     np.testing.assert_allclose(choice["validation_mse"], expected, rtol=1e-6)
@@ -442,12 +542,21 @@ def test_context_scale_grid_option_and_its_refusals():
     assert cfg.context_scale_grid == [100.0, 1000.0] and cfg.num_validation_characters == 100
     assert cfg.context_scale is None
     assert sprites.config_from_args(["--quick", "--context-scale-grid", "1"]).num_validation_characters == 6
-    assert sprites.config_from_args(["--context-scale-grid", "1", "--num-validation-characters", "9"]
-                                    ).num_validation_characters == 9
+    assert (
+        sprites.config_from_args(
+            ["--context-scale-grid", "1", "--num-validation-characters", "9"]
+        ).num_validation_characters
+        == 9
+    )
     assert sprites.config_from_args([]).context_scale_grid is None
-    for bad in (["--model", "cvae", "--context-scale-grid", "1"], ["--context-scale", "3", "--context-scale-grid", "1"],
-                ["--context-scale-grid", "0"], ["--context-scale-grid", "-1", "2"], ["--context-scale-grid"],
-                ["--context-scale-grid", "1", "--num-validation-characters", "0"]):
+    for bad in (
+        ["--model", "cvae", "--context-scale-grid", "1"],
+        ["--context-scale", "3", "--context-scale-grid", "1"],
+        ["--context-scale-grid", "0"],
+        ["--context-scale-grid", "-1", "2"],
+        ["--context-scale-grid"],
+        ["--context-scale-grid", "1", "--num-validation-characters", "0"],
+    ):
         with pytest.raises(SystemExit):
             sprites.config_from_args(bad)
 
@@ -457,9 +566,11 @@ def test_context_scale_command_refuses_bad_input(tmp_path, capsys):
 
     run = tmp_path / "run"
     run.mkdir()
-    cases = [(["--run", str(tmp_path / "missing"), "--scales", "1"], "no config.json"),
-             (["--run", str(run), "--scales", "0"], "positive numbers"),
-             (["--run", str(run), "--scales", "1", "--num-validation-characters", "0"], "positive integer")]
+    cases = [
+        (["--run", str(tmp_path / "missing"), "--scales", "1"], "no config.json"),
+        (["--run", str(run), "--scales", "0"], "positive numbers"),
+        (["--run", str(run), "--scales", "1", "--num-validation-characters", "0"], "positive integer"),
+    ]
     (run / "config.json").write_text(json.dumps({"model": "cvae"}))
     cases.append((["--run", str(run), "--scales", "1"], "not an SVGP-VAE run"))
     for argv, message in cases:
@@ -471,10 +582,20 @@ def test_context_scale_command_refuses_bad_input(tmp_path, capsys):
 def _tiny(model="svgpvae"):
     from svgpvae_paper.datasets.sprites import sprites as make_sprites
 
-    cfg = sprites.Config(model=model, num_characters=5, num_train_characters=3, pretrain_epochs=0, num_latent=4,
-                         num_context_poses=6, num_inducing=8, filters=4, style_reduction="mean")
-    ds = make_sprites(5, seed=0, num_train_characters=3, train_poses_per_character=4, num_context_poses=6,
-                      num_validation_characters=2)
+    cfg = sprites.Config(
+        model=model,
+        num_characters=5,
+        num_train_characters=3,
+        pretrain_epochs=0,
+        num_latent=4,
+        num_context_poses=6,
+        num_inducing=8,
+        filters=4,
+        style_reduction="mean",
+    )
+    ds = make_sprites(
+        5, seed=0, num_train_characters=3, train_poses_per_character=4, num_context_poses=6, num_validation_characters=2
+    )
     frames = ds.frames_for(ds.train_characters[:, None], ds.train_poses, dtype=np.uint8)
     return sprites.build_model(cfg, frames, ds.train_characters, ds.train_poses)[0], ds
 
@@ -488,8 +609,7 @@ def test_validation_generation_of_the_cvae_is_its_generation_of_the_validation_c
     target = ds.frames_for(ids[:, None], ds.validation_target_poses)
     mean = sprites.generate_cvae(model, context, ids, ds.validation_context_poses, ds.validation_target_poses)["mean"]
     result = validation_generation(model, ds)
-    np.testing.assert_allclose(result["validation_mse"], [np.mean((mean.astype(np.float64) - target) ** 2)],
-                               rtol=1e-6)
+    np.testing.assert_allclose(result["validation_mse"], [np.mean((mean.astype(np.float64) - target) ** 2)], rtol=1e-6)
     assert result["chosen"] is None and result["num_characters"] == 2
     with pytest.raises(ValueError, match="no context weight"):
         validation_generation(model, ds, [1.0])
@@ -514,8 +634,9 @@ def test_epoch_selection_scores_every_k_epochs_and_restores_the_best_epochs_para
         return {"validation_mse": [value + 0.5, value], "chosen": chosen, "seconds": 0.0}
 
     monkeypatch.setattr(sprites_generation, "validation_generation", scripted)
-    selection = sprites_generation.EpochSelection(model, ds, [1.0, 30.0, 1000.0], every=2, epochs=5,
-                                                  path=str(tmp_path / "best"))
+    selection = sprites_generation.EpochSelection(
+        model, ds, [1.0, 30.0, 1000.0], every=2, epochs=5, path=str(tmp_path / "best")
+    )
     for epoch in range(5):  # 0-based; a "training epoch" changes the parameters
         variable.assign(tf.fill(variable.shape, float(epoch)))
         choice = selection(epoch)
@@ -548,14 +669,21 @@ def test_decoder_study_records_a_learning_curve_and_the_cli_refuses_bad_input(tm
 
     with pytest.raises(SystemExit):  # without a run, only the decoder study can run
         sprites_diagnostics.main(["--out", str(tmp_path), "--quiet"])
-    for bad in (["--decoder-modulations", "film"], ["--decoder-study-score-every", "0"],
-                ["--decoder-study-epochs", "0"], ["--decoder-study-filters", "0"]):
+    for bad in (
+        ["--decoder-modulations", "film"],
+        ["--decoder-study-score-every", "0"],
+        ["--decoder-study-epochs", "0"],
+        ["--decoder-study-filters", "0"],
+    ):
         with pytest.raises(SystemExit):
             sprites_diagnostics.main(["--decoder-study-only", *bad, "--out", str(tmp_path), "--quiet"])
-    ds = procedural_sprites(24, seed=0, num_train_characters=18, train_poses_per_character=50,
-                            num_context_poses=36)
-    studies = {m: sprites_diagnostics.decoder_study(ds, modulation=m, epochs=2, num_characters=2, score_every=1,
-                                                    filters=4, progress=False) for m in (None, "mix")}
+    ds = procedural_sprites(24, seed=0, num_train_characters=18, train_poses_per_character=50, num_context_poses=36)
+    studies = {
+        m: sprites_diagnostics.decoder_study(
+            ds, modulation=m, epochs=2, num_characters=2, score_every=1, filters=4, progress=False
+        )
+        for m in (None, "mix")
+    }
     for study in studies.values():
         assert [c["epoch"] for c in study["curve"]] == [1, 2]
         assert [c["steps"] for c in study["curve"]] == [1, 2]  # 2 characters x 50 poses: one batch of 100
@@ -564,17 +692,31 @@ def test_decoder_study_records_a_learning_curve_and_the_cli_refuses_bad_input(tm
     # Same seed and start (the mixing layers start as the identity), apart after training.
     assert studies[None]["curve"][-1]["mse"] != studies["mix"]["curve"][-1]["mse"]
     # The CLI passes the width through: 1 epoch of a 4-filter decoder, recorded in the metrics.
-    metrics = sprites_diagnostics.main(["--decoder-study-only", "--decoder-study-epochs", "1",
-                                        "--decoder-study-filters", "4", "--decoder-modulations", "mix",
-                                        "--autoencoder-characters", "2", "--out", str(tmp_path), "--quiet"])
+    metrics = sprites_diagnostics.main(
+        [
+            "--decoder-study-only",
+            "--decoder-study-epochs",
+            "1",
+            "--decoder-study-filters",
+            "4",
+            "--decoder-modulations",
+            "mix",
+            "--autoencoder-characters",
+            "2",
+            "--out",
+            str(tmp_path),
+            "--quiet",
+        ]
+    )
     assert metrics["decoder_from_true_codes"]["mix"]["filters"] == 4
 
 
 def test_learning_rate_decay_is_cosine_to_zero_over_the_run_and_constant_by_default():
     constant = sprites.config_from_args(["--quick"])
     assert constant.learning_rate_decay is None and sprites.learning_rate(constant, 100) == 1e-3
-    cfg = sprites.config_from_args(["--quick", "--epochs", "4", "--learning-rate", "2e-3",
-                                    "--learning-rate-decay", "cosine"])
+    cfg = sprites.config_from_args(
+        ["--quick", "--epochs", "4", "--learning-rate", "2e-3", "--learning-rate-decay", "cosine"]
+    )
     schedule = sprites.learning_rate(cfg, steps_per_epoch=25)  # 100 steps in all
     values = [float(schedule(t)) for t in (0, 25, 50, 75, 100)]
     expected = [2e-3 * (1 + np.cos(np.pi * t / 100)) / 2 for t in (0, 25, 50, 75, 100)]

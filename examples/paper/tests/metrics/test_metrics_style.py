@@ -1,4 +1,5 @@
 """Style metrics of generated frames: the generic metrics and the SPRITES glue."""
+
 import importlib
 import json
 
@@ -33,11 +34,13 @@ def _naive_colour_predictions(generated, labels, slots, choices):
 
 def test_palette_colour_accuracy_uses_the_rendered_shaded_means():
     slots = np.array([1, 2])  # light, shaded
-    choices = np.array([
-        [[1.0, 0.0, 0.0], [0.5, 0.0, 0.0]],
-        [[0.0, 1.0, 0.0], [0.0, 0.5, 0.0]],
-        [[0.625, 0.0, 0.0], [0.3, 0.0, 0.0]],  # its *base* colour is option 0's shaded mean
-    ])
+    choices = np.array(
+        [
+            [[1.0, 0.0, 0.0], [0.5, 0.0, 0.0]],
+            [[0.0, 1.0, 0.0], [0.0, 0.5, 0.0]],
+            [[0.625, 0.0, 0.0], [0.3, 0.0, 0.0]],  # its *base* colour is option 0's shaded mean
+        ]
+    )
     labels = np.array([[[1, 2], [2, 2]], [[0, 0], [0, 1]], [[0, 0], [0, 0]]])
     generated = np.ones((3, 2, 2, 3))
     generated[0] = choices[0][labels[0] - 1]  # option 0 exactly: mean red 0.625, nearest base colour: option 2
@@ -50,10 +53,17 @@ def test_palette_colour_accuracy_uses_the_rendered_shaded_means():
     assert result.pixels.tolist() == [4, 1, 0]
     assert result.accuracy == 0.5 and result.num_scored == 2 and result.num_correct == 1
     summary = result.summary()
-    assert summary == {"accuracy": 0.5, "num_correct": 1, "num_scored": 2, "num_skipped": 1, "num_pixels": 5,
-                       "mean_pixels_per_scored_frame": 2.5, "chance": 1 / 3,
-                       "confusion": [[1, 0, 0], [0, 0, 0], [0, 1, 0]],  # true 0 -> 0; true 2 -> 1
-                       "accuracy_per_true_option": [1.0, None, 0.0]}
+    assert summary == {
+        "accuracy": 0.5,
+        "num_correct": 1,
+        "num_scored": 2,
+        "num_skipped": 1,
+        "num_pixels": 5,
+        "mean_pixels_per_scored_frame": 2.5,
+        "chance": 1 / 3,
+        "confusion": [[1, 0, 0], [0, 0, 0], [0, 1, 0]],  # true 0 -> 0; true 2 -> 1
+        "accuracy_per_true_option": [1.0, None, 0.0],
+    }
     json.dumps(summary)
 
 
@@ -87,23 +97,31 @@ def test_palette_colour_accuracy_matches_a_naive_implementation(rng):
     assert np.isnan(empty.accuracy) and empty.summary()["accuracy"] is None
 
 
-@pytest.mark.parametrize("change, match", [
-    (dict(labels=np.zeros((2, 4, 5), int)), "label_maps must have shape"),
-    (dict(labels=np.zeros((2, 4, 4))), "integer palette slots"),
-    (dict(slots=np.array([[1, 2]])), "slots must be"),
-    (dict(slots=np.array([1, 1])), "distinct"),
-    (dict(choices=np.zeros((6, 3, 3))), "choices must have shape"),
-    (dict(choices=np.zeros((1, 2, 3))), "at least 2 options"),
-    (dict(choices=np.full((6, 2, 3), np.nan)), "choices must be finite"),
-    (dict(true=np.array([0, 6])), r"true_choice must be in \[0, 6\)"),
-    (dict(true=np.array([0])), "leading shape"),
-    (dict(true=np.array([0.0, 1.0])), "integer option indices"),
-    (dict(generated=np.full((2, 4, 4, 3), np.inf)), "generated must be finite"),
-    (dict(generated=np.zeros((4, 3))), r"\[\.\.\., H, W, C\]"),
-])
+@pytest.mark.parametrize(
+    "change, match",
+    [
+        (dict(labels=np.zeros((2, 4, 5), int)), "label_maps must have shape"),
+        (dict(labels=np.zeros((2, 4, 4))), "integer palette slots"),
+        (dict(slots=np.array([[1, 2]])), "slots must be"),
+        (dict(slots=np.array([1, 1])), "distinct"),
+        (dict(choices=np.zeros((6, 3, 3))), "choices must have shape"),
+        (dict(choices=np.zeros((1, 2, 3))), "at least 2 options"),
+        (dict(choices=np.full((6, 2, 3), np.nan)), "choices must be finite"),
+        (dict(true=np.array([0, 6])), r"true_choice must be in \[0, 6\)"),
+        (dict(true=np.array([0])), "leading shape"),
+        (dict(true=np.array([0.0, 1.0])), "integer option indices"),
+        (dict(generated=np.full((2, 4, 4, 3), np.inf)), "generated must be finite"),
+        (dict(generated=np.zeros((4, 3))), r"\[\.\.\., H, W, C\]"),
+    ],
+)
 def test_palette_colour_accuracy_errors(change, match):
-    args = dict(generated=np.zeros((2, 4, 4, 3)), labels=np.zeros((2, 4, 4), int), slots=np.array([1, 2]),
-                choices=np.zeros((6, 2, 3)), true=np.array([0, 5]))
+    args = dict(
+        generated=np.zeros((2, 4, 4, 3)),
+        labels=np.zeros((2, 4, 4), int),
+        slots=np.array([1, 2]),
+        choices=np.zeros((6, 2, 3)),
+        true=np.array([0, 5]),
+    )
     args.update(change)
     with pytest.raises(ValueError, match=match):
         palette_colour_accuracy(args["generated"], args["labels"], args["slots"], args["choices"], args["true"])
@@ -166,8 +184,12 @@ def _frames(ds, chars, poses):
 
 
 def test_colour_options_are_the_rendered_palette_with_its_shade():
-    for name, table in (("skin", S._SKIN), ("hair_colour", S._HAIR), ("top_colour", S._TOP),
-                        ("bottom_colour", S._BOTTOM)):
+    for name, table in (
+        ("skin", S._SKIN),
+        ("hair_colour", S._HAIR),
+        ("top_colour", S._TOP),
+        ("bottom_colour", S._BOTTOM),
+    ):
         slots, choices = S.colour_options(name)
         base = np.array(list(table.values()), np.float64)
         assert slots.shape == (2,) and choices.shape == (6, 2, 3)
@@ -224,8 +246,9 @@ def test_another_character_of_the_same_shapes_scores_exactly_the_shared_colours(
     styles = ds.attributes
     shape_key = styles[:, 2] * 9 + styles[:, 4] * 3 + styles[:, 6]
     chars = pool
-    partners = np.array([rng.choice(np.flatnonzero((shape_key == shape_key[c]) & (np.arange(len(styles)) != c)))
-                         for c in chars])
+    partners = np.array(
+        [rng.choice(np.flatnonzero((shape_key == shape_key[c]) & (np.arange(len(styles)) != c))) for c in chars]
+    )
     poses = rng.integers(0, 72, size=(len(chars), 2))
     frames = _frames(ds, partners[:, None], poses)
     results = ds.style_accuracy(frames, chars[:, None], poses, hair_shape=False)
@@ -236,8 +259,11 @@ def test_another_character_of_the_same_shapes_scores_exactly_the_shared_colours(
         shared = (styles[partners, col] == styles[chars, col])[:, None] & result.scored
         assert result.num_correct == shared.sum() and result.accuracy == shared.sum() / result.num_scored
         confusion = np.zeros((6, 6), int)  # true colour x the partner's colour, over scored frames
-        np.add.at(confusion, (np.broadcast_to(styles[chars, col][:, None], poses.shape)[result.scored],
-                              partner_colour[result.scored]), 1)
+        np.add.at(
+            confusion,
+            (np.broadcast_to(styles[chars, col][:, None], poses.shape)[result.scored], partner_colour[result.scored]),
+            1,
+        )
         assert np.array_equal(result.confusion(), confusion), name
         assert _binomial_ok(np.mean(styles[partners, col] == styles[chars, col]), 1 / 6, len(chars)), name
 

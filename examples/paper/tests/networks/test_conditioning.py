@@ -1,9 +1,9 @@
 """The conditioning layers: FiLM by the code (LatentModulation) and code-generated channel mixing
 (LatentMixing), against numpy."""
+
 import numpy as np
 
 from svgpvae_paper.networks import LatentMixing, LatentModulation
-
 
 
 def test_modulation_layer_matches_numpy():
@@ -12,8 +12,10 @@ def test_modulation_layer_matches_numpy():
     z = rng.normal(size=(3, 2)).astype(np.float32)
     layer = LatentModulation(scale=True)
     layer([a, z])
-    Wb, cb, Wg, cg = (rng.normal(size=w.shape).astype(np.float32) for w in
-                      (layer.shift_kernel, layer.shift_bias, layer.scale_kernel, layer.scale_bias))
+    Wb, cb, Wg, cg = (
+        rng.normal(size=w.shape).astype(np.float32)
+        for w in (layer.shift_kernel, layer.shift_bias, layer.scale_kernel, layer.scale_bias)
+    )
     layer.set_weights([Wb, cb, Wg, cg])
     expected = a * (1 + z @ Wg + cg)[:, None, None, :] + (z @ Wb + cb)[:, None, None, :]
     np.testing.assert_allclose(layer([a, z]), expected, rtol=1e-5, atol=1e-5)
@@ -29,8 +31,10 @@ def test_mixing_layer_matches_numpy():
     z = rng.normal(size=(3, 2)).astype(np.float32)
     layer = LatentMixing(normalize=False)
     np.testing.assert_array_equal(layer([a, z]), a)  # zero weights: the identity
-    Wm, cm, Wb, cb = (rng.normal(size=w.shape).astype(np.float32) for w in
-                      (layer.mix_kernel, layer.mix_bias, layer.shift_kernel, layer.shift_bias))
+    Wm, cm, Wb, cb = (
+        rng.normal(size=w.shape).astype(np.float32)
+        for w in (layer.mix_kernel, layer.mix_bias, layer.shift_kernel, layer.shift_bias)
+    )
     layer.set_weights([Wm, cm, Wb, cb])
     M = (z @ Wm + cm).reshape(3, 6, 6)
     expected = np.einsum("bhwf,bfg->bhwg", a, np.eye(6) + M) + (z @ Wb + cb)[:, None, None, :]
@@ -43,8 +47,10 @@ def test_mixing_with_a_diagonal_matrix_is_the_scale_and_shift_modulation():
     z = rng.normal(size=(2, 5)).astype(np.float32)
     film, mixing = LatentModulation(scale=True), LatentMixing(normalize=False)
     film([a, z]), mixing([a, z])
-    Wb, cb, Wg, cg = (rng.normal(size=w.shape).astype(np.float32) for w in
-                      (film.shift_kernel, film.shift_bias, film.scale_kernel, film.scale_bias))
+    Wb, cb, Wg, cg = (
+        rng.normal(size=w.shape).astype(np.float32)
+        for w in (film.shift_kernel, film.shift_bias, film.scale_kernel, film.scale_bias)
+    )
     film.set_weights([Wb, cb, Wg, cg])
     diagonal = np.zeros((5, 4, 4), np.float32)
     diagonal[:, np.arange(4), np.arange(4)] = Wg
@@ -75,7 +81,7 @@ def test_normalized_mixing_reads_the_standardised_code_and_ignores_its_scale():
 def _demodulated(a, z, Wm, cm, Wb, cb):
     C = a.shape[-1]
     K = np.eye(C) + (z.astype(np.float64) @ Wm + cm).reshape(len(z), C, C)
-    K = K / np.sqrt((K ** 2).sum(axis=1, keepdims=True) + 1e-8)  # unit-length columns
+    K = K / np.sqrt((K**2).sum(axis=1, keepdims=True) + 1e-8)  # unit-length columns
     return np.einsum("bhwf,bfg->bhwg", a, K) + (z @ Wb + cb)[:, None, None, :]
 
 

@@ -1,4 +1,5 @@
 """The SPRITES networks: the decoder's latent modulation (FiLM by the code) and palette output."""
+
 import numpy as np
 import pytest
 
@@ -92,6 +93,7 @@ def test_mixed_decoder_starts_as_the_plain_decoder_and_mixes_every_hidden_layer(
     np.testing.assert_allclose(mixed(z), plain(z), atol=1e-6)
     # The code's gradient reaches the mixing weights.
     import tensorflow as tf
+
     with tf.GradientTape() as tape:
         loss = tf.reduce_sum(mixed(z) ** 2)
     grads = tape.gradient(loss, [layer.mix_kernel for layer in mixing])

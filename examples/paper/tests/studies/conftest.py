@@ -1,4 +1,5 @@
 """Shared fixture of the study tests: load a script of ``examples/paper/studies/`` as a module."""
+
 import importlib.util
 import os
 

@@ -1,4 +1,5 @@
 """examples/paper/studies/moving_ball_decoder_capacity.py: moving-ball decoders trained from the true positions."""
+
 import json
 
 import numpy as np

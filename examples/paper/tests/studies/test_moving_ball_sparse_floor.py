@@ -1,4 +1,5 @@
 """examples/paper/studies/moving_ball_sparse_floor.py: the sparse-vs-exact floor on the moving ball's true paths."""
+
 import json
 
 import numpy as np

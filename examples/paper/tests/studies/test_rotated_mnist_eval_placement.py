@@ -1,4 +1,5 @@
 """examples/paper/studies/rotated_mnist_eval_placement.py: runs are paired by their training settings only."""
+
 import json
 import os
 
@@ -12,8 +13,16 @@ def placement(load_example):
 
 def record(folder, seed, best_epoch, **spec):
     spec = {"model": "svgpvae", "seed": seed, "epochs": 20, "object_learning_rate": 0.01, **spec}
-    run = {"seed": seed, "spec": spec, "eval_epochs": [10, 20], "eval_mse": [0.05, 0.04], "best_epoch": best_epoch,
-           "best_eval_mse": 0.04, "test_mse_mean": 0.03, "test_mse_mean_final": 0.02}
+    run = {
+        "seed": seed,
+        "spec": spec,
+        "eval_epochs": [10, 20],
+        "eval_mse": [0.05, 0.04],
+        "best_epoch": best_epoch,
+        "best_eval_mse": 0.04,
+        "test_mse_mean": 0.03,
+        "test_mse_mean_final": 0.02,
+    }
     os.makedirs(folder, exist_ok=True)
     with open(os.path.join(folder, f"svgpvae_seed{seed}_{best_epoch}.json"), "w") as f:
         json.dump(run, f)
@@ -28,8 +37,10 @@ def test_runs_are_paired_by_training_settings_not_evaluation_options(placement, 
     out = str(tmp_path / "placement.png")
     placement.main(["--affine", affine, "--fit", fit, "--out", out])
     rows = [line for line in capsys.readouterr().out.splitlines() if line.startswith("| 0") or line.startswith("| 1")]
-    assert [row.split(" | ")[:3] for row in rows] == [["| 0", "affine map (paper)", "10"],
-                                                       ["| 0", "fitted to context", "20"]]
+    assert [row.split(" | ")[:3] for row in rows] == [
+        ["| 0", "affine map (paper)", "10"],
+        ["| 0", "fitted to context", "20"],
+    ]
     assert os.path.getsize(out) > 0
     with pytest.raises(SystemExit, match="same training settings"):
         placement.main(["--affine", str(tmp_path / "none"), "--fit", fit, "--out", out])

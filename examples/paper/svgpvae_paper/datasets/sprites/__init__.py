@@ -33,6 +33,7 @@ Modules (each imports only those above it):
                :func:`pca_pose_vectors`, :func:`init_sprites_inducing`)
 =============  ==============================================================
 """
+
 from .batches import character_batches, init_sprites_inducing, mean_frames_per_pose, pca_pose_vectors
 from .dataset import SpritesDataset, sprites
 from .io import load_sprites_arrays, save_sprites_arrays

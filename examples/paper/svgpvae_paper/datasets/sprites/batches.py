@@ -9,6 +9,7 @@ of every pose (:func:`mean_frames_per_pose`, :func:`pca_pose_vectors`), and
 :func:`init_sprites_inducing` places the inducing inputs in the GP input
 space ``[style, pose]``.
 """
+
 from typing import Callable, Optional, Tuple
 
 import numpy as np
@@ -106,8 +107,9 @@ def character_batches(
         if shuffle:
             dataset = dataset.shuffle(C * P, seed=seed, reshuffle_each_iteration=True)
         dataset = dataset.batch(int(batch_size or k * P), drop_remainder=drop_remainder)
-    dataset = dataset.map(lambda rows: (tf.gather(X_tensor, rows), images(rows)), num_parallel_calls=tf.data.AUTOTUNE,
-                          deterministic=True)
+    dataset = dataset.map(
+        lambda rows: (tf.gather(X_tensor, rows), images(rows)), num_parallel_calls=tf.data.AUTOTUNE, deterministic=True
+    )
     return dataset.prefetch(tf.data.AUTOTUNE)
 
 

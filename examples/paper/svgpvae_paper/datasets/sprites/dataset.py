@@ -16,6 +16,7 @@ disjoint from the training and the test characters and the train/test splits
 are those of the dataset without them. Their context/target pose splits come
 from a fourth stream (spawn key 3), drawn like the test characters'.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -48,11 +49,14 @@ class _ProceduralFrames:
             self._bank = _label_bank(self.styles)
         bank, combo = self._bank
         out = np.empty(chars.shape + (IMAGE_SIZE, IMAGE_SIZE, 3), dtype=dtype)
-        _render_into(out.reshape(-1, IMAGE_SIZE, IMAGE_SIZE, 3),
-                     _palette_as(self.palettes, dtype)[chars.reshape(-1)], bank,
-                     combo[chars.reshape(-1)], poses.reshape(-1))
+        _render_into(
+            out.reshape(-1, IMAGE_SIZE, IMAGE_SIZE, 3),
+            _palette_as(self.palettes, dtype)[chars.reshape(-1)],
+            bank,
+            combo[chars.reshape(-1)],
+            poses.reshape(-1),
+        )
         return out
-
 
 
 def _readonly(a: np.ndarray) -> np.ndarray:
@@ -116,8 +120,7 @@ class SpritesDataset:
         :param dtype: ``float32`` (default; values in [0, 1]), ``float64`` or ``uint8``.
         :returns: ``broadcast_shape + (64, 64, 3)``.
         """
-        c, p = np.broadcast_arrays(np.asarray(characters, dtype=np.int64),
-                                   np.asarray(poses, dtype=np.int64))
+        c, p = np.broadcast_arrays(np.asarray(characters, dtype=np.int64), np.asarray(poses, dtype=np.int64))
         if np.any((c < 0) | (c >= self.num_characters)):
             raise ValueError(f"character ids must be in [0, {self.num_characters})")
         if np.any((p < 0) | (p >= NUM_POSES)):
@@ -183,25 +186,32 @@ class SpritesDataset:
         return self.frames_for(self.validation_characters[:, None], self.validation_target_poses, dtype=dtype)
 
 
-def _pose_splits(rng: np.random.Generator, n_train: int, n_test: int,
-                 train_poses_per_character: int, num_context_poses: int):
+def _pose_splits(
+    rng: np.random.Generator, n_train: int, n_test: int, train_poses_per_character: int, num_context_poses: int
+):
     if not 1 <= train_poses_per_character <= NUM_POSES:
-        raise ValueError(f"train_poses_per_character must be in [1, {NUM_POSES}], "
-                         f"got {train_poses_per_character}")
+        raise ValueError(f"train_poses_per_character must be in [1, {NUM_POSES}], got {train_poses_per_character}")
     if not 1 <= num_context_poses < NUM_POSES:
         raise ValueError(f"num_context_poses must be in [1, {NUM_POSES - 1}], got {num_context_poses}")
-    train = np.sort(rng.permuted(np.tile(np.arange(NUM_POSES), (n_train, 1)), axis=1)
-                    [:, :train_poses_per_character], axis=1)
+    train = np.sort(
+        rng.permuted(np.tile(np.arange(NUM_POSES), (n_train, 1)), axis=1)[:, :train_poses_per_character], axis=1
+    )
     perm = rng.permuted(np.tile(np.arange(NUM_POSES), (n_test, 1)), axis=1)
     context = np.sort(perm[:, :num_context_poses], axis=1)
     target = np.sort(perm[:, num_context_poses:], axis=1)
     return train, context, target
 
 
-def sprites(num_characters: int = 1296, *, seed: int = 0, num_train_characters: int = 1000,
-            train_poses_per_character: int = 50, num_context_poses: int = 36,
-            num_validation_characters: int = 0,
-            background: Tuple[int, int, int] = _DEFAULT_BACKGROUND) -> SpritesDataset:
+def sprites(
+    num_characters: int = 1296,
+    *,
+    seed: int = 0,
+    num_train_characters: int = 1000,
+    train_poses_per_character: int = 50,
+    num_context_poses: int = 36,
+    num_validation_characters: int = 0,
+    background: Tuple[int, int, int] = _DEFAULT_BACKGROUND,
+) -> SpritesDataset:
     """Procedural SPRITES-like data with the SVGP-VAE protocol.
 
     :param num_characters: number of distinct characters ``C`` (paper: 1296).
@@ -217,21 +227,23 @@ def sprites(num_characters: int = 1296, *, seed: int = 0, num_train_characters: 
     :returns: a :class:`SpritesDataset` that renders frames on demand.
     """
     if not 1 <= num_train_characters <= num_characters:
-        raise ValueError(f"num_train_characters must be in [1, num_characters={num_characters}], "
-                         f"got {num_train_characters}")
+        raise ValueError(
+            f"num_train_characters must be in [1, num_characters={num_characters}], got {num_train_characters}"
+        )
     V = int(num_validation_characters)
     if V < 0:
         raise ValueError(f"num_validation_characters must be >= 0, got {num_validation_characters}")
     if num_characters + V > NUM_STYLES:
-        raise ValueError(f"num_characters + num_validation_characters must be at most {NUM_STYLES} (the distinct "
-                         f"styles), got {num_characters} + {V}")
+        raise ValueError(
+            f"num_characters + num_validation_characters must be at most {NUM_STYLES} (the distinct "
+            f"styles), got {num_characters} + {V}"
+        )
     styles = _style_array(num_characters + V, seed)  # smaller sets are prefixes: the first C unchanged
     _, split_rng, pose_rng = _streams(seed)
     perm = split_rng.permutation(num_characters)
     train_c = np.sort(perm[:num_train_characters])
     test_c = np.sort(perm[num_train_characters:])
-    tr, ctx, tgt = _pose_splits(pose_rng, train_c.size, test_c.size,
-                                train_poses_per_character, num_context_poses)
+    tr, ctx, tgt = _pose_splits(pose_rng, train_c.size, test_c.size, train_poses_per_character, num_context_poses)
     validation_rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(3,)))
     _, val_ctx, val_tgt = _pose_splits(validation_rng, 0, V, train_poses_per_character, num_context_poses)
     return SpritesDataset(

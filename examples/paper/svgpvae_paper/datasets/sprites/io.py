@@ -19,6 +19,7 @@ before saving (the models only need the order to be consistent across
 characters). :func:`save_sprites_arrays` writes this layout, e.g. to export
 the procedural data.
 """
+
 from __future__ import annotations
 
 import os
@@ -63,15 +64,15 @@ def _convert(frames: np.ndarray, dtype) -> np.ndarray:
     return frames.astype(dtype)
 
 
-
 def _load_frames_file(path: str, mmap: bool, check_range: bool) -> np.ndarray:
     if not os.path.isfile(path):
         raise FileNotFoundError(f"SPRITES frames file not found: {path}")
     arr = np.load(path, mmap_mode="r" if mmap else None, allow_pickle=False)
     expected = (NUM_POSES, IMAGE_SIZE, IMAGE_SIZE, 3)
     if arr.ndim != 5 or tuple(arr.shape[1:]) != expected:
-        raise ValueError(f"{path}: expected shape [num_characters, {', '.join(map(str, expected))}], "
-                         f"got {list(arr.shape)}")
+        raise ValueError(
+            f"{path}: expected shape [num_characters, {', '.join(map(str, expected))}], got {list(arr.shape)}"
+        )
     if arr.shape[0] == 0:
         raise ValueError(f"{path}: contains no characters")
     if arr.dtype != np.uint8 and arr.dtype.kind != "f":
@@ -79,24 +80,33 @@ def _load_frames_file(path: str, mmap: bool, check_range: bool) -> np.ndarray:
     if check_range and arr.dtype.kind == "f":
         # Chunked so that a memory-mapped multi-GB file is not read into memory at once.
         for s in range(0, arr.shape[0], 64):
-            block = np.asarray(arr[s:s + 64])
+            block = np.asarray(arr[s : s + 64])
             if not np.all(np.isfinite(block)) or block.min() < 0.0 or block.max() > 1.0:
-                raise ValueError(f"{path}: float frames must be finite and in [0, 1] "
-                                 f"(characters {s}..{s + block.shape[0] - 1} are not)")
+                raise ValueError(
+                    f"{path}: float frames must be finite and in [0, 1] "
+                    f"(characters {s}..{s + block.shape[0] - 1} are not)"
+                )
     return arr
 
 
 def _load_attributes(path: str, n: int) -> np.ndarray:
     attrs = np.load(path, allow_pickle=False)
     if attrs.ndim != 2 or attrs.shape[0] != n or attrs.dtype.kind not in "iu":
-        raise ValueError(f"{path}: expected integer attributes of shape [{n}, A], "
-                         f"got {attrs.dtype} {list(attrs.shape)}")
+        raise ValueError(
+            f"{path}: expected integer attributes of shape [{n}, A], got {attrs.dtype} {list(attrs.shape)}"
+        )
     return attrs.astype(np.int64)
 
 
-def load_sprites_arrays(path: Union[str, os.PathLike], *, seed: int = 0,
-                        train_poses_per_character: int = 50, num_context_poses: int = 36,
-                        mmap: bool = True, check_range: bool = True) -> SpritesDataset:
+def load_sprites_arrays(
+    path: Union[str, os.PathLike],
+    *,
+    seed: int = 0,
+    train_poses_per_character: int = 50,
+    num_context_poses: int = 36,
+    mmap: bool = True,
+    check_range: bool = True,
+) -> SpritesDataset:
     """Load real SPRITES arrays (layout in the module docstring) into a :class:`SpritesDataset`.
 
     :param path: directory containing ``train.npy`` and ``test.npy`` (and
@@ -115,8 +125,7 @@ def load_sprites_arrays(path: Union[str, os.PathLike], *, seed: int = 0,
     train = _load_frames_file(os.path.join(path, "train.npy"), mmap, check_range)
     test = _load_frames_file(os.path.join(path, "test.npy"), mmap, check_range)
     if (train.dtype == np.uint8) != (test.dtype == np.uint8):
-        raise ValueError(f"train.npy ({train.dtype}) and test.npy ({test.dtype}) must both be "
-                         "uint8 or both float")
+        raise ValueError(f"train.npy ({train.dtype}) and test.npy ({test.dtype}) must both be uint8 or both float")
     n_train, n_test = train.shape[0], test.shape[0]
     attr_files = [os.path.join(path, f"{s}_attributes.npy") for s in ("train", "test")]
     present = [os.path.isfile(f) for f in attr_files]
@@ -128,8 +137,7 @@ def load_sprites_arrays(path: Union[str, os.PathLike], *, seed: int = 0,
         a_tr = _load_attributes(attr_files[0], n_train)
         a_te = _load_attributes(attr_files[1], n_test)
         if a_tr.shape[1] != a_te.shape[1]:
-            raise ValueError(f"train/test attributes have different widths: "
-                             f"{a_tr.shape[1]} vs {a_te.shape[1]}")
+            raise ValueError(f"train/test attributes have different widths: {a_tr.shape[1]} vs {a_te.shape[1]}")
         attributes = _readonly(np.concatenate([a_tr, a_te]))
     pose_rng = _streams(seed)[2]
     tr, ctx, tgt = _pose_splits(pose_rng, n_train, n_test, train_poses_per_character, num_context_poses)
@@ -146,8 +154,7 @@ def load_sprites_arrays(path: Union[str, os.PathLike], *, seed: int = 0,
     )
 
 
-def save_sprites_arrays(dataset: SpritesDataset, path: Union[str, os.PathLike], *,
-                        dtype=np.uint8) -> None:
+def save_sprites_arrays(dataset: SpritesDataset, path: Union[str, os.PathLike], *, dtype=np.uint8) -> None:
     """Write ``dataset`` in the :func:`load_sprites_arrays` layout.
 
     Training characters go to ``train.npy`` and test characters to ``test.npy``

@@ -6,6 +6,7 @@ uint8). Skin, hair, top and bottom come from the character's style, each with
 a darker shade (far limbs, hair texture); outline, shoes, eyes and props are
 the same for everyone.
 """
+
 from __future__ import annotations
 
 import numpy as np

@@ -18,6 +18,7 @@ A pose is a 2-D skeleton (:class:`_Pose`: head, torso, two 2-link arms and
 legs, props) in pixel coordinates of an ``IMAGE_SIZE`` x ``IMAGE_SIZE``
 frame; :mod:`~svgpvae_paper.datasets.sprites.raster` draws it.
 """
+
 from __future__ import annotations
 
 import functools
@@ -118,8 +119,9 @@ def _limb_ik(root, target, l1, l2, bend: float, near=True) -> _Limb:
     return _Limb(root, mid, root + d * u, near)
 
 
-def _front_pose(view, k, *, arm_out=(10.0, 10.0), arm_bend=(8.0, 8.0), hand_dy=(0.0, 0.0),
-                foot_dy=(0.0, 0.0), bob=0.0, squat=0.0) -> _Pose:
+def _front_pose(
+    view, k, *, arm_out=(10.0, 10.0), arm_bend=(8.0, 8.0), hand_dy=(0.0, 0.0), foot_dy=(0.0, 0.0), bob=0.0, squat=0.0
+) -> _Pose:
     """Front/back view. Index 0 is the screen-left limb, 1 the screen-right one."""
     dy = bob
     head = _p(_HEAD[0], _HEAD[1] + dy + squat)
@@ -157,8 +159,9 @@ def _side_pose(*, far_arm, near_arm, far_leg, near_leg, bob=0.0, ground=True) ->
     def leg(spec, near):
         return _limb_angles(hip_joint, spec[0], spec[1], _THIGH, _SHIN, near=near)
 
-    pose = _Pose("side", head, neck, hip, (arm(far_arm, False), arm(near_arm, True)),
-                 (leg(far_leg, False), leg(near_leg, True)))
+    pose = _Pose(
+        "side", head, neck, hip, (arm(far_arm, False), arm(near_arm, True)), (leg(far_leg, False), leg(near_leg, True))
+    )
     if ground:  # keep the lowest foot on the ground: the body bobs with the gait
         lowest = max(pose.legs[0].end[1], pose.legs[1].end[1])
         pose.shift = (0.0, _GROUND_Y - lowest)
@@ -174,8 +177,9 @@ def _walk_front(k: int, view: str) -> _Pose:
     if view == "back":  # from behind, "forward" is away from the viewer
         foot_dy = (-1.5 * c - 2.5 * max(0.0, s), 1.5 * c - 2.5 * max(0.0, -s))
         hand_dy = (2.0 * c, -2.0 * c)
-    return _front_pose(view, k, arm_out=(8.0 + 4 * abs(s), 8.0 + 4 * abs(s)),
-                       hand_dy=hand_dy, foot_dy=foot_dy, bob=-abs(s))
+    return _front_pose(
+        view, k, arm_out=(8.0 + 4 * abs(s), 8.0 + 4 * abs(s)), hand_dy=hand_dy, foot_dy=foot_dy, bob=-abs(s)
+    )
 
 
 def _walk_side(k: int, mirror: bool) -> _Pose:
@@ -185,8 +189,7 @@ def _walk_side(k: int, mirror: bool) -> _Pose:
     # The knee bends while the leg swings forward (thigh angle increasing).
     near_leg = (thigh, -45.0 * max(0.0, c) - 5.0)
     far_leg = (-thigh, -45.0 * max(0.0, -c) - 5.0)
-    pose = _side_pose(far_arm=(28.0 * s, 20.0), near_arm=(-28.0 * s, 20.0),
-                      far_leg=far_leg, near_leg=near_leg)
+    pose = _side_pose(far_arm=(28.0 * s, 20.0), near_arm=(-28.0 * s, 20.0), far_leg=far_leg, near_leg=near_leg)
     pose.mirror = mirror
     return pose
 
@@ -206,8 +209,7 @@ def _slash(k: int) -> _Pose:
     upper = (20.0, 100.0, 155.0, 175.0, 120.0, 70.0, 40.0, 25.0)[k]
     fore = (40.0, 50.0, 30.0, 10.0, 0.0, -5.0, -10.0, 0.0)[k]
     stride = (6.0, 4.0, 8.0, 12.0, 20.0, 24.0, 22.0, 12.0)[k]
-    pose = _side_pose(far_arm=(35.0, 70.0), near_arm=(upper, fore),
-                      far_leg=(-stride, -5.0), near_leg=(stride, -10.0))
+    pose = _side_pose(far_arm=(35.0, 70.0), near_arm=(upper, fore), far_leg=(-stride, -5.0), near_leg=(stride, -10.0))
     hand, elbow = pose.arms[1].end, pose.arms[1].mid
     fore_dir = (hand - elbow) / np.linalg.norm(hand - elbow)
     ang = np.arctan2(fore_dir[0], fore_dir[1]) + np.deg2rad(45.0)  # blade ahead of the wrist
@@ -223,8 +225,7 @@ def _thrust(k: int) -> _Pose:
     height = 34.0 - 0.1 * reach
     near = _limb_ik(shoulder, (34.0 + reach, height), _UPPER_ARM, _FOREARM, bend=-1.0)
     far = _limb_ik(shoulder, (28.0 + reach, height + 0.5), _UPPER_ARM, _FOREARM, bend=-1.0)
-    pose = _side_pose(far_arm=far, near_arm=near, far_leg=(-stride, -5.0),
-                      near_leg=(stride, -8.0))
+    pose = _side_pose(far_arm=far, near_arm=near, far_leg=(-stride, -5.0), near_leg=(stride, -8.0))
     pose.props.append(("before_near_arm", "spear", (far.end[0] - 16.0, near.end[0] + 17.0, height)))
     pose.mirror = True  # thrust faces left, so both side directions appear in the data
     return pose
@@ -232,16 +233,31 @@ def _thrust(k: int) -> _Pose:
 
 def _shoot(k: int) -> _Pose:
     shoulder = _p(32.0, 26.0)
-    bow_hand = ((38.0, 35.0), (43.0, 28.0), (44.5, 26.0), (44.5, 26.0), (44.5, 26.0),
-                (44.5, 26.0), (44.5, 26.5), (42.0, 29.0))[k]
-    draw_hand = ((34.0, 35.0), (37.0, 30.0), (42.5, 26.0), (37.5, 25.5), (33.0, 25.0),
-                 (29.5, 24.5), (27.0, 23.0), (33.0, 31.0))[k]
+    bow_hand = (
+        (38.0, 35.0),
+        (43.0, 28.0),
+        (44.5, 26.0),
+        (44.5, 26.0),
+        (44.5, 26.0),
+        (44.5, 26.0),
+        (44.5, 26.5),
+        (42.0, 29.0),
+    )[k]
+    draw_hand = (
+        (34.0, 35.0),
+        (37.0, 30.0),
+        (42.5, 26.0),
+        (37.5, 25.5),
+        (33.0, 25.0),
+        (29.5, 24.5),
+        (27.0, 23.0),
+        (33.0, 31.0),
+    )[k]
     far = _limb_ik(shoulder, bow_hand, _UPPER_ARM, _FOREARM, bend=1.0)
     near = _limb_ik(shoulder, draw_hand, _UPPER_ARM, _FOREARM, bend=-1.0)
     pose = _side_pose(far_arm=far, near_arm=near, far_leg=(-10.0, -4.0), near_leg=(12.0, -4.0))
     drawn = 2 <= k <= 5
-    pose.props.append(("before_near_arm", "bow", (far.end.copy(), near.end.copy() if drawn else None,
-                                                   1 <= k <= 5)))
+    pose.props.append(("before_near_arm", "bow", (far.end.copy(), near.end.copy() if drawn else None, 1 <= k <= 5)))
     return pose
 
 
@@ -277,9 +293,7 @@ def _build_pose(p: int) -> _Pose:
         return _walk_side(k, mirror=True)
     if action == "walk_right":
         return _walk_side(k, mirror=False)
-    return {"spellcast": _spellcast, "slash": _slash, "thrust": _thrust,
-            "shoot": _shoot, "hurt": _hurt}[action](k)
-
+    return {"spellcast": _spellcast, "slash": _slash, "thrust": _thrust, "shoot": _shoot, "hurt": _hurt}[action](k)
 
 
 @functools.lru_cache(maxsize=1)

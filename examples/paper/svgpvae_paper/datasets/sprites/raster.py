@@ -11,6 +11,7 @@ overlapping parts stay readable. Falling and facing left are handled by
 transforming the pixel grid into figure coordinates, so every shape can be
 defined upright and facing right.
 """
+
 from __future__ import annotations
 
 import functools
@@ -130,11 +131,12 @@ class _Canvas:
 
 def _draw_leg(cv: _Canvas, leg: _Limb, bottom_shape: int, facing_side: bool):
     skin, cloth, shoe = (_SKIN_L, _BOT_L, _SHOE_L) if leg.near else (_SKIN_D, _BOT_D, _SHOE_D)
-    pieces = [(cv.capsule(leg.root, leg.mid, _LEG_R), skin),
-              (cv.capsule(leg.mid, leg.end, _LEG_R * 0.9), skin)]
+    pieces = [(cv.capsule(leg.root, leg.mid, _LEG_R), skin), (cv.capsule(leg.mid, leg.end, _LEG_R * 0.9), skin)]
     if bottom_shape == 0:  # trousers down to the ankle
-        pieces += [(cv.capsule(leg.root, leg.mid, _LEG_R + 0.2), cloth),
-                   (cv.capsule(leg.mid, leg.end, _LEG_R * 0.9 + 0.2), cloth)]
+        pieces += [
+            (cv.capsule(leg.root, leg.mid, _LEG_R + 0.2), cloth),
+            (cv.capsule(leg.mid, leg.end, _LEG_R * 0.9 + 0.2), cloth),
+        ]
     elif bottom_shape == 1:  # shorts: upper 60% of the thigh
         knee_ish = leg.root + 0.6 * (leg.mid - leg.root)
         pieces.append((cv.capsule(leg.root, knee_ish, _LEG_R + 0.4), cloth))
@@ -150,14 +152,15 @@ def _draw_leg(cv: _Canvas, leg: _Limb, bottom_shape: int, facing_side: bool):
 
 def _draw_arm(cv: _Canvas, arm: _Limb, top_shape: int):
     skin, cloth = (_SKIN_L, _TOP_L) if arm.near else (_SKIN_D, _TOP_D)
-    pieces = [(cv.capsule(arm.root, arm.mid, _ARM_R), skin),
-              (cv.capsule(arm.mid, arm.end, _ARM_R * 0.9), skin)]
+    pieces = [(cv.capsule(arm.root, arm.mid, _ARM_R), skin), (cv.capsule(arm.mid, arm.end, _ARM_R * 0.9), skin)]
     if top_shape == 0:  # short sleeve
         pieces.append((cv.capsule(arm.root, arm.root + 0.55 * (arm.mid - arm.root), _ARM_R + 0.5), cloth))
     elif top_shape == 2:  # long sleeve down to the wrist
         wrist = arm.end + 0.3 * (arm.mid - arm.end)
-        pieces += [(cv.capsule(arm.root, arm.mid, _ARM_R + 0.3), cloth),
-                   (cv.capsule(arm.mid, wrist, _ARM_R * 0.9 + 0.3), cloth)]
+        pieces += [
+            (cv.capsule(arm.root, arm.mid, _ARM_R + 0.3), cloth),
+            (cv.capsule(arm.mid, wrist, _ARM_R * 0.9 + 0.3), cloth),
+        ]
     pieces.append((cv.circle(arm.end, _HAND_R), skin))
     cv.part(pieces)
 
@@ -168,32 +171,72 @@ def _draw_torso(cv: _Canvas, pose: _Pose, top_shape: int, bottom_shape: int):
     half_sh, half_waist, half_hip = (4.6, 4.2, 4.6) if side else (7.6, 6.0, 6.8)
     waist_y = h[1] - 4.0
     pieces = []
-    pelvis = cv.polygon([(h[0] - half_waist, waist_y), (h[0] + half_waist, waist_y),
-                         (h[0] + half_hip, h[1] + 2.5), (h[0] - half_hip, h[1] + 2.5)])
+    pelvis = cv.polygon(
+        [
+            (h[0] - half_waist, waist_y),
+            (h[0] + half_waist, waist_y),
+            (h[0] + half_hip, h[1] + 2.5),
+            (h[0] - half_hip, h[1] + 2.5),
+        ]
+    )
     pieces.append((pelvis, _BOT_L))
     if bottom_shape == 2:  # skirt flaring to just above the knees
         flare = 7.0 if side else 10.0
-        pieces.append((cv.polygon([(h[0] - half_waist, waist_y), (h[0] + half_waist, waist_y),
-                                   (h[0] + flare, h[1] + 8.5), (h[0] - flare, h[1] + 8.5)]), _BOT_L))
-    top = cv.polygon([(n[0] - half_sh, n[1]), (n[0] + half_sh, n[1]),
-                      (h[0] + half_waist, waist_y + 0.5), (h[0] - half_waist, waist_y + 0.5)])
+        pieces.append(
+            (
+                cv.polygon(
+                    [
+                        (h[0] - half_waist, waist_y),
+                        (h[0] + half_waist, waist_y),
+                        (h[0] + flare, h[1] + 8.5),
+                        (h[0] - flare, h[1] + 8.5),
+                    ]
+                ),
+                _BOT_L,
+            )
+        )
+    top = cv.polygon(
+        [
+            (n[0] - half_sh, n[1]),
+            (n[0] + half_sh, n[1]),
+            (h[0] + half_waist, waist_y + 0.5),
+            (h[0] - half_waist, waist_y + 0.5),
+        ]
+    )
     # Round the shoulders a little.
     top |= cv.circle((n[0] - half_sh + 2.0, n[1] + 2.0), 2.5) | cv.circle((n[0] + half_sh - 2.0, n[1] + 2.0), 2.5)
     top &= cv.y >= n[1] - 0.5
     pieces.append((top, _TOP_L))
     if top_shape == 1:  # vest: open neck shows skin (a V at the front, a notch at the back)
         if pose.view == "front":
-            pieces.append((cv.polygon([(n[0] - 3.2, n[1] - 0.5), (n[0] + 3.2, n[1] - 0.5),
-                                       (n[0], n[1] + 7.0)]), _SKIN_L))
+            pieces.append(
+                (cv.polygon([(n[0] - 3.2, n[1] - 0.5), (n[0] + 3.2, n[1] - 0.5), (n[0], n[1] + 7.0)]), _SKIN_L)
+            )
         elif side:
-            pieces.append((cv.polygon([(n[0] + 1.0, n[1] - 0.5), (n[0] + half_sh + 0.5, n[1] - 0.5),
-                                       (n[0] + half_sh + 0.5, n[1] + 6.0)]), _SKIN_L))
+            pieces.append(
+                (
+                    cv.polygon(
+                        [
+                            (n[0] + 1.0, n[1] - 0.5),
+                            (n[0] + half_sh + 0.5, n[1] - 0.5),
+                            (n[0] + half_sh + 0.5, n[1] + 6.0),
+                        ]
+                    ),
+                    _SKIN_L,
+                )
+            )
         else:
             pieces.append((cv.rect(n[0] - 2.5, n[1] - 0.5, n[0] + 2.5, n[1] + 1.5), _SKIN_L))
     else:  # collar line of shirts
         if pose.view != "back":
-            pieces.append((cv.rect(n[0] - 2.0, n[1] - 0.5, n[0] + 2.0, n[1] + 0.6) if not side else
-                           cv.rect(n[0] - 1.0, n[1] - 0.5, n[0] + 2.5, n[1] + 0.6), _SKIN_L))
+            pieces.append(
+                (
+                    cv.rect(n[0] - 2.0, n[1] - 0.5, n[0] + 2.0, n[1] + 0.6)
+                    if not side
+                    else cv.rect(n[0] - 1.0, n[1] - 0.5, n[0] + 2.5, n[1] + 0.6),
+                    _SKIN_L,
+                )
+            )
     cv.part(pieces)
 
 
@@ -286,12 +329,20 @@ def _draw_prop(cv: _Canvas, kind: str, params):
         hand, blade = params
         guard = _p(blade[1], -blade[0])
         tip = hand + 15.0 * blade
-        cv.part([(cv.capsule(hand + 1.5 * blade, tip, 1.1), _METAL),
-                 (cv.capsule(hand + 2.0 * blade - 2.8 * guard, hand + 2.0 * blade + 2.8 * guard, 0.9), _WOOD)])
+        cv.part(
+            [
+                (cv.capsule(hand + 1.5 * blade, tip, 1.1), _METAL),
+                (cv.capsule(hand + 2.0 * blade - 2.8 * guard, hand + 2.0 * blade + 2.8 * guard, 0.9), _WOOD),
+            ]
+        )
     elif kind == "spear":
         x0, x1, y = params
-        cv.part([(cv.capsule((x0, y), (x1, y), 0.8), _WOOD),
-                 (cv.polygon([(x1 - 0.5, y - 2.2), (x1 + 5.0, y), (x1 - 0.5, y + 2.2)]), _METAL)])
+        cv.part(
+            [
+                (cv.capsule((x0, y), (x1, y), 0.8), _WOOD),
+                (cv.polygon([(x1 - 0.5, y - 2.2), (x1 + 5.0, y), (x1 - 0.5, y + 2.2)]), _METAL),
+            ]
+        )
     elif kind == "bow":
         hand, draw_hand, nocked = params
         ts = np.linspace(-1.0, 1.0, 11)
@@ -300,16 +351,20 @@ def _draw_prop(cv: _Canvas, kind: str, params):
         pieces = [(cv.polyline(arc, 1.2), _WOOD)]
         string_pieces = []
         if draw_hand is not None:
-            string_pieces += [(cv.capsule(top, draw_hand, 0.55), _OUTLINE),
-                              (cv.capsule(draw_hand, bottom, 0.55), _OUTLINE)]
+            string_pieces += [
+                (cv.capsule(top, draw_hand, 0.55), _OUTLINE),
+                (cv.capsule(draw_hand, bottom, 0.55), _OUTLINE),
+            ]
         else:
             # The string is dark: light grey vanishes against a light background.
             string_pieces.append((cv.capsule(top, bottom, 0.55), _OUTLINE))
         if nocked:
             start = draw_hand if draw_hand is not None else hand + _p(-5.0, 0)
             end = hand + _p(6.0, 0.0)
-            string_pieces += [(cv.capsule(start, end, 0.6), _WOOD),
-                              (cv.polygon([end + _p(0, -1.8), end + _p(3.0, 0), end + _p(0, 1.8)]), _METAL)]
+            string_pieces += [
+                (cv.capsule(start, end, 0.6), _WOOD),
+                (cv.polygon([end + _p(0, -1.8), end + _p(3.0, 0), end + _p(0, 1.8)]), _METAL),
+            ]
         cv.part(pieces)
         for mask, label in string_pieces:
             cv.labels[mask] = label
@@ -327,8 +382,7 @@ def _label_map(pose_id: int, hair_shape: int, top_shape: int, bottom_shape: int)
     pose = _POSES()[pose_id]
     cv = _Canvas(pose)
     side = pose.view == "side"
-    props = {stage: [(k, prm) for s, k, prm in pose.props if s == stage]
-             for stage in ("before_near_arm", "last")}
+    props = {stage: [(k, prm) for s, k, prm in pose.props if s == stage] for stage in ("before_near_arm", "last")}
     if side:  # painter's order: far limbs, near leg, body, head, props, near arm
         _draw_arm(cv, pose.arms[0], top_shape)
         _draw_leg(cv, pose.legs[0], bottom_shape, True)
@@ -350,7 +404,6 @@ def _label_map(pose_id: int, hair_shape: int, top_shape: int, bottom_shape: int)
     for kind, prm in props["last"]:
         _draw_prop(cv, kind, prm)
     return cv.labels
-
 
 
 @functools.lru_cache(maxsize=None)

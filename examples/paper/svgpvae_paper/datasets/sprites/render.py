@@ -22,6 +22,7 @@ uint8 or rendered per batch.
 Palette colours are multiples of 1/255, so ``frames_for(..., dtype=uint8)``
 is lossless and ``uint8 / 255`` reproduces the float32 frames bit for bit.
 """
+
 from __future__ import annotations
 
 from typing import Sequence, Tuple
@@ -47,8 +48,9 @@ def _label_bank(styles: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
     return bank, combo_of.reshape(-1)
 
 
-def _render_into(out: np.ndarray, palettes: np.ndarray, bank: np.ndarray,
-                 combo: np.ndarray, poses: np.ndarray, chunk: int = 2048) -> None:
+def _render_into(
+    out: np.ndarray, palettes: np.ndarray, bank: np.ndarray, combo: np.ndarray, poses: np.ndarray, chunk: int = 2048
+) -> None:
     """Fill ``out[i] = palettes[i][bank[combo[i], poses[i]]]`` in chunks (bounded temporaries)."""
     for s in range(0, out.shape[0], chunk):
         e = min(s + chunk, out.shape[0])

@@ -24,6 +24,7 @@ can be scored attribute by attribute with the generic metrics of
 :meth:`SpritesDataset.style_accuracy <svgpvae_paper.datasets.sprites.SpritesDataset.style_accuracy>`
 given character ids.
 """
+
 from __future__ import annotations
 
 from typing import Dict, Tuple
@@ -31,6 +32,7 @@ from typing import Dict, Tuple
 import numpy as np
 
 from svgpvae_paper.metrics import ChoiceAccuracy, nearest_rendering_accuracy, palette_colour_accuracy
+
 from .palettes import (
     _BOT_D,
     _BOT_L,
@@ -125,13 +127,15 @@ def hair_shape_candidates(styles, poses, *, background=_DEFAULT_BACKGROUND, dtyp
     K = _ATTRIBUTE_SIZES[_COLUMN["hair_shape"]]
     variants = np.repeat(styles.reshape(-1, 1, styles.shape[-1]), K, axis=1)  # [n, K, 7]
     variants[:, :, _COLUMN["hair_shape"]] = np.arange(K)
-    frames = render_sprites(variants.reshape(-1, styles.shape[-1]), np.repeat(poses.reshape(-1), K),
-                            dtype=dtype, background=background)
+    frames = render_sprites(
+        variants.reshape(-1, styles.shape[-1]), np.repeat(poses.reshape(-1), K), dtype=dtype, background=background
+    )
     return frames.reshape(lead + (K, IMAGE_SIZE, IMAGE_SIZE, 3))
 
 
-def style_accuracy(generated, styles, poses, *, hair_shape: bool = True,
-                   background=_DEFAULT_BACKGROUND) -> Dict[str, ChoiceAccuracy]:
+def style_accuracy(
+    generated, styles, poses, *, hair_shape: bool = True, background=_DEFAULT_BACKGROUND
+) -> Dict[str, ChoiceAccuracy]:
     """Score the style of generated frames of known ``styles`` in known ``poses``.
 
     :param generated: ``[..., 64, 64, 3]`` frames, floats in [0, 1] or uint8 (divided by 255).
@@ -147,8 +151,10 @@ def style_accuracy(generated, styles, poses, *, hair_shape: bool = True,
         generated = generated.astype(np.float32) / np.float32(255.0)
     styles, poses = _styles_and_poses(styles, poses)
     if generated.shape != poses.shape + (IMAGE_SIZE, IMAGE_SIZE, 3):
-        raise ValueError(f"generated must have shape {poses.shape + (IMAGE_SIZE, IMAGE_SIZE, 3)} "
-                         f"(the poses' shape + frame); got {generated.shape}")
+        raise ValueError(
+            f"generated must have shape {poses.shape + (IMAGE_SIZE, IMAGE_SIZE, 3)} "
+            f"(the poses' shape + frame); got {generated.shape}"
+        )
     maps = label_maps(styles, poses)
     results = {}
     for name in COLOUR_ATTRIBUTES:

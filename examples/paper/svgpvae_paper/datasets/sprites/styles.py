@@ -26,6 +26,7 @@ for ``n <= m``.
 Seeding: the first of the three random streams described in
 :mod:`svgpvae_paper.datasets.sprites.dataset` (*Splits and seeding*) permutes the styles.
 """
+
 from __future__ import annotations
 
 from typing import NamedTuple, Tuple
