@@ -66,7 +66,7 @@ plt.ylabel("pixel")
 # `gpflow.models.SVGP`.
 
 # %%
-encoder = mlp_encoder(32, num_latent=1, hidden_units=(64, 64))
+encoder = mlp_encoder(32, num_latent_gps=1, hidden_units=(64, 64))
 decoder = mlp_decoder(1, 32, hidden_units=(64, 64))
 kernel = gpflow.kernels.SquaredExponential(lengthscales=2.0)
 Z = np.linspace(0, 10, 20)[:, None]

@@ -52,7 +52,7 @@ def main(argv=None):
     data = gp_bump_images(args.num_data, num_pixels=32, seed=args.seed)
     X, Y = data.times, data.images  # [N, 1] times, [N, 32] images
 
-    encoder = mlp_encoder(32, num_latent=1, hidden_units=(64, 64))
+    encoder = mlp_encoder(32, num_latent_gps=1, hidden_units=(64, 64))
     decoder = mlp_decoder(1, 32, hidden_units=(64, 64))
     kernel = gpflow.kernels.SquaredExponential(lengthscales=2.0)
     Z = np.linspace(X.min(), X.max(), args.num_inducing)[:, None]

@@ -11,7 +11,7 @@ def rng():
     return np.random.default_rng(20261125)
 
 
-def make_tiny_model(seed=0, num_data=60, num_pixels=8, num_latent=1, num_inducing=6, hidden=(16,), **kwargs):
+def make_tiny_model(seed=0, num_data=60, num_pixels=8, num_latent_gps=1, num_inducing=6, hidden=(16,), **kwargs):
     """A small SVGP-VAE on 1-D inputs (shared by model and training tests)."""
     import gpflow
     from gpflow.keras import tf_keras
@@ -20,8 +20,8 @@ def make_tiny_model(seed=0, num_data=60, num_pixels=8, num_latent=1, num_inducin
     from gpflow_svgpvae.networks import mlp_decoder, mlp_encoder
 
     tf_keras.utils.set_random_seed(seed)
-    encoder = mlp_encoder(num_pixels, num_latent, hidden_units=hidden)
-    decoder = mlp_decoder(num_latent, num_pixels, hidden_units=hidden)
+    encoder = mlp_encoder(num_pixels, num_latent_gps, hidden_units=hidden)
+    decoder = mlp_decoder(num_latent_gps, num_pixels, hidden_units=hidden)
     kernel = gpflow.kernels.SquaredExponential(lengthscales=1.0)
     Z = np.linspace(0.0, 10.0, num_inducing)[:, None]
     likelihood = kwargs.pop("likelihood", gv.Gaussian(0.05))

@@ -227,7 +227,7 @@ def test_svgpvae_accepts_a_gpflow_gaussian_and_trains_its_variance(rng):
     tf_keras.utils.set_random_seed(0)
     pixels = tf_keras.Input(shape=(num_pixels,))
     encoder = tf_keras.Model(
-        pixels, gv.networks.GaussianSiteHead(num_latent=1)(tf_keras.layers.Dense(4, "tanh")(pixels))
+        pixels, gv.networks.GaussianSiteHead(num_latent_gps=1)(tf_keras.layers.Dense(4, "tanh")(pixels))
     )
     decoder = tf_keras.Sequential([tf_keras.layers.Dense(4, "tanh"), tf_keras.layers.Dense(num_pixels)])
     kernel = gpflow.kernels.SquaredExponential(lengthscales=2.0)

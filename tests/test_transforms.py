@@ -7,7 +7,6 @@ import tensorflow as tf
 from gpflow.keras import tf_keras
 
 import gpflow_svgpvae as gv
-from gpflow_svgpvae import amortized
 from gpflow_svgpvae.auxiliary import ObjectVectors
 from gpflow_svgpvae.networks import GaussianSiteHead
 from gpflow_svgpvae.networks.representation import StyleRepresentation

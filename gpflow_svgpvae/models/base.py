@@ -96,7 +96,7 @@ class LatentVariableAutoencoder(MissingData, InputChecks, BayesianModel, Externa
     _builds_networks_after_init = False
 
     # ---------------------------------------------------------------- networks
-    def build_networks(self, observation_shape: Optional[Tuple[int, ...]] = None, latent_dim: Optional[int] = None):
+    def build_networks(self, observation_shape: Optional[Tuple[int, ...]] = None, num_latent_gps: Optional[int] = None):
         """Create the networks' weights now rather than at the first batch.
 
         Keras networks without an input shape (e.g. a ``Sequential`` without ``Input``) create
@@ -107,7 +107,7 @@ class LatentVariableAutoencoder(MissingData, InputChecks, BayesianModel, Externa
         (``num_latent_gps``, a ``SeparateIndependent`` kernel, or an encoder with a known output
         width). Call it yourself with ``observation_shape`` (one observation's shape, e.g.
         ``(784,)`` or ``(28, 28, 1)``) for an encoder without an input shape, or with
-        ``latent_dim`` when :math:`L` cannot be inferred. Idempotent; networks already built
+        ``num_latent_gps`` when :math:`L` cannot be inferred. Idempotent; networks already built
         are left alone.
 
         :raises ValueError: if a network cannot take inputs of that shape (the message names it).
@@ -115,7 +115,7 @@ class LatentVariableAutoencoder(MissingData, InputChecks, BayesianModel, Externa
         if observation_shape is not None and self.encoder is not None and not _is_built(self.encoder):
             shape = [1] + [int(d) for d in observation_shape]
             self._try_build("encoder", observation_shape, lambda: self._encode_zeros(shape))
-        L = int(latent_dim) if latent_dim is not None else self._known_latent_dim()
+        L = int(num_latent_gps) if num_latent_gps is not None else self._known_num_latent_gps()
         if L is not None and not _is_built(self.decoder):
             width = self._decoder_input_width(L)
             self._try_build("decoder", (width,), lambda: self.decode(tf.zeros([1, width]), training=False))
@@ -124,19 +124,19 @@ class LatentVariableAutoencoder(MissingData, InputChecks, BayesianModel, Externa
     def _encode_zeros(self, shape):
         return self.encode(self.encoder_inputs(tf.zeros(shape, tf.float32)), training=False)
 
-    def _decoder_input_width(self, num_latent: int) -> int:
+    def _decoder_input_width(self, num_latent_gps: int) -> int:
         """Width of the decoder's input for :math:`L` latent channels (models that also feed
         the decoder a condition override this)."""
-        return num_latent
+        return num_latent_gps
 
     def decoder_condition(self, X_gp: tf.Tensor) -> Optional[tf.Tensor]:
         """What the decoder reads beside the codes from the GP inputs ``X_gp [..., b, D]``
         (``[..., b, C]``), or ``None`` (the default: the codes alone)."""
         return None
 
-    def _known_latent_dim(self) -> Optional[int]:
+    def _known_num_latent_gps(self) -> Optional[int]:
         """:math:`L` if the constructor arguments fix it, else ``None``."""
-        for name in ("expected_num_latent", "num_latent_gps"):
+        for name in ("_expected_num_latent_gps", "num_latent_gps"):
             value = getattr(self, name, None)
             if value is not None:
                 return int(value)

@@ -108,8 +108,8 @@ class CVAE(LatentVariableAutoencoder):
     def input_dim(self) -> Optional[int]:
         return 2 if self.condition is None else self.condition.input_dim
 
-    def _decoder_input_width(self, num_latent: int) -> int:
-        return num_latent + self.condition_dim  # codes and the condition
+    def _decoder_input_width(self, num_latent_gps: int) -> int:
+        return num_latent_gps + self.condition_dim  # codes and the condition
 
     def _encode_zeros(self, shape):
         if not self.encoder_sees_condition:

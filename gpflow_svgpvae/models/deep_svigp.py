@@ -26,7 +26,6 @@ training) can only be placed by optimising its object vector:
 frozen; predict afterwards.
 """
 
-import warnings
 from typing import Optional, Union
 
 import gpflow
@@ -37,33 +36,12 @@ from gpflow.conditionals import conditional
 from gpflow.kullback_leiblers import gauss_kl
 from gpflow.utilities import triangular
 
-from ..auxiliary import ObjectVectors
 from ..likelihoods import DecoderLikelihood
 from ..transforms import Identity, InputTransform, as_input_transform
 from .base import LatentVariableAutoencoder
 from .object_fitting import fit_object_vectors
 
 __all__ = ["DeepSVIGP"]
-
-
-def renamed_keyword(owner: str, new: str, new_value, old: str, old_value):
-    """The value of keyword ``new``, accepting the deprecated ``old`` (with a ``DeprecationWarning``)."""
-    if old_value is None:
-        return new_value
-    if new_value is not None:
-        raise TypeError(f"{owner}: pass {new}= only ({old}= is its deprecated name).")
-    warnings.warn(f"{owner}({old}=...) is deprecated; use {new}=...", DeprecationWarning, stacklevel=3)
-    return old_value
-
-
-def deprecated_attribute(owner: str, old: str, new: str):
-    """A read-only property ``old`` returning attribute ``new``, with a ``DeprecationWarning``."""
-
-    def getter(self):
-        warnings.warn(f"{owner}.{old} is deprecated; use {owner}.{new}", DeprecationWarning, stacklevel=2)
-        return getattr(self, new)
-
-    return property(getter, doc=f"Deprecated name of :attr:`{new}`.")
 
 
 class DeepSVIGP(LatentVariableAutoencoder):
@@ -73,12 +51,11 @@ class DeepSVIGP(LatentVariableAutoencoder):
     :param kernel: GPflow kernel shared by the channels (on the GP inputs).
     :param inducing_variable: ``[M, D]`` inducing inputs (GP input space) or an
         ``InducingPoints``.
-    :param num_latent_gps: :math:`L` (deprecated name: ``num_latent``).
+    :param num_latent_gps: :math:`L`.
     :param input_transform: maps raw inputs to GP inputs (:mod:`gpflow_svgpvae.transforms`,
         e.g. an :class:`~gpflow_svgpvae.auxiliary.ObjectVectors` table for raw
         ``[..., id]`` inputs; default: identity). Transforms that read the
-        observations are not possible: predictions have none. Deprecated name:
-        ``object_vectors``.
+        observations are not possible: predictions have none.
     :param q_sqrt_init: initial diagonal of the whitened ``q_sqrt``.
     """
 
@@ -98,15 +75,9 @@ class DeepSVIGP(LatentVariableAutoencoder):
         num_samples: int = 1,
         seed: int = 0,
         name: Optional[str] = None,
-        num_latent: Optional[int] = None,
-        object_vectors: Optional[ObjectVectors] = None,
     ):
-        num_latent_gps = renamed_keyword("DeepSVIGP", "num_latent_gps", num_latent_gps, "num_latent", num_latent)
         if num_latent_gps is None:
             raise TypeError("DeepSVIGP needs num_latent_gps, the number of latent channels L.")
-        input_transform = renamed_keyword(
-            "DeepSVIGP", "input_transform", input_transform, "object_vectors", object_vectors
-        )
         super().__init__(None, decoder, likelihood, num_data=num_data, num_samples=num_samples, seed=seed, name=name)
         if not isinstance(inducing_variable, gpflow.inducing_variables.InducingVariables):
             inducing_variable = gpflow.inducing_variables.InducingPoints(inducing_variable)
@@ -126,9 +97,6 @@ class DeepSVIGP(LatentVariableAutoencoder):
         self.q_mu = gpflow.Parameter(1e-2 * rng.standard_normal((M, L)), dtype=gpflow.default_float(), name="q_mu")
         q_sqrt = np.tile(q_sqrt_init * np.eye(M)[None], [L, 1, 1])
         self.q_sqrt = gpflow.Parameter(q_sqrt, transform=triangular(), dtype=gpflow.default_float(), name="q_sqrt")
-
-    num_latent = deprecated_attribute("DeepSVIGP", "num_latent", "num_latent_gps")
-    object_vectors = deprecated_attribute("DeepSVIGP", "object_vectors", "input_transform")
 
     @property
     def input_dim(self) -> Optional[int]:

@@ -75,7 +75,6 @@ from ..auxiliary import ObjectVectors
 from ..likelihoods import DecoderLikelihood
 from ..numerics import cholesky
 from .base import CONTEXT_PREDICT_Y_SHAPES, LatentVariableAutoencoder
-from .deep_svigp import deprecated_attribute, renamed_keyword
 
 __all__ = ["GPPVAE"]
 
@@ -93,7 +92,7 @@ class GPPVAE(LatentVariableAutoencoder):
         (GP-LVM, trained on the GP term). It gives the rows of the low-rank
         features :math:`V`, looked up by object id; it is not an input
         transform (the model never maps its inputs through it).
-    :param num_latent_gps: :math:`L` (deprecated name: ``num_latent``).
+    :param num_latent_gps: :math:`L`.
     :param noise_variance: initial :math:`\\alpha` (trainable, positive).
     :param view_period: period of the view values (``None``: not periodic).
     """
@@ -116,9 +115,7 @@ class GPPVAE(LatentVariableAutoencoder):
         jitter: float = 1e-6,
         seed: int = 0,
         name: Optional[str] = None,
-        num_latent: Optional[int] = None,
     ):
-        num_latent_gps = renamed_keyword("GPPVAE", "num_latent_gps", num_latent_gps, "num_latent", num_latent)
         if num_latent_gps is None:
             raise TypeError("GPPVAE needs num_latent_gps, the number of latent channels L.")
         super().__init__(encoder, decoder, likelihood, num_data=num_data, num_samples=1, seed=seed, name=name)
@@ -143,8 +140,6 @@ class GPPVAE(LatentVariableAutoencoder):
         self.refreshed = tf.Variable(False, trainable=False, name="refreshed")
         self.refresh_seed = int(seed) + 7919  # a stream distinct from the base class's draws
         self.refresh_count = tf.Variable(0, dtype=tf.int64, trainable=False, name="refresh_count")
-
-    num_latent = deprecated_attribute("GPPVAE", "num_latent", "num_latent_gps")
 
     @property
     def input_dim(self) -> Optional[int]:

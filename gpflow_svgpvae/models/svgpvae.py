@@ -188,8 +188,8 @@ class SVGPVAE(LatentVariableAutoencoder):
         self.decoder_gp_columns = _columns(decoder_gp_columns, gp_dim)
         self.build_networks()  # L is known now
 
-    def _decoder_input_width(self, num_latent: int) -> int:
-        return num_latent + len(self.decoder_gp_columns)
+    def _decoder_input_width(self, num_latent_gps: int) -> int:
+        return num_latent_gps + len(self.decoder_gp_columns)
 
     def decoder_condition(self, X_gp: tf.Tensor) -> Optional[tf.Tensor]:
         """The GP-input columns ``[..., b, C]`` the decoder reads beside the codes

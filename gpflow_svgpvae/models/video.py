@@ -234,12 +234,12 @@ class VideoAutoencoder(LatentVariableAutoencoder):
 
     # ------------------------------------------------------- latent model
     @property
-    def expected_num_latent(self) -> Optional[int]:
+    def _expected_num_latent_gps(self) -> Optional[int]:
         """:math:`L` as fixed by the prior (None: taken from the encoder)."""
         return None
 
     def _check_num_latent(self, means: tf.Tensor):
-        L, expected = means.shape[-1], self.expected_num_latent
+        L, expected = means.shape[-1], self._expected_num_latent_gps
         if expected is not None and L is not None and int(L) != expected:
             raise ValueError(f"The encoder returned {L} latent channels but the model expects {expected}.")
 
@@ -368,7 +368,7 @@ class VideoGPAutoencoder(VideoAutoencoder):
         self.build_networks()  # L is known now
 
     @property
-    def expected_num_latent(self) -> Optional[int]:
+    def _expected_num_latent_gps(self) -> Optional[int]:
         kernels = channel_kernels(self.kernel)
         return len(kernels) if len(kernels) > 1 else self.num_latent_gps
 

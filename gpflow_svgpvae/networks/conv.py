@@ -277,7 +277,7 @@ _OUTPUT_LAYERS = {"depthwise_sum": DepthwiseSumConv2D, "conv": tf_keras.layers.C
 
 
 def conv_encoder(
-    num_latent: int,
+    num_latent_gps: int,
     image_shape: Tuple[int, int, int] = (28, 28, 1),
     filters: Sequence[int] = (8, 8, 8),
     kernel_size: int = 3,
@@ -288,7 +288,7 @@ def conv_encoder(
 ) -> tf_keras.Model:
     """The paper's MNIST encoder, ``images [b, H, W, C] -> (means [b, L], variances [b, L])``.
 
-    :param num_latent: :math:`L`.
+    :param num_latent_gps: :math:`L`.
     :param image_shape: ``(H, W, C)`` of one image.
     :param filters: filters of the stride-2 conv layers (paper: three of 8).
     :param condition_dim: if > 0 the model takes two inputs ``[images, c]`` and
@@ -308,12 +308,12 @@ def conv_encoder(
         condition = tf_keras.Input(shape=(int(condition_dim),), name="condition")
         h = tf_keras.layers.Concatenate()([h, condition])
         inputs = [images, condition]
-    outputs = GaussianSiteHead(num_latent, min_variance=min_variance, name="site_head")(h)
+    outputs = GaussianSiteHead(num_latent_gps, min_variance=min_variance, name="site_head")(h)
     return tf_keras.Model(inputs, outputs, name=name)
 
 
 def conv_decoder(
-    num_latent: int,
+    num_latent_gps: int,
     image_shape: Tuple[int, int, int] = (28, 28, 1),
     filters: Sequence[int] = (8, 8),
     kernel_size: int = 3,
@@ -323,13 +323,13 @@ def conv_decoder(
     output_layer: str = "depthwise_sum",
     name: str = "conv_decoder",
 ) -> tf_keras.Model:
-    """The paper's MNIST decoder, ``Z [b, num_latent] -> images [b, H, W, C]``.
+    """The paper's MNIST decoder, ``Z [b, num_latent_gps] -> images [b, H, W, C]``.
 
     Dense to ``(H / 2^k) x (W / 2^k) x filters[0]`` (``k = len(filters)``), then
     per entry of ``filters`` an x2 upsampling and a conv layer, then a final
     conv layer with ``C`` channels: 3 conv layers for the defaults.
 
-    :param num_latent: input width (:math:`L`; :math:`L + 2` for the CVAE).
+    :param num_latent_gps: input width (:math:`L`; :math:`L + 2` for the CVAE).
     :param upsampling: ``"repeat"`` (nearest neighbour, :class:`RepeatUpsampling2D`,
         then a 3x3 conv), ``"fused"`` (the same function and parameters in one
         :class:`UpsamplingConv2D` layer, faster) or ``"transpose"`` (a stride-2
@@ -348,7 +348,7 @@ def conv_decoder(
     if k < 1 or H % 2**k or W % 2**k:
         raise ValueError(f"image size {H}x{W} must be divisible by 2^{k} (one x2 upsampling per filter entry)")
     h0, w0 = H // 2**k, W // 2**k
-    z = tf_keras.Input(shape=(int(num_latent),), name="latents")
+    z = tf_keras.Input(shape=(int(num_latent_gps),), name="latents")
     h = tf_keras.layers.Dense(h0 * w0 * int(filters[0]), activation=activation, name="dense")(z)
     h = tf_keras.layers.Reshape((h0, w0, int(filters[0])))(h)
     for i, f in enumerate(filters):

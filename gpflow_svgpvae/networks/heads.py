@@ -36,7 +36,7 @@ class GaussianSiteHead(tf_keras.layers.Layer):
     KL has switched off early stays off. In the natural form the gradient with respect to
     :math:`\eta` stays near 1 there, as in a VAE whose encoder outputs the posterior.
 
-    :param num_latent: :math:`L`, the number of latent channels.
+    :param num_latent_gps: :math:`L`, the number of latent channels.
     :param min_variance: :math:`v_{\min} > 0`, keeps the sites' precisions bounded.
     :param kernel_initializer: initialiser of :math:`W` (Keras name or object; default Glorot uniform).
     :param parametrization: ``"variance"`` or ``"natural"``.
@@ -49,7 +49,7 @@ class GaussianSiteHead(tf_keras.layers.Layer):
 
     def __init__(
         self,
-        num_latent: int,
+        num_latent_gps: int,
         min_variance: float = 1e-4,
         kernel_initializer="glorot_uniform",
         parametrization: str = "variance",
@@ -57,24 +57,24 @@ class GaussianSiteHead(tf_keras.layers.Layer):
         **kwargs,
     ):
         super().__init__(**kwargs)
-        if int(num_latent) < 1:
-            raise ValueError(f"num_latent must be a positive integer, got {num_latent}")
+        if int(num_latent_gps) < 1:
+            raise ValueError(f"num_latent_gps must be a positive integer, got {num_latent_gps}")
         if not min_variance > 0:
             raise ValueError(f"min_variance must be positive, got {min_variance}")
         if parametrization not in self.PARAMETRIZATIONS:
             raise ValueError(f"parametrization must be one of {self.PARAMETRIZATIONS}; got {parametrization!r}")
         if not 0 < min_precision < 1.0 / min_variance:
             raise ValueError(f"min_precision must be in (0, 1/min_variance); got {min_precision}")
-        self.num_latent = int(num_latent)
+        self.num_latent_gps = int(num_latent_gps)
         self.min_variance = float(min_variance)
         self.parametrization = parametrization
         self.min_precision = float(min_precision)
         self.kernel_initializer = tf_keras.initializers.get(kernel_initializer)
-        self.dense = tf_keras.layers.Dense(2 * self.num_latent, kernel_initializer=self.kernel_initializer)
+        self.dense = tf_keras.layers.Dense(2 * self.num_latent_gps, kernel_initializer=self.kernel_initializer)
 
     def call(self, features):
         out = self.dense(features)
-        first, raw = out[..., : self.num_latent], out[..., self.num_latent :]
+        first, raw = out[..., : self.num_latent_gps], out[..., self.num_latent_gps :]
         if self.parametrization == "variance":
             return first, tf.nn.softplus(raw) + self.min_variance
         # Capped from above at 1/min_variance: the same largest precision as the variance form.
@@ -84,7 +84,7 @@ class GaussianSiteHead(tf_keras.layers.Layer):
     def get_config(self):
         return {
             **super().get_config(),
-            "num_latent": self.num_latent,
+            "num_latent_gps": self.num_latent_gps,
             "min_variance": self.min_variance,
             "kernel_initializer": tf_keras.initializers.serialize(self.kernel_initializer),
             "parametrization": self.parametrization,

@@ -40,7 +40,7 @@ def _layer_initializers(initializer, count: int) -> list:
 
 def mlp_encoder(
     input_dim: int,
-    num_latent: int,
+    num_latent_gps: int,
     hidden_units: Sequence[int] = (500, 500),
     activation: str = "tanh",
     min_variance: float = 1e-4,
@@ -60,13 +60,13 @@ def mlp_encoder(
     for units, init in zip(hidden_units, inits):
         h = tf_keras.layers.Dense(units, activation=activation, kernel_initializer=init)(h)
     outputs = GaussianSiteHead(
-        num_latent, min_variance=min_variance, kernel_initializer=inits[-1], parametrization=site_parametrization
+        num_latent_gps, min_variance=min_variance, kernel_initializer=inits[-1], parametrization=site_parametrization
     )(h)
     return tf_keras.Model(inputs, outputs, name=name)
 
 
 def mlp_decoder(
-    num_latent: int,
+    num_latent_gps: int,
     output_dim: int,
     hidden_units: Sequence[int] = (500, 500),
     activation: str = "tanh",
@@ -78,7 +78,7 @@ def mlp_decoder(
     :param kernel_initializer: initialiser of every weight matrix (see :func:`mlp_encoder`).
     """
     inits = _layer_initializers(kernel_initializer, len(hidden_units) + 1)
-    inputs = tf_keras.Input(shape=(num_latent,))
+    inputs = tf_keras.Input(shape=(num_latent_gps,))
     h = inputs
     for units, init in zip(hidden_units, inits):
         h = tf_keras.layers.Dense(units, activation=activation, kernel_initializer=init)(h)

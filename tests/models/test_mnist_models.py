@@ -169,19 +169,6 @@ def test_gppvae_predict_y_decodes_predict_f_and_needs_data(rng):
             method(Xnew[0], (X, Y))  # [D] instead of [N, D]
 
 
-def test_gppvae_num_latent_is_deprecated(rng):
-    X, _ = toy_data(rng)
-    encoder, decoder = networks()
-    view_kernel = gpflow.kernels.Periodic(gpflow.kernels.SquaredExponential(), period=2 * np.pi)
-    with pytest.warns(DeprecationWarning, match="num_latent_gps"):
-        model = GPPVAE(encoder, decoder, view_kernel, ANGLES, table(rng), num_data=len(X), num_latent=L)
-    assert model.num_latent_gps == L
-    with pytest.warns(DeprecationWarning):
-        assert model.num_latent == L
-    with pytest.raises(TypeError, match="num_latent_gps"):
-        GPPVAE(encoder, decoder, view_kernel, ANGLES, table(rng), num_data=len(X), num_latent=L, num_latent_gps=L)
-
-
 def test_gppvae_requires_refresh(rng):
     X, Y = toy_data(rng)
     model = make_gppvae(rng, X)
@@ -300,19 +287,6 @@ def test_deep_svigp_predicts_without_data(rng):
         model.predict_f(X[0])  # [D] instead of [N, D]
 
 
-def test_deep_svigp_deprecated_keywords(rng):
-    X, _ = toy_data(rng)
-    _, decoder = networks()
-    with pytest.warns(DeprecationWarning) as record:
-        model = DeepSVIGP(decoder, kernel(), inducing(rng), num_latent=L, num_data=len(X), object_vectors=table(rng))
-    assert {str(w.message).split("(")[1].split("=")[0] for w in record} == {"num_latent", "object_vectors"}
-    assert model.num_latent_gps == L and model.input_transform.Q == Q
-    with pytest.warns(DeprecationWarning):
-        assert model.object_vectors is model.input_transform
-    with pytest.raises(TypeError, match="num_latent_gps"):
-        DeepSVIGP(decoder, kernel(), inducing(rng), num_data=len(X))
-
-
 def test_deep_svigp_fit_object_vectors_touches_only_new_objects(rng):
     X, Y = toy_data(rng)
     _, decoder = networks()
@@ -383,30 +357,6 @@ def test_cvae_prediction_needs_context_and_checks_shapes(rng):
             method(Xnew, (X, Y[:-1]))  # context X and Y of different lengths
     with pytest.raises(ValueError, match="no context images"):
         model.predict_y(Xnew, (X[X[:, 1] != 3], Y[X[:, 1] != 3]))
-
-
-# ------------------------------------------------------------------------------- smoke
-@pytest.fixture(scope="module")
-def tiny_mnist():
-    from svgpvae_paper.experiments.rotated_mnist import Config, load_data
-
-    cfg = Config(epochs=2, seeds=1, n_per_digit=12, eval_every=1, deep_svigp_eval_steps=2, batch_size=64)
-    return cfg, load_data(cfg)
-
-
-@pytest.mark.slow  # smoke only; make test-all (keeps the default suite under 10 minutes)
-@pytest.mark.parametrize("name", ["cvae", "gppvae", "svgpvae", "deep_svigp"])
-def test_smoke_train_each_model(name, tiny_mnist, tmp_path):
-    from svgpvae_paper.experiments.rotated_mnist import run_model
-
-    cfg, data = tiny_mnist
-    result = run_model(name, data, cfg, seed=0, workdir=str(tmp_path))
-    assert len(result["history"]["loss"]) == 2
-    assert np.all(np.isfinite(result["history"]["loss"]))
-    assert 0 < result["test_mse_mean"] < 0.5 and 0 < result["test_mse_sample"] < 0.5
-    assert result["best_epoch"] in (1, 2)
-    mean, sample = result["_images"]
-    assert mean.shape[1:] == (28, 28, 1) and sample.shape == mean.shape
 
 
 def make_style_cvae(X, encoder_sees_condition):

@@ -273,7 +273,7 @@ def test_build_networks_builds_an_encoder_without_input_shape(tmp_path):
     model.build_networks(observation_shape=(8,))
     train(model, (X, Y), epochs=1, batch_size=20, progress=False)
     path = tf.train.Checkpoint(model=model).write(str(tmp_path / "ckpt"))
-    fresh = _user_model(1, encoder=lazy_encoder()).build_networks(observation_shape=(8,), latent_dim=2)
+    fresh = _user_model(1, encoder=lazy_encoder()).build_networks(observation_shape=(8,), num_latent_gps=2)
     tf.train.Checkpoint(model=fresh).read(path).assert_consumed()
     _assert_same(_values(fresh), _values(model))
     with pytest.raises(ValueError, match="decoder cannot take inputs of shape"):

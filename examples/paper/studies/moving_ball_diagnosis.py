@@ -207,7 +207,7 @@ def main():
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--steps", type=int, default=1500)
     p.add_argument("--hidden", type=int, nargs="+", default=[256, 256])
-    p.add_argument("--gp-lr", type=float, default=1e-2)
+    p.add_argument("--gp-learning-rate", type=float, default=1e-2)
     p.add_argument("--ls-lr", type=float, default=None)
     p.add_argument("--init-ls", type=float, default=1.0)
     p.add_argument("--fix-ls-steps", type=int, default=0)

@@ -563,7 +563,13 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--seeds", type=int, nargs="+", default=None)
     p.add_argument("--epochs", type=int, default=None)
     p.add_argument("--num-inducing", type=int, default=None)
-    p.add_argument("--num-latent", type=int, default=None, help="latent channels L of every learned model (default 16)")
+    p.add_argument(
+        "--num-latent-gps",
+        type=int,
+        default=None,
+        dest="num_latent",
+        help="latent channels L of every learned model (default 16)",
+    )
     p.add_argument(
         "--hidden",
         type=int,

@@ -27,11 +27,11 @@ coordinate, in GP path units, between the true paths and the posterior
 means after the best affine map fitted per video
 (:func:`~gpflow_svgpvae.metrics.affine_path_rmse`).
 
-``--gp-lr`` gives the kernel hyperparameters and inducing inputs their own
+``--gp-learning-rate`` gives the kernel hyperparameters and inducing inputs their own
 Adam learning rate (default: the same as the networks, as in the paper; Adam
 is elementwise, so two Adams with equal rates are one Adam). With Adam a
 parameter moves by at most about one learning rate per step, so with far
-fewer than 25,000 steps a larger ``--gp-lr`` is needed for the lengthscale
+fewer than 25,000 steps a larger ``--gp-learning-rate`` is needed for the lengthscale
 and the inducing times to travel as far as in the paper.
 
 Training from random networks (the default; docs/results.md, issue 13): the
@@ -49,7 +49,7 @@ the true ball positions, `examples/paper/studies/moving_ball_decoder_capacity.py
 exact GP-VAE reaches the good optimum with them after 12,000 steps
 (docs/results.md). The two hidden layers of the default get there in 3,000.
 
-``--warm-start-m M --warm-start-steps W`` trains every GP model's first W
+``--warm-start-num-inducing M --warm-start-steps W`` trains every GP model's first W
 steps as an SVGP-VAE with M inducing points, then continues from its networks
 and lengthscale (fresh Adam state, same video stream) for the remaining
 ``--steps`` minus W. From scratch, the exact GP-VAE and the SVGP-VAE with many
@@ -126,10 +126,16 @@ def parse_args(argv=None):
     p.add_argument("--seeds", type=int, nargs="+")
     p.add_argument("--steps", type=int)
     p.add_argument("--models", nargs="+", help="models for `runs`: vae, gpvae, svgpvae:<m> (e.g. svgpvae:15)")
-    p.add_argument("--m", type=int, nargs="+", dest="m_values", help="inducing-point counts for rmse_vs_m")
-    p.add_argument("--lengthscale-m", type=int, nargs="+", help="inducing-point counts for lengthscale")
-    p.add_argument("--trajectory-m", type=int)
-    p.add_argument("--inducing-m", type=int)
+    p.add_argument("--num-inducing", type=int, nargs="+", dest="m_values", help="inducing-point counts m for rmse_vs_m")
+    p.add_argument(
+        "--lengthscale-num-inducing",
+        type=int,
+        nargs="+",
+        dest="lengthscale_m",
+        help="inducing-point counts m for lengthscale",
+    )
+    p.add_argument("--trajectory-num-inducing", type=int, dest="trajectory_m")
+    p.add_argument("--inducing-num-inducing", type=int, dest="inducing_m")
     p.add_argument("--inducing-window", type=float, nargs=2)
     p.add_argument("--hidden", type=int, nargs="+", help="hidden layer widths (default: 500 500; the paper's: 500)")
     p.add_argument(
@@ -137,8 +143,8 @@ def parse_args(argv=None):
         choices=("truncated_normal", "glorot"),
         help="weights: Keras' Glorot uniform (default) or the paper's truncated normal, std 1/sqrt(fan_in)",
     )
-    p.add_argument("--lr", type=float, dest="learning_rate")
-    p.add_argument("--gp-lr", type=float, dest="gp_learning_rate")
+    p.add_argument("--learning-rate", type=float, dest="learning_rate")
+    p.add_argument("--gp-learning-rate", type=float, dest="gp_learning_rate")
     p.add_argument("--init-lengthscale", type=float)
     p.add_argument(
         "--fix-lengthscale",
@@ -148,8 +154,9 @@ def parse_args(argv=None):
         help="keep the kernel lengthscale fixed at --init-lengthscale (default: trained)",
     )
     p.add_argument(
-        "--warm-start-m",
+        "--warm-start-num-inducing",
         type=int,
+        dest="warm_start_m",
         help="warm start: train an SVGP-VAE with this many inducing points first, then each GP model "
         "from its networks and lengthscale",
     )

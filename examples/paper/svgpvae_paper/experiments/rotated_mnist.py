@@ -2,7 +2,7 @@ r"""Rotated MNIST, Table 1 of Jazbec et al. (2021): conditional generation at an
 
 Usage::
 
-    python -m svgpvae_paper.experiments.rotated_mnist table1 [--quick] [--seeds 5]
+    python -m svgpvae_paper.experiments.rotated_mnist table1 [--quick] [--seeds 0 1 2 3 4]
         [--epochs 1000] [--models cvae,gppvae,svgpvae,deep_svigp] [--out results/rotated_mnist]
     python -m svgpvae_paper.experiments.rotated_mnist summary FOLDER [FOLDER ...] --out OUT
 
@@ -509,7 +509,7 @@ def run_table1(cfg: Config, progress: bool = True) -> dict:
     if progress:
         print(data.ds.summary(), flush=True)
     results = []
-    for seed in range(cfg.first_seed, cfg.first_seed + cfg.seeds):
+    for seed in cfg.seeds:
         per_seed = {}
         for name in cfg.models:
             res = run_cached(name, data, cfg, seed, progress=progress)
@@ -557,15 +557,14 @@ def _parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     t1 = sub.add_parser("table1", help="Table 1: CVAE, GPPVAE, SVGP-VAE, Deep SVIGP on rotated MNIST")
     t1.add_argument("--quick", action="store_true", help="3 epochs, 1 seed (a smoke run, ~2 min)")
-    t1.add_argument("--seeds", type=int, default=None, help="number of seeds (default 5; --quick: 1)")
-    t1.add_argument("--first-seed", type=int, default=0)
+    t1.add_argument("--seeds", type=int, nargs="+", default=None, help="seeds to run (default 0 1 2 3 4; --quick: 0)")
     t1.add_argument("--epochs", type=int, default=None, help="epochs (default 1000; --quick: 3)")
     t1.add_argument("--models", default=",".join(MODELS), help="comma-separated subset of " + ",".join(MODELS))
     t1.add_argument("--out", default="results/rotated_mnist")
     t1.add_argument("--n-per-digit", type=int, default=400, help="instances per digit (reduce for tests)")
     t1.add_argument("--digits", default="3")
     t1.add_argument("--batch-size", type=int, default=256)
-    t1.add_argument("--latent-dim", type=int, default=16)
+    t1.add_argument("--num-latent-gps", type=int, default=16, dest="latent_dim", help="latent channels L")
     t1.add_argument("--learning-rate", type=float, default=1e-3)
     t1.add_argument(
         "--object-learning-rate",
@@ -618,8 +617,7 @@ def main(argv: Optional[Sequence[str]] = None) -> dict:
     try:
         cfg = Config(
             epochs=args.epochs if args.epochs is not None else (3 if quick else 1000),
-            seeds=args.seeds if args.seeds is not None else (1 if quick else 5),
-            first_seed=args.first_seed,
+            seeds=tuple(args.seeds) if args.seeds is not None else ((0,) if quick else (0, 1, 2, 3, 4)),
             models=tuple(m.strip() for m in args.models.split(",") if m.strip()),
             digits=tuple(int(d) for d in args.digits.split(",")),
             n_per_digit=args.n_per_digit,

@@ -3,7 +3,7 @@ r"""Rotated-MNIST figures of Jazbec et al. (2021) beyond Table 1.
 Usage::
 
     python -m svgpvae_paper.experiments.rotated_mnist_figures <command> [--quick] [--epochs E]
-        [--seeds S] [--out DIR] [--cache DIR] ...
+        [--seeds S ...] [--out DIR] [--cache DIR] ...
 
 Commands (each writes ``<command>.png``, ``<command>.csv`` and ``<command>.json``
 -- the configuration, the git commit, the numbers of every run and the summary --
@@ -574,8 +574,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("command", choices=COMMANDS)
     p.add_argument("--quick", action="store_true", help="a tiny smoke run (12 instances per digit, 2 epochs, 1 seed)")
     p.add_argument("--epochs", type=int, help="training epochs (default 1000; --quick: 2)")
-    p.add_argument("--seeds", type=int, help="number of seeds (default 5; --quick: 1)")
-    p.add_argument("--first-seed", type=int, default=0)
+    p.add_argument("--seeds", type=int, nargs="+", help="seeds to run (default 0 1 2 3 4; --quick: 0)")
     p.add_argument("--out", help="output folder (default results/rotated_mnist_figures/<command>[_quick])")
     p.add_argument(
         "--cache",
@@ -598,7 +597,12 @@ def _parser() -> argparse.ArgumentParser:
         help="SVGP-VAE eval instances: 'affine' (default, the paper's) or 'fit' to their context",
     )
     p.add_argument("--eval-fit-steps", type=int, help="Adam steps of --eval-placement fit (default 50)")
-    p.add_argument("--m", type=_ints, help="runtime / num_inducing / bias: inducing-point counts (multiples of 16)")
+    p.add_argument(
+        "--num-inducing",
+        type=_ints,
+        dest="m",
+        help="runtime / num_inducing / bias: inducing-point counts (multiples of 16)",
+    )
     p.add_argument("--object-dims", type=_ints, help="runtime: GPPVAE object-vector dimensions Q (rank H = 16 Q)")
     p.add_argument(
         "--timing-epochs",
@@ -638,11 +642,11 @@ def _parser() -> argparse.ArgumentParser:
 
 def _configure(args) -> Tuple[rm.Config, Sweeps]:
     quick = QUICK_CONFIG if args.quick else {}
-    base = rm.Config(seeds=5, models=("svgpvae",))
+    base = rm.Config(seeds=(0, 1, 2, 3, 4), models=("svgpvae",))
     changes = {k: v for k, v in quick.items()}
     for key, value in (
         ("epochs", args.epochs),
-        ("seeds", args.seeds),
+        ("seeds", tuple(args.seeds) if args.seeds is not None else None),
         ("n_per_digit", args.n_per_digit),
         ("batch_size", args.batch_size),
         ("eval_every", args.eval_every),
@@ -656,7 +660,7 @@ def _configure(args) -> Tuple[rm.Config, Sweeps]:
         if value is not None:
             changes[key] = value
     try:
-        base = replace(base, first_seed=args.first_seed, jit_compile=args.jit, **changes)
+        base = replace(base, jit_compile=args.jit, **changes)
     except ValueError as error:  # Config's checks (e.g. --object-scale)
         raise SystemExit(f"rotated_mnist_figures: {error}")
     sweeps = Sweeps(**(QUICK if args.quick else {}))

@@ -70,7 +70,7 @@ class Sweeps:
 
 
 #: ``--quick``: a tiny data set, 2 epochs, 1 seed, two values per sweep.
-QUICK_CONFIG = dict(epochs=2, seeds=1, n_per_digit=12, eval_every=1, batch_size=32)
+QUICK_CONFIG = dict(epochs=2, seeds=(0,), n_per_digit=12, eval_every=1, batch_size=32)
 QUICK = dict(
     runtime_m=(16, 32),
     runtime_object_dims=(2, 4),
@@ -96,7 +96,7 @@ class SweepContext:
 
     @property
     def seeds(self) -> List[int]:
-        return list(range(self.base.first_seed, self.base.first_seed + self.base.seeds))
+        return list(self.base.seeds)
 
     def config(self, **changes) -> rm.Config:
         """The base settings with ``changes``; runs are cached in ``self.cache``."""
@@ -275,7 +275,7 @@ def settings_note(cfg: rm.Config, skip: Sequence[str] = ()) -> str:
         "b": f"b={cfg.batch_size}",
         "Q": f"Q={cfg.object_dim}",
         "epochs": f"{cfg.epochs} epochs",
-        "seeds": f"{cfg.seeds} seed(s)",
+        "seeds": f"{len(cfg.seeds)} seed(s)",
     }
     kept = ", ".join(v for k, v in parts.items() if k not in skip)
     return textwrap.fill(

@@ -149,7 +149,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--pretrain-epochs", type=int, default=None, help="classifier pretraining (default 400; --quick: 2)")
     p.add_argument("--characters-per-batch", type=int, default=None, help="default 10 (x 50 poses = 500); --quick: 6")
-    p.add_argument("--latent-dim", type=int, default=64)
+    p.add_argument("--num-latent-gps", type=int, default=64, dest="latent_dim", help="latent channels L")
     p.add_argument("--num-inducing", type=int, default=72)
     p.add_argument(
         "--style-dim", type=int, default=16, help="size of the representation network's style vector (default 16)"

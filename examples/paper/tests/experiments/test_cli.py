@@ -15,7 +15,6 @@ import time
 
 import pytest
 
-import gpflow_svgpvae as gv
 from svgpvae_paper.experiments import cli
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", ".."))  # the repository

@@ -77,3 +77,10 @@ def test_claimed_in_order_defers_jobs_claimed_elsewhere_and_keeps_the_order(tmp_
         other.kill()
     assert results == ["A", "B", "C"] and done == ["a", "c", "b"] and waits == [1]
     assert not list(tmp_path.glob("*.claim"))
+
+
+def test_the_experiment_commands_offer_the_heads_of_the_layer():
+    from gpflow_svgpvae.networks import GaussianSiteHead
+    from svgpvae_paper.experiments.common import SITE_PARAMETRIZATIONS
+
+    assert SITE_PARAMETRIZATIONS == GaussianSiteHead.PARAMETRIZATIONS

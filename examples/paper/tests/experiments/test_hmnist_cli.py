@@ -142,7 +142,7 @@ def test_num_latent_and_hidden_options_set_every_learned_models_widths():
     """``--num-latent L`` and ``--hidden`` reach the encoder's sites and the decoder's input of all three learned
     models and enter their run keys; more shared channels than L are rejected."""
     config = experiment.config_from_args(
-        ["--quick", "--num-latent", "6", "--shared-channels", "4", "--hidden", "24", "12"]
+        ["--quick", "--num-latent-gps", "6", "--shared-channels", "4", "--hidden", "24", "12"]
     )
     assert all(config.run_settings(m)["num_latent"] == 6 for m in experiment.LEARNED)
     assert all(config.run_settings(m)["hidden"] == [24, 12] for m in experiment.LEARNED)
@@ -153,7 +153,7 @@ def test_num_latent_and_hidden_options_set_every_learned_models_widths():
         assert dense[:2] == [24, 12], (method, dense)
     assert len(models["gpvae"].kernel.kernels) == 6
     with pytest.raises(ValueError):
-        experiment.config_from_args(["--quick", "--num-latent", "3", "--shared-channels", "4"])
+        experiment.config_from_args(["--quick", "--num-latent-gps", "3", "--shared-channels", "4"])
 
 
 def test_fixed_inducing_keeps_the_inducing_times_on_the_frames():

@@ -36,7 +36,7 @@ def test_table1_quick_smoke_writes_all_outputs(tmp_path):
     for model in rotated_mnist.MODELS:
         assert os.path.exists(os.path.join(out, f"generated_{model}_seed0.png"))
     config = json.load(open(os.path.join(out, "config.json")))
-    assert config["epochs"] == 1 and config["seeds"] == 1 and config["n_per_digit"] == 12
+    assert config["epochs"] == 1 and config["seeds"] == [0] and config["n_per_digit"] == 12
     metrics = json.load(open(os.path.join(out, "metrics.json")))
     assert [r["model"] for r in metrics["results"]] == list(rotated_mnist.MODELS)
     for r in metrics["results"]:

@@ -216,7 +216,7 @@ def test_sweep_bar_shows_the_epoch_of_the_run_in_training(monkeypatch, capsys, t
         }
 
     monkeypatch.setattr(rm, "run_cached", fake_run_cached)
-    ctx = SweepContext(rm.Config(epochs=7, seeds=2), Sweeps(), cache=str(tmp_path), progress=progress)
+    ctx = SweepContext(rm.Config(epochs=7, seeds=(0, 1)), Sweeps(), cache=str(tmp_path), progress=progress)
     monkeypatch.setattr(ctx, "data", lambda cfg: None)
     rows = run_sweep(ctx, [("svgpvae", {"batch_size": 64}, {"batch_size": 64})], desc="batch_size runs")
     assert [r["seed"] for r in rows] == [0, 1] and len(hooks) == 2
@@ -237,7 +237,7 @@ def test_a_run_claimed_by_another_process_is_skipped_then_reused(monkeypatch, tm
     from svgpvae_paper.experiments import rotated_mnist as rm
     from svgpvae_paper.experiments import rotated_mnist_sweeps as sweeps
 
-    ctx = sweeps.SweepContext(rm.Config(epochs=3, seeds=2), sweeps.Sweeps(), cache=str(tmp_path), progress=False)
+    ctx = sweeps.SweepContext(rm.Config(epochs=3, seeds=(0, 1)), sweeps.Sweeps(), cache=str(tmp_path), progress=False)
     monkeypatch.setattr(ctx, "data", lambda cfg: None)
     other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     claim_of_seed0 = rm.run_path("svgpvae", 0, ctx.config()) + ".claim"

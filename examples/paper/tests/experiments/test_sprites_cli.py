@@ -55,7 +55,7 @@ def test_quick_cli_smoke_writes_config_metrics_and_grid(tmp_path):
             "1",
             "--characters-per-batch",
             "2",
-            "--latent-dim",
+            "--num-latent-gps",
             "8",
             "--eval-every",
             "1",
