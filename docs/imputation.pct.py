@@ -129,8 +129,9 @@ print(f"hidden entries: {hidden.sum()} of {real.sum()} real ({hidden.sum() / rea
 #   handful of inducing times spread over the longest sequence, shared by all
 #   sequences (each sequence gets its own posterior over them).
 # * **Likelihood.** Gaussian, with a trainable noise variance.
-# * **`num_data=T`**: every sequence is given whole in each step, so its
-#   posterior conditions on exactly its real, observed frames.
+# * **No `num_data`**: every sequence is given whole in each step, so its
+#   posterior conditions on exactly its real, observed frames (`num_data`
+#   would be the number of training sequences, for GPflow's minibatch scaling).
 
 # %%
 L = 2
@@ -144,7 +145,6 @@ model = gv.SVGPVAE(
     kernel,
     Z,
     gv.Gaussian(0.05, trainable=True),
-    num_data=T,
     missing_values="nan",
     encoder_sees_mask=True,
 )

@@ -45,7 +45,7 @@ model = SVGPVAE(
     kernel,
     np.linspace(0, T - 1, 15)[:, None],  # 15 inducing times shared by all videos (trainable)
     "bernoulli",
-    num_data=T,  # frames per video: each video is one GP dataset with b = N = 30
+    sequence_length=T,  # frames per video: each video is one GP dataset with b = N = 30
     num_latent_gps=2,
     seed=SEED,
 )

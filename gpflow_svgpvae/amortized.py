@@ -25,63 +25,131 @@ summed across devices, before anything is factorised). Then
 :math:`L_m^{-1}\mu_l = sB_l^{-1}r_l`, :math:`A_l = L_m B_l^{-1} L_m^\top` and
 the lower-triangular square root is :math:`L_m U_l^{-\top}`.
 
-Only Cholesky factors and triangular solves are used; no matrix inverse.
-The prior covariances :math:`K_{mm}`, :math:`K_{mb}` and :math:`k(x_i, x_i)` come
-from :mod:`gpflow_svgpvae.prior_covariances` (re-exported here).
-All functions below accept leading batch dimensions (e.g. one latent dataset
-per video: ``means [V, b, L]``, ``Kmb [V, 1 or L, M, b]``).
+Only Cholesky factors and triangular solves are used; no matrix inverse. The
+prior covariances come from GPflow's ``Kuu``/``Kuf`` dispatch (kernels of this
+package register their own there, :mod:`gpflow_svgpvae.covariances`).
+
+Shapes: every function accepts leading batch dimensions ``...`` (one latent
+dataset each, e.g. one per sequence: ``means [V, b, L]``); the channel axis of
+the prior factors is ``1`` for a kernel shared by all :math:`L` channels and
+``L`` for one kernel per channel (``SeparateIndependent``). This module is the
+one implementation of the posterior: the training step, the cached posterior
+and the tests all run these functions.
 """
 
-from typing import NamedTuple, Tuple, Union
+from typing import Callable, NamedTuple, Optional, Tuple, Union
 
 import gpflow
-import numpy as np
 import tensorflow as tf
 from check_shapes import check_shapes
-from gpflow.inducing_variables import InducingVariables
-from gpflow.kernels import Kernel
+from gpflow import covariances
+from gpflow.inducing_variables import (
+    InducingPoints,
+    InducingVariables,
+    MultioutputInducingVariables,
+    SharedIndependentInducingVariables,
+)
+from gpflow.kernels import Kernel, MultioutputKernel
 
 from .numerics import cholesky
-from .prior_covariances import (  # re-exported: the posterior's inputs, under their long-standing names
-    as_inducing_variable,
-    batch_covariances,
-    cross_covariance,
-    prior_cholesky,
-    prior_variance_diag,
-    with_batch_rank,
-)
 
 __all__ = [
-    "WhitenedPosterior",
     "as_inducing_variable",
     "prior_cholesky",
     "cross_covariance",
     "prior_variance_diag",
-    "batch_covariances",
-    "whitened_statistics",
+    "with_batch_rank",
+    "WhitenedPosterior",
     "whiten",
+    "whitened_statistics",
     "statistics_from_whitened",
     "posterior_from_statistics",
-    "upper_cholesky",
-    "amortized_inducing_posterior",
-    "amortized_whitened_posterior",
     "inducing_distribution",
+    "amortized_inducing_posterior",
     "prior_kl",
+    "predict_marginals",
+    "latent_marginals",
     "BatchPosterior",
     "minibatch_posterior",
-    "predict_marginals",
-    "predict_from_whitened",
-    "latent_marginals",
 ]
 
 
+# ------------------------------------------------------------------ prior covariances
+def as_inducing_variable(inducing_variable: Union[InducingVariables, tf.Tensor], kernel: Kernel) -> InducingVariables:
+    """Accept an array of inducing inputs ``[M, D]`` or a GPflow inducing variable.
+
+    A multi-output kernel needs a multi-output inducing variable; plain
+    ``InducingPoints`` are wrapped as ``SharedIndependentInducingVariables``.
+    """
+    if not isinstance(inducing_variable, InducingVariables):
+        inducing_variable = InducingPoints(inducing_variable)
+    if isinstance(kernel, MultioutputKernel) and not isinstance(inducing_variable, MultioutputInducingVariables):
+        inducing_variable = SharedIndependentInducingVariables(inducing_variable)
+    return inducing_variable
+
+
+def _with_channel_axis(tensor: tf.Tensor, rank_without: int) -> tf.Tensor:
+    # GPflow returns [M, ...] for shared kernels and [L, M, ...] for separate ones.
+    return tensor[None] if tensor.shape.rank == rank_without else tensor
+
+
+@check_shapes("return: [C, M, M]")
+def prior_cholesky(kernel: Kernel, inducing_variable: InducingVariables, jitter: float) -> tf.Tensor:
+    r""":math:`L_m = \mathrm{chol}(K_{mm} + \text{jitter}\,I)`, ``[C, M, M]`` (``C`` = 1 or L)."""
+    Kmm = _with_channel_axis(covariances.Kuu(inducing_variable, kernel, jitter=jitter), 2)
+    return cholesky(Kmm, "Kuu (the prior covariance of the inducing variables)")
+
+
+def _flat(X: tf.Tensor) -> tf.Tensor:
+    """``X [..., D] -> [n, D]`` (GPflow's ``Kuf`` and kernel diagonals take rank-2 inputs)."""
+    if X.shape.rank == 2:
+        return X
+    D = X.shape[-1] if X.shape[-1] is not None else tf.shape(X)[-1]
+    return tf.reshape(X, [-1, D])
+
+
+@check_shapes("X: [batch..., N, D]", "return: [batch..., C, M, N]")
+def cross_covariance(kernel: Kernel, inducing_variable: InducingVariables, X: tf.Tensor) -> tf.Tensor:
+    """:math:`K_{mb}` of inputs ``X [..., N, D]``: ``[..., C, M, N]``.
+
+    Leading dimensions (one latent dataset each) share the inducing inputs: the inputs
+    are flattened for GPflow's ``Kuf`` and the result reshaped.
+    """
+    X = tf.convert_to_tensor(X)
+    Kmn = _with_channel_axis(covariances.Kuf(inducing_variable, kernel, _flat(X)), 2)  # [C, M, n]
+    if X.shape.rank == 2:
+        return Kmn
+    k = X.shape.rank - 2
+    Kmn = tf.reshape(Kmn, tf.concat([tf.shape(Kmn)[:2], tf.shape(X)[:-1]], 0))  # [C, M, ..., N]
+    return tf.transpose(Kmn, list(range(2, 2 + k)) + [0, 1, 2 + k])  # [..., C, M, N]
+
+
+@check_shapes("X: [batch..., N, D]", "return: [batch..., N, C]")
+def prior_variance_diag(kernel: Kernel, X: tf.Tensor) -> tf.Tensor:
+    """Prior marginal variances :math:`k(x_i, x_i)` of inputs ``X [..., N, D]``: ``[..., N, C]``."""
+    X = tf.convert_to_tensor(X)
+    flat = _flat(X)
+    if isinstance(kernel, MultioutputKernel):
+        diag = kernel(flat, full_cov=False, full_output_cov=False)  # [n, L]
+    else:
+        diag = kernel(flat, full_cov=False)[:, None]  # [n, 1]
+    return tf.reshape(diag, tf.concat([tf.shape(X)[:-1], tf.shape(diag)[-1:]], 0))
+
+
+def with_batch_rank(prior_chol: tf.Tensor, batch_rank: int) -> tf.Tensor:
+    """``[C, M, M] -> [1, ..., 1, C, M, M]`` with ``batch_rank`` leading ones."""
+    for _ in range(int(batch_rank)):
+        prior_chol = prior_chol[None]
+    return prior_chol
+
+
+# ------------------------------------------------------------------ statistics and posterior
 class WhitenedPosterior(NamedTuple):
     r"""The factors that define :math:`q(u)` in the whitened basis.
 
-    ``prior_chol`` is :math:`L_m` (shape ``[1, M, M]`` when one kernel is shared
-    by all channels, ``[L, M, M]`` otherwise), ``upper_chol`` is :math:`U`
-    with :math:`B = UU^\top` (``[L, M, M]``) and ``whitened_mean`` is
-    :math:`L_m^{-1}\mu` (``[L, M]``).
+    ``prior_chol``: :math:`L_m`, ``[..., C, M, M]`` (``C`` = 1 when one kernel is shared
+    by all channels, ``L`` otherwise); ``upper_chol``: :math:`U` with :math:`B = UU^\top`,
+    ``[..., L, M, M]``; ``whitened_mean``: :math:`L_m^{-1}\mu`, ``[..., L, M]``.
     """
 
     prior_chol: tf.Tensor
@@ -90,63 +158,15 @@ class WhitenedPosterior(NamedTuple):
 
 
 @check_shapes(
-    "prior_chol: [broadcast batch..., broadcast L, M, M]",
-    "Kmb: [broadcast batch..., broadcast L, M, N]",
-    "means: [batch..., N, L]",
-    "variances: [batch..., N, L]",
-    "return[0]: [batch..., L, M, M]",
-    "return[1]: [batch..., L, M]",
+    "prior_chol: [broadcast batch..., C, M, M]", "Kmb: [broadcast batch..., C, M, N]", "return: [batch..., C, M, N]"
 )
-def whitened_statistics(
-    prior_chol: tf.Tensor, Kmb: tf.Tensor, means: tf.Tensor, variances: tf.Tensor, weights=None
-) -> Tuple[tf.Tensor, tf.Tensor]:
-    r"""Sufficient statistics :math:`P_l = W\Lambda_l W^\top`, :math:`r_l = W\Lambda_l\tilde y_l`.
-
-    :math:`W = L_m^{-1}K_{mb}`. Both are sums over the data points, so the
-    statistics of a union of batches are the sums of their statistics.
-
-    :param weights: optional per-point weights ``[..., N]`` (see :func:`statistics_from_whitened`).
-    """
-    return statistics_from_whitened(whiten(prior_chol, Kmb), means, variances, weights=weights)
-
-
 def whiten(prior_chol: tf.Tensor, Kmb: tf.Tensor) -> tf.Tensor:
-    """:math:`W = L_m^{-1}K_{mb}` (``[..., 1 or L, M, N]``), shared by the statistics
-    and the predictive of the same batch."""
+    """:math:`W = L_m^{-1}K_{mb}`, shared by the statistics and the predictive of the same batch."""
     return tf.linalg.triangular_solve(prior_chol, Kmb, lower=True)
 
 
-def statistics_from_whitened(
-    W: tf.Tensor, means: tf.Tensor, variances: tf.Tensor, weights=None
-) -> Tuple[tf.Tensor, tf.Tensor]:
-    r""":func:`whitened_statistics` given :math:`W = L_m^{-1}K_{mb}`.
-
-    :param weights: optional per-point weights :math:`w_i \ge 0`, ``[..., N]``: the site
-        precisions become :math:`w_i/\tilde v_{il}` (all channels). Weight 0 removes a point
-        from the statistics exactly (its mean and variance are never used, so no inf or
-        NaN arises): how points with no observed entry and padded frames carry no
-        information. Weights of ones give exactly the unweighted numbers.
-    """
-    W = tf.convert_to_tensor(W)
-    precisions, means = _site_precisions(means, variances, weights)
-    if _pairs_apply(W, precisions.shape[-1]):
-        return _statistics_from_pairs(_pair_products(W), W[0], means, precisions)
-    if W.shape[-3] == 1:  # one kernel shared by all channels (with leading dimensions)
-        Ws = W[..., 0, :, :]  # [..., M, N]
-        weighted = Ws[..., None, :, :] * tf.linalg.matrix_transpose(precisions)[..., :, None, :]  # [..., L, M, N]
-        P = tf.einsum("...lmn,...kn->...lmk", weighted, Ws)  # [..., L, M, M]
-        r = tf.linalg.matrix_transpose(tf.linalg.matmul(Ws, precisions * means))  # [..., L, M]
-        return P, r
-    precisions = tf.linalg.matrix_transpose(precisions)[..., None, :]  # [..., L, 1, N]
-    weighted = W * precisions  # [L, M, N]
-    P = tf.linalg.matmul(weighted, W, transpose_b=True)  # [L, M, M]
-    r = tf.linalg.matvec(weighted, tf.linalg.matrix_transpose(means))  # [L, M]
-    return P, r
-
-
-def _site_precisions(means, variances, weights):
-    """``(precisions, means)`` ``[..., N, L]`` of the sites, with the weights of
-    :func:`statistics_from_whitened` applied."""
+def _site_precisions(means: tf.Tensor, variances: tf.Tensor, weights: Optional[tf.Tensor]):
+    """``(precisions, means)`` ``[..., N, L]`` of the sites, weighted (see :func:`statistics_from_whitened`)."""
     if weights is None:
         return 1.0 / variances, means
     weights = tf.cast(weights, variances.dtype)[..., None]  # [..., N, 1]
@@ -155,131 +175,103 @@ def _site_precisions(means, variances, weights):
     return precisions, tf.where(used, means, tf.zeros_like(means))
 
 
-# One kernel shared by the channels and one latent dataset (W: [1, M, N]): the products
-# w_n w_n^T of the columns of W serve both the statistics P_l = sum_n lam_nl w_n w_n^T and
-# the predictive variances w_n^T B_l^-1 w_n. Both are symmetric in (m, k), so only the
-# M (M + 1) / 2 pairs m <= k are formed: two products [L, pairs] x [pairs, N] instead of
-# the L per-channel products [M, N] x [N, M] and [M, M] x [M, N] (half the FLOPs, and no
-# broadcast of W to the channels; forward and backward).
-class _Pairs(NamedTuple):
-    products: tf.Tensor  # [pairs, N]: W[i] * W[j] for the pairs i <= j
-    upper: np.ndarray  # [pairs]: flat index i * M + j of each pair in an [M, M] matrix
-    full: np.ndarray  # [M * M]: the pair of each entry (m, k) of a symmetric [M, M] matrix
-    weights: np.ndarray  # [pairs]: 1 on the diagonal, 2 off it (a quadratic form counts (m, k) and (k, m))
+@check_shapes(
+    "W: [broadcast batch..., broadcast L, M, N]",
+    "means: [batch..., N, L]",
+    "variances: [batch..., N, L]",
+    "weights: [batch..., N] if weights is not None",
+    "return[0]: [batch..., L, M, M]",
+    "return[1]: [batch..., L, M]",
+)
+def statistics_from_whitened(
+    W: tf.Tensor, means: tf.Tensor, variances: tf.Tensor, weights: Optional[tf.Tensor] = None
+) -> Tuple[tf.Tensor, tf.Tensor]:
+    r"""The statistics :math:`P_l = W\Lambda_l W^\top` and :math:`r_l = W\Lambda_l\tilde y_l`.
 
+    Both are sums over the data points :math:`i` (columns :math:`w_i` of :math:`W`):
+    :math:`P_l = \sum_i w_i w_i^\top / \tilde v_{il}`, :math:`r_l = \sum_i w_i \tilde y_{il} / \tilde v_{il}`,
+    so the statistics of a union of batches are the sums of theirs. Cost :math:`O(L M^2 N)`.
 
-def _pairs_apply(W: tf.Tensor, num_channels) -> bool:
-    """Pairs for one latent dataset and a shared kernel, when they are not more than the
-    per-channel ``[L, M]`` rows they replace (``M (M + 1) / 2 <= L (M + 1)``, i.e. ``M <= 2L``;
-    for many inducing points and few channels the per-channel products are cheaper)."""
-    M = W.shape[-2]
-    return (
-        W.shape.rank == 3
-        and W.shape[0] == 1
-        and M is not None
-        and num_channels is not None
-        and int(M) <= 2 * int(num_channels)
-    )
-
-
-def _pair_products(W: tf.Tensor) -> _Pairs:
-    M = int(W.shape[-2])
-    i, j = np.triu_indices(M)
-    full = np.zeros((M, M), np.int64)
-    full[i, j] = np.arange(len(i))
-    full[j, i] = np.arange(len(i))
-    Ws = W[0]  # [M, N]
-    products = tf.gather(Ws, i) * tf.gather(Ws, j)  # [pairs, N]
-    return _Pairs(products, i * M + j, full.reshape(-1), np.where(i == j, 1.0, 2.0))
-
-
-def _statistics_from_pairs(pairs: _Pairs, Ws: tf.Tensor, means: tf.Tensor, precisions: tf.Tensor):
-    M = Ws.shape[0]
-    P_pairs = tf.linalg.matmul(tf.transpose(precisions), pairs.products, transpose_b=True)  # [L, pairs]
-    P = tf.reshape(tf.gather(P_pairs, pairs.full, axis=1), [-1, M, M])  # [L, M, M]
-    r = tf.linalg.matmul(precisions * means, Ws, transpose_a=True, transpose_b=True)  # [L, M]
+    :param W: :math:`L_m^{-1}K_{mb}`, ``[..., 1 or L, M, N]``.
+    :param weights: optional per-point weights :math:`w_i \ge 0`, ``[..., N]``: the site
+        precisions become :math:`w_i/\tilde v_{il}` (all channels). Weight 0 removes a point
+        exactly (its mean and variance are never read, so no inf or NaN arises): how points
+        with no observed entry and padded frames carry no information. Weights of ones give
+        exactly the unweighted numbers.
+    """
+    W, means, variances = (tf.convert_to_tensor(t) for t in (W, means, variances))
+    precisions, means = _site_precisions(means, variances, weights)
+    weighted = W * tf.linalg.matrix_transpose(precisions)[..., :, None, :]  # [..., L, M, N]
+    P = tf.linalg.matmul(weighted, W, transpose_b=True)  # [..., L, M, M]
+    r = tf.linalg.matvec(weighted, tf.linalg.matrix_transpose(means))  # [..., L, M]
     return P, r
 
 
-def _predict_from_pairs(pairs: _Pairs, Ws: tf.Tensor, whitened_mean: tf.Tensor, B_inv: tf.Tensor, prior_var):
-    M = Ws.shape[0]
-    B_pairs = tf.gather(tf.reshape(B_inv, [-1, M * M]), pairs.upper, axis=1) * pairs.weights  # [L, pairs]
-    quad = tf.transpose(tf.linalg.matmul(B_pairs, pairs.products))  # [N, L]: w_n^T B_l^-1 w_n
-    mean = tf.linalg.matmul(Ws, whitened_mean, transpose_a=True, transpose_b=True)  # [N, L]
-    var = prior_var - tf.reduce_sum(tf.square(Ws), axis=0)[:, None] + quad  # [N, L]
-    return mean, var
+@check_shapes(
+    "prior_chol: [broadcast batch..., C, M, M]",
+    "Kmb: [broadcast batch..., C, M, N]",
+    "means: [batch..., N, L]",
+    "variances: [batch..., N, L]",
+    "return[0]: [batch..., L, M, M]",
+    "return[1]: [batch..., L, M]",
+)
+def whitened_statistics(
+    prior_chol: tf.Tensor,
+    Kmb: tf.Tensor,
+    means: tf.Tensor,
+    variances: tf.Tensor,
+    weights: Optional[tf.Tensor] = None,
+) -> Tuple[tf.Tensor, tf.Tensor]:
+    r""":func:`statistics_from_whitened` of :math:`W = L_m^{-1}K_{mb}`."""
+    return statistics_from_whitened(whiten(prior_chol, Kmb), means, variances, weights=weights)
 
 
-def upper_cholesky(matrix: tf.Tensor, name: str) -> tf.Tensor:
+def _upper_cholesky(matrix: tf.Tensor, name: str) -> tf.Tensor:
     r"""Upper-triangular :math:`U` with :math:`B = UU^\top` (a "reversed" Cholesky).
 
     With :math:`J` the exchange matrix, :math:`JBJ = LL^\top` gives
-    :math:`B = (JLJ)(JLJ)^\top` and :math:`JLJ` is upper triangular. We use it
-    so that :math:`L_m U^{-\top}` (the square root of :math:`A`) is *lower*
-    triangular, as GPflow's ``q_sqrt`` convention requires.
+    :math:`B = (JLJ)(JLJ)^\top` and :math:`JLJ` is upper triangular. So
+    :math:`L_m U^{-\top}`, the square root of :math:`A`, is *lower* triangular, as
+    GPflow's ``q_sqrt`` convention requires.
     """
     flipped = tf.reverse(matrix, axis=[-2, -1])
     return tf.reverse(cholesky(flipped, name), axis=[-2, -1])
 
 
+def _factorise(P: tf.Tensor, r: tf.Tensor, scale) -> Tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
+    r"""``(U, U^{-1}, L_m^{-1}\mu)`` of :math:`B = I + sP = UU^\top`, ``[..., L, M, M]`` and ``[..., L, M]``.
+
+    :math:`U^{-1}` (one triangular solve against the identity) is formed once: it serves
+    the whitened mean :math:`sU^{-\top}U^{-1}r`, the KL's :math:`\mathrm{tr}(B^{-1}) = \|U^{-1}\|_F^2`
+    and the predictive :math:`U^{-1}W`.
+    """
+    scale = tf.cast(scale, P.dtype)
+    M = tf.shape(P)[-1]
+    B = tf.eye(M, dtype=P.dtype) + scale * P
+    U = _upper_cholesky(B, "B = I + s Lm^-1 Kmb Lambda Kbm Lm^-T (the whitened posterior precision)")
+    U_inv = _upper_inverse(U)
+    whitened_mean = scale * tf.linalg.matvec(U_inv, tf.linalg.matvec(U_inv, r), transpose_a=True)
+    return U, U_inv, whitened_mean
+
+
 @check_shapes(
-    "prior_chol: [broadcast batch..., broadcast L, M, M]",
+    "prior_chol: [broadcast batch..., C, M, M]",
     "P: [batch..., L, M, M]",
     "r: [batch..., L, M]",
-    "return.prior_chol: [broadcast batch..., broadcast L, M, M]",
     "return.upper_chol: [batch..., L, M, M]",
     "return.whitened_mean: [batch..., L, M]",
 )
-def posterior_from_statistics(prior_chol: tf.Tensor, P: tf.Tensor, r: tf.Tensor, scale: tf.Tensor) -> WhitenedPosterior:
-    r"""Factorise :math:`B = I + sP` and return the whitened posterior.
+def posterior_from_statistics(prior_chol: tf.Tensor, P: tf.Tensor, r: tf.Tensor, scale) -> WhitenedPosterior:
+    r"""Factorise :math:`B = I + sP = UU^\top`; :math:`L_m^{-1}\mu = sB^{-1}r`. Cost :math:`O(L M^3)`.
 
-    :param scale: :math:`s = N/b` (1 to condition on exactly the given data).
+    :param scale: :math:`s = N/b` (1 conditions on exactly the data of the statistics).
     """
     U, _, whitened_mean = _factorise(P, r, scale)
     return WhitenedPosterior(prior_chol, U, whitened_mean)
 
 
-def _factorise(P: tf.Tensor, r: tf.Tensor, scale) -> Tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
-    r"""``(U, U^{-1}, L_m^{-1}\mu)`` of :math:`B = I + sP = UU^\top`.
-
-    :math:`U^{-1}` (one triangular solve against the identity, ``[..., L, M, M]``) is
-    formed once and serves the whitened mean :math:`sU^{-\top}U^{-1}r`, the KL's
-    :math:`\mathrm{tr}(B^{-1}) = \|U^{-1}\|_F^2` and the predictive (:math:`U^{-1}W`
-    or :math:`B^{-1} = U^{-\top}U^{-1}`) instead of a triangular solve (and its
-    gradient) for each.
-    """
-    scale = tf.cast(scale, P.dtype)
-    M = tf.shape(P)[-1]
-    B = tf.eye(M, dtype=P.dtype) + scale * P  # [L, M, M]
-    U = upper_cholesky(B, "B = I + s Lm^-1 Kmb Lambda Kbm Lm^-T (the whitened posterior precision)")
-    U_inv = tf.linalg.triangular_solve(U, tf.eye(M, batch_shape=tf.shape(U)[:-2], dtype=U.dtype), lower=False)
-    # L_m^{-1} mu = s B^{-1} r = s U^{-T} U^{-1} r
-    # (products with [L, M, M] as broadcast multiplications and sums: on CPU, batched
-    # matrix-vector products of this size cost more than the arithmetic)
-    U_inv_r = tf.reduce_sum(U_inv * r[..., None, :], axis=-1)  # U^-1 r
-    whitened_mean = scale * tf.reduce_sum(U_inv * U_inv_r[..., :, None], axis=-2)  # [L, M]
-    return U, U_inv, whitened_mean
-
-
-def amortized_whitened_posterior(
-    kernel: Kernel,
-    inducing_variable: InducingVariables,
-    X: tf.Tensor,
-    means: tf.Tensor,
-    variances: tf.Tensor,
-    num_data,
-    jitter: float = 1e-6,
-) -> WhitenedPosterior:
-    """Whitened factors of :math:`q(u)` for a batch; see :func:`amortized_inducing_posterior`."""
-    prior_chol = prior_cholesky(kernel, inducing_variable, jitter)
-    Kmb = cross_covariance(kernel, inducing_variable, X)
-    P, r = whitened_statistics(prior_chol, Kmb, means, variances)
-    batch_size = tf.cast(tf.shape(X)[0], P.dtype)
-    scale = tf.cast(num_data, P.dtype) / batch_size
-    return posterior_from_statistics(prior_chol, P, r, scale)
-
-
 @check_shapes(
+    "posterior.upper_chol: [batch..., L, M, M]",
     "return[0]: [batch..., M, L]",
     "return[1]: [batch..., L, M, M]",
 )
@@ -289,14 +281,20 @@ def inducing_distribution(posterior: WhitenedPosterior) -> Tuple[tf.Tensor, tf.T
     :math:`\mu = L_m (L_m^{-1}\mu)` and :math:`A^{1/2} = L_m U^{-\top}` (lower triangular).
     """
     Lm, U, whitened_mean = posterior
-    q_mu = tf.linalg.matvec(Lm, whitened_mean)  # [L, M]
+    q_mu = tf.linalg.matvec(Lm, whitened_mean)  # [..., L, M]
     # X = Lm U^{-T}  <=>  U X^T = Lm^T; U^{-1} (upper) Lm^T (upper) is upper.
-    Lm = tf.broadcast_to(Lm, tf.shape(U))
-    q_sqrt_T = tf.linalg.triangular_solve(U, tf.linalg.matrix_transpose(Lm), lower=False)
-    q_sqrt = tf.linalg.band_part(tf.linalg.matrix_transpose(q_sqrt_T), -1, 0)  # [L, M, M]
+    q_sqrt_T = tf.linalg.triangular_solve(U, tf.linalg.matrix_transpose(tf.broadcast_to(Lm, tf.shape(U))), lower=False)
+    q_sqrt = tf.linalg.band_part(tf.linalg.matrix_transpose(q_sqrt_T), -1, 0)  # [..., L, M, M]
     return tf.linalg.matrix_transpose(q_mu), q_sqrt
 
 
+@check_shapes(
+    "X: [N, D]",
+    "means: [N, L]",
+    "variances: [N, L]",
+    "return[0]: [M, L]",
+    "return[1]: [L, M, M]",
+)
 def amortized_inducing_posterior(
     kernel: Kernel,
     inducing_variable: Union[InducingVariables, tf.Tensor],
@@ -314,27 +312,40 @@ def amortized_inducing_posterior(
         \mu_l = \tfrac{N}{b} K_{mm}\Sigma_l^{-1}K_{mb}\Lambda_l\tilde y_l,\quad
         A_l = K_{mm}\Sigma_l^{-1}K_{mm}
 
-    :param kernel: a GPflow kernel shared by all channels, or a multi-output
-        kernel (``SharedIndependent``, ``SeparateIndependent`` with one kernel
-        per channel).
+    :param kernel: a GPflow kernel shared by all channels, or a multi-output kernel
+        (``SharedIndependent``, ``SeparateIndependent`` with one kernel per channel).
     :param inducing_variable: GPflow inducing variable (or an ``[M, D]`` array).
-    :param X: auxiliary inputs of the batch, ``[b, D]``.
-    :param means: site means :math:`\tilde y`, ``[b, L]``.
-    :param variances: site variances :math:`\tilde v > 0`, ``[b, L]``.
+    :param X: GP inputs of the batch; :param means: site means :math:`\tilde y`;
+        :param variances: site variances :math:`\tilde v > 0`.
     :param num_data: :math:`N`, the size of the dataset the batch is drawn from
         (``N = b`` conditions on exactly this batch).
-    :param jitter: added to the diagonal of :math:`K_{mm}`.
-    :return: ``q_mu [M, L]`` and lower-triangular ``q_sqrt [L, M, M]``,
-        non-whitened, as in :class:`gpflow.models.SVGP`.
+    :return: ``q_mu`` and lower-triangular ``q_sqrt``, non-whitened, as in :class:`gpflow.models.SVGP`.
     """
     inducing_variable = as_inducing_variable(inducing_variable, kernel)
     dtype = gpflow.default_float()
     X, means, variances = (tf.cast(t, dtype) for t in (X, means, variances))
-    posterior = amortized_whitened_posterior(kernel, inducing_variable, X, means, variances, num_data, jitter)
-    return inducing_distribution(posterior)
+    prior_chol = prior_cholesky(kernel, inducing_variable, jitter)
+    P, r = whitened_statistics(prior_chol, cross_covariance(kernel, inducing_variable, X), means, variances)
+    scale = tf.cast(num_data, dtype) / tf.cast(tf.shape(X)[0], dtype)
+    return inducing_distribution(posterior_from_statistics(prior_chol, P, r, scale))
 
 
-@check_shapes("return: [batch..., L]")
+def _upper_inverse(U: tf.Tensor) -> tf.Tensor:
+    return tf.linalg.triangular_solve(
+        U, tf.eye(tf.shape(U)[-1], batch_shape=tf.shape(U)[:-2], dtype=U.dtype), lower=False
+    )
+
+
+def _kl(U: tf.Tensor, U_inv: tf.Tensor, whitened_mean: tf.Tensor) -> tf.Tensor:
+    """:func:`prior_kl` given :math:`U^{-1}`."""
+    M = tf.cast(tf.shape(U)[-1], U.dtype)
+    trace = tf.reduce_sum(tf.square(U_inv), axis=[-2, -1])  # tr(U^-T U^-1) = tr(B^-1)
+    mahalanobis = tf.reduce_sum(tf.square(whitened_mean), axis=-1)
+    log_det = 2.0 * tf.reduce_sum(tf.math.log(tf.linalg.diag_part(U)), axis=-1)
+    return 0.5 * (trace + mahalanobis - M + log_det)
+
+
+@check_shapes("posterior.upper_chol: [batch..., L, M, M]", "return: [batch..., L]")
 def prior_kl(posterior: WhitenedPosterior) -> tf.Tensor:
     r""":math:`\mathrm{KL}(\mathcal N(\mu_l, A_l)\,\|\,\mathcal N(0, K_{mm}))` per channel.
 
@@ -347,22 +358,27 @@ def prior_kl(posterior: WhitenedPosterior) -> tf.Tensor:
             + \|L_m^{-1}\mu_l\|^2 - M + \log|B_l|\right].
     """
     _, U, whitened_mean = posterior
-    eye = tf.eye(tf.shape(U)[-1], batch_shape=tf.shape(U)[:-2], dtype=U.dtype)
-    return _kl(U, tf.linalg.triangular_solve(U, eye, lower=False), whitened_mean)
+    return _kl(U, _upper_inverse(U), whitened_mean)
 
 
-def _kl(U: tf.Tensor, U_inv: tf.Tensor, whitened_mean: tf.Tensor) -> tf.Tensor:
-    """:func:`prior_kl` given :math:`U^{-1}`."""
-    M = tf.cast(tf.shape(U)[-1], U.dtype)
-    trace = tf.reduce_sum(tf.square(U_inv), axis=[-2, -1])  # tr(U^-T U^-1)
-    mahalanobis = tf.reduce_sum(tf.square(whitened_mean), axis=-1)
-    log_det = 2.0 * tf.reduce_sum(tf.math.log(tf.linalg.diag_part(U)), axis=-1)
-    return 0.5 * (trace + mahalanobis - M + log_det)
+def _marginals(
+    W: tf.Tensor, whitened_mean: tf.Tensor, U_inv: tf.Tensor, prior_var: tf.Tensor
+) -> Tuple[tf.Tensor, tf.Tensor]:
+    """:func:`predict_marginals` given :math:`W = L_m^{-1}K_{mr}` and :math:`U^{-1}`: ``[..., R, L]`` each."""
+    mean = tf.linalg.matvec(W, whitened_mean, transpose_a=True)  # [..., L, R]
+    V = tf.linalg.matmul(U_inv, W)  # U^-1 W: [..., L, M, R]
+    var = (
+        tf.linalg.matrix_transpose(prior_var)
+        - tf.reduce_sum(tf.square(W), axis=-2)
+        + tf.reduce_sum(tf.square(V), axis=-2)
+    )  # [..., L, R]
+    return tf.linalg.matrix_transpose(mean), tf.linalg.matrix_transpose(var)
 
 
 @check_shapes(
-    "Kmr: [broadcast batch..., broadcast L, M, R]",
-    "prior_var: [broadcast batch..., R, broadcast L]",
+    "posterior.upper_chol: [batch..., L, M, M]",
+    "Kmr: [broadcast batch..., C, M, R]",
+    "prior_var: [broadcast batch..., R, C]",
     "return[0]: [batch..., R, L]",
     "return[1]: [batch..., R, L]",
 )
@@ -376,75 +392,36 @@ def predict_marginals(
         m_r = K_{rm}K_{mm}^{-1}\mu,\qquad
         v_r = k_{rr} - \|L_m^{-1}K_{mr}\|^2 + \|U^{-1}L_m^{-1}K_{mr}\|^2
 
-    (column-wise norms), i.e. GPflow's conditional with ``q_mu``/``q_sqrt``.
+    (column-wise norms), i.e. GPflow's conditional with ``q_mu``/``q_sqrt``. Cost :math:`O(L M^2 R)`.
     """
-    return predict_from_whitened(posterior, whiten(posterior.prior_chol, Kmr), prior_var)
+    Lm, U, whitened_mean = posterior
+    return _marginals(whiten(Lm, Kmr), whitened_mean, _upper_inverse(U), prior_var)
 
 
+@check_shapes("X: [batch..., R, D]", "return[0]: [batch..., R, L]", "return[1]: [batch..., R, L]")
 def latent_marginals(kernel: Kernel, inducing_variable, posterior: WhitenedPosterior, X: tf.Tensor):
-    """:func:`predict_marginals` at GP inputs ``X [..., n, D]`` (after any input transform):
-    predictive means and variances ``[..., n, L]``.
+    """:func:`predict_marginals` at GP inputs ``X [..., R, D]`` (after any input transform).
 
-    ``posterior.prior_chol`` may carry leading batch axes of size 1 (``[1, ..., 1 or L, M, M]``);
-    they are re-shaped to the rank of ``X``.
+    ``posterior.prior_chol`` may carry leading axes of size 1 (``[1, ..., 1, C, M, M]``); they
+    are reshaped to the rank of ``X``.
     """
     prior_chol = posterior.prior_chol
-    while prior_chol.shape.rank > 3:  # [1, ..., 1 or L, M, M] -> [1 or L, M, M]
+    while prior_chol.shape.rank > 3:  # [1, ..., 1, C, M, M] -> [C, M, M]
         prior_chol = prior_chol[0]
     posterior = WhitenedPosterior(
         with_batch_rank(prior_chol, X.shape.rank - 2), posterior.upper_chol, posterior.whitened_mean
     )
-    Kmr = cross_covariance(kernel, inducing_variable, X)  # [..., 1 or L, M, n]
-    prior_var = prior_variance_diag(kernel, X)  # [..., n, 1 or L]
-    return predict_marginals(posterior, Kmr, prior_var)
+    return predict_marginals(posterior, cross_covariance(kernel, inducing_variable, X), prior_variance_diag(kernel, X))
 
 
-def predict_from_whitened(
-    posterior: WhitenedPosterior, W: tf.Tensor, prior_var: tf.Tensor, upper_inverse=None
-) -> Tuple[tf.Tensor, tf.Tensor]:
-    """:func:`predict_marginals` given :math:`W = L_m^{-1}K_{mr}` (``[..., 1 or L, M, R]``).
-
-    :param upper_inverse: optional :math:`U^{-1}` (``[..., L, M, M]``, as formed by
-        :func:`minibatch_posterior`): :math:`U^{-1}W` is then a product instead of a solve.
-    """
-    _, U, whitened_mean = posterior
-    W = tf.convert_to_tensor(W)
-    if upper_inverse is not None and W.shape[-3] == 1:  # shared kernel: W is not broadcast to the channels
-        Ws = W[..., 0, :, :]  # [..., M, R]
-        mean = tf.linalg.matmul(Ws, whitened_mean, transpose_a=True, transpose_b=True)  # [..., R, L]
-        if W.shape.rank == 3 and upper_inverse.shape.rank == 3 and None not in upper_inverse.shape:
-            L, M = upper_inverse.shape[0], upper_inverse.shape[1]  # one 2-D product [L M, M] x [M, R]
-            V = tf.reshape(tf.linalg.matmul(tf.reshape(upper_inverse, [L * M, M]), Ws), [L, M, -1])
-        else:
-            V = tf.einsum("...lmk,...kn->...lmn", upper_inverse, Ws)  # [..., L, M, R]
-        var = (
-            prior_var
-            - tf.reduce_sum(tf.square(Ws), axis=-2)[..., None]
-            + tf.linalg.matrix_transpose(tf.reduce_sum(tf.square(V), axis=-2))
-        )  # [..., R, L]
-        return mean, var
-    mean = tf.linalg.matvec(W, whitened_mean, transpose_a=True)  # [L, R]
-    if upper_inverse is not None:
-        V = tf.linalg.matmul(upper_inverse, W)  # [L, M, R]
-    else:
-        # One triangular solve per channel (and per latent dataset), whichever side carries them.
-        target = tf.broadcast_dynamic_shape(tf.concat([tf.shape(U)[:-1], tf.shape(W)[-1:]], 0), tf.shape(W))
-        V = tf.linalg.triangular_solve(U, tf.broadcast_to(W, target), lower=False)  # [L, M, R]
-    var = (
-        tf.linalg.matrix_transpose(prior_var)
-        - tf.reduce_sum(tf.square(W), axis=-2)
-        + tf.reduce_sum(tf.square(V), axis=-2)
-    )  # [L, R]
-    return tf.linalg.matrix_transpose(mean), tf.linalg.matrix_transpose(var)
-
-
+# ------------------------------------------------------------------ one training step's posterior
 class BatchPosterior(NamedTuple):
-    """What one training step needs from the amortised posterior of a batch.
+    r"""What one training step needs from the amortised posterior of a batch.
 
-    ``posterior``: the whitened :math:`q(u)` (``[..., L, M, M]``); ``mean``,
-    ``variance``: the sparse predictive marginals at the batch's own inputs
-    ``[..., b, L]``; ``kl``: :math:`\mathrm{KL}(q(u_l)\,\|\,p(u_l))`, ``[..., L]``;
-    ``batch_size``: :math:`b` (summed over replicas when the statistics are).
+    ``posterior``: the whitened :math:`q(u)`; ``mean``, ``variance``: the sparse predictive
+    marginals at the batch's own inputs ``[..., b, L]``; ``kl``:
+    :math:`\mathrm{KL}(q(u_l)\,\|\,p(u_l))`, ``[..., L]``; ``batch_size``: :math:`b`
+    (summed over replicas when the statistics are).
     """
 
     posterior: WhitenedPosterior
@@ -454,6 +431,15 @@ class BatchPosterior(NamedTuple):
     batch_size: tf.Tensor
 
 
+@check_shapes(
+    "X: [batch..., N, D]",
+    "means: [batch..., N, L]",
+    "variances: [batch..., N, L]",
+    "weights: [batch..., N] if weights is not None",
+    "return.mean: [batch..., N, L]",
+    "return.variance: [batch..., N, L]",
+    "return.kl: [batch..., L]",
+)
 def minibatch_posterior(
     kernel: Kernel,
     inducing_variable: InducingVariables,
@@ -462,47 +448,35 @@ def minibatch_posterior(
     variances: tf.Tensor,
     num_data,
     jitter: float,
-    reduce_statistics=None,
-    weights=None,
+    reduce_statistics: Optional[Callable] = None,
+    weights: Optional[tf.Tensor] = None,
 ) -> BatchPosterior:
-    r"""Statistics -> posterior -> KL -> predictive for a batch of one or many latent datasets.
+    r"""Statistics, posterior, KL and predictive of a batch of one or many latent datasets.
 
-    :param X: GP inputs ``[..., b, D]``; every leading index is its own latent
-        dataset (sharing kernel and inducing inputs).
-    :param means: site means ``[..., b, L]``; :param variances: site variances.
+    :math:`W = L_m^{-1}K_{mb}` gives the statistics :math:`P, r`
+    (:func:`statistics_from_whitened`), :math:`B = I + sP = UU^\top` with :math:`s = N/b`
+    gives :math:`q(u)` (:func:`posterior_from_statistics`), its KL (:func:`prior_kl`) and the
+    predictive at the batch's own inputs (:func:`predict_marginals`, reusing :math:`W`).
+    Cost :math:`O(L M^2 b + L M^3)` per latent dataset.
+
+    :param X: GP inputs; every leading index is its own latent dataset (sharing the kernel
+        and the inducing inputs).
     :param num_data: :math:`N` of each latent dataset, for the scale :math:`s = N/b`.
-    :param reduce_statistics: optional ``[P, r, b] -> [P, r, b]`` applied to the
-        statistics before factorisation (e.g. a sum across replicas, so that the
-        posterior is that of the global batch).
-    :param weights: optional per-point weights ``[..., b]`` of the sites (0: the point
-        carries no information, e.g. nothing observed or a padded frame; see
-        :func:`statistics_from_whitened`). The batch size :math:`b` (and so the scale)
+    :param reduce_statistics: optional ``[P, r, b] -> [P, r, b]`` applied before the
+        factorisation (a sum across replicas: the posterior is then the global batch's).
+    :param weights: optional per-point weights (0: the point carries no information, e.g.
+        nothing observed or a padded frame; see :func:`statistics_from_whitened`). :math:`b`
         still counts every point: a fully missing point is a point of the dataset whose
         observations are all missing.
-
-    :math:`W = L_m^{-1}K_{mb}` is formed once and shared by the statistics and the
-    predictive at the batch's inputs.
     """
-    batch_rank = X.shape.rank - 2
-    Kmm, Kmb, prior_var = batch_covariances(kernel, inducing_variable, X, jitter)
-    prior_chol = with_batch_rank(
-        cholesky(Kmm, "Kuu (the prior covariance of the inducing variables)"), batch_rank
-    )  # [..., 1 or L, M, M]
-    W = whiten(prior_chol, Kmb)  # [..., 1 or L, M, b]
-    pairs = _pair_products(W) if _pairs_apply(W, means.shape[-1]) else None  # statistics and predictive
-    if pairs is not None:
-        precisions, site_means = _site_precisions(means, variances, weights)
-        P, r = _statistics_from_pairs(pairs, W[0], site_means, precisions)
-    else:
-        P, r = statistics_from_whitened(W, means, variances, weights=weights)  # [..., L, M, M], [..., L, M]
+    X, means, variances = (tf.convert_to_tensor(t) for t in (X, means, variances))
+    prior_chol = with_batch_rank(prior_cholesky(kernel, inducing_variable, jitter), X.shape.rank - 2)
+    W = whiten(prior_chol, cross_covariance(kernel, inducing_variable, X))  # [..., C, M, b]
+    P, r = statistics_from_whitened(W, means, variances, weights=weights)  # [..., L, M, M], [..., L, M]
     batch_size = tf.cast(tf.shape(X)[-2], P.dtype)
     if reduce_statistics is not None:
         P, r, batch_size = reduce_statistics([P, r, batch_size])
     U, U_inv, whitened_mean = _factorise(P, r, tf.cast(num_data, P.dtype) / batch_size)
+    mean, variance = _marginals(W, whitened_mean, U_inv, prior_variance_diag(kernel, X))
     posterior = WhitenedPosterior(prior_chol, U, whitened_mean)
-    if pairs is not None:
-        B_inv = tf.linalg.matmul(U_inv, U_inv, transpose_a=True)  # [L, M, M]
-        mean, variance = _predict_from_pairs(pairs, W[0], whitened_mean, B_inv, prior_var)
-    else:
-        mean, variance = predict_from_whitened(posterior, W, prior_var, upper_inverse=U_inv)
     return BatchPosterior(posterior, mean, variance, _kl(U, U_inv, whitened_mean), batch_size)

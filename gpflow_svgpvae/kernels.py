@@ -3,8 +3,8 @@ Kernels for the SVGP-VAE experiments on object/view data.
 
 * :class:`CosineLinear` -- a cosine-normalised linear kernel (the building block
   of the SPRITES kernel of the paper's experiments);
-* :func:`periodic_linear_kernel` -- periodic kernel on a view angle times a
-  linear kernel on object vectors (rotated MNIST, protocol of Casale et al. 2018);
+* :class:`PeriodicLinear` (:func:`periodic_linear_kernel`) -- periodic kernel on a view
+  angle times a linear kernel on object vectors (rotated MNIST, protocol of Casale et al. 2018);
 * :class:`Cauchy` -- the Cauchy kernel of the GP-VAE (Fortuin et al., 2020).
 
 All kernels are ordinary GPflow kernels: their parameters are
@@ -27,6 +27,7 @@ __all__ = [
     "check_input_dim",
     "Cauchy",
     "CosineLinear",
+    "PeriodicLinear",
     "periodic_linear_kernel",
 ]
 
@@ -121,14 +122,7 @@ def _as_active_dims(dims: ActiveDims) -> ActiveDims:
     return [int(d) for d in np.atleast_1d(np.asarray(dims))]
 
 
-def periodic_linear_kernel(
-    angle_dims: ActiveDims = (0,),
-    object_dims: ActiveDims = slice(1, None),
-    period: float = 2.0 * np.pi,
-    lengthscales: float = 1.0,
-    variance: float = 1.0,
-    linear_variance: float = 1.0,
-) -> gpflow.kernels.Product:
+class PeriodicLinear(gpflow.kernels.Product):
     r"""
     The rotated-MNIST kernel (Casale et al. 2018; Jazbec et al. 2021): a
     periodic squared-exponential kernel on the view angle times a linear kernel
@@ -145,8 +139,10 @@ def periodic_linear_kernel(
     :math:`\ell` the lengthscale, :math:`\sigma^2` the periodic variance and
     :math:`\sigma_{\mathrm{lin}}^2` the linear variance.
 
-    Built as ``Periodic(SquaredExponential(active_dims=angle_dims), period) *
-    Linear(active_dims=object_dims)``. The period is fixed (non-trainable) at
+    A :class:`gpflow.kernels.Product` ``[Periodic(SquaredExponential(active_dims=angle_dims),
+    period), Linear(active_dims=object_dims)]``: it is evaluated exactly as that product, and
+    its own ``Kuu``/``Kuf`` (:mod:`gpflow_svgpvae.covariances`, registered through GPflow's
+    dispatch for this class only) compute the same formulas in fewer operations. The period is fixed (non-trainable) at
     ``period`` (2 pi: a full turn). :math:`\sigma^2` and :math:`\sigma_{\mathrm{lin}}^2`
     only enter as a product (and the object vectors, if learned, can absorb
     either), so :math:`\sigma_{\mathrm{lin}}^2` is non-trainable; the
@@ -165,16 +161,48 @@ def periodic_linear_kernel(
     :param lengthscales: initial GPflow lengthscale :math:`\ell`.
     :param variance: initial value of :math:`\sigma^2` (trainable).
     :param linear_variance: value of :math:`\sigma_{\mathrm{lin}}^2` (non-trainable).
-    :return: a :class:`gpflow.kernels.Product` ``[Periodic, Linear]``.
     """
-    angle_dims = _as_active_dims(angle_dims)
-    object_dims = _as_active_dims(object_dims)
-    base = gpflow.kernels.SquaredExponential(variance=variance, lengthscales=lengthscales, active_dims=angle_dims)
-    periodic = gpflow.kernels.Periodic(base, period=period)
-    gpflow.set_trainable(periodic.period, False)
-    linear = gpflow.kernels.Linear(variance=linear_variance, active_dims=object_dims)
-    gpflow.set_trainable(linear.variance, False)
-    return periodic * linear
+
+    def __init__(
+        self,
+        angle_dims: ActiveDims = (0,),
+        object_dims: ActiveDims = slice(1, None),
+        period: float = 2.0 * np.pi,
+        lengthscales: float = 1.0,
+        variance: float = 1.0,
+        linear_variance: float = 1.0,
+        name: Optional[str] = None,
+    ):
+        base = gpflow.kernels.SquaredExponential(
+            variance=variance, lengthscales=lengthscales, active_dims=_as_active_dims(angle_dims)
+        )
+        periodic = gpflow.kernels.Periodic(base, period=period)
+        gpflow.set_trainable(periodic.period, False)
+        linear = gpflow.kernels.Linear(variance=linear_variance, active_dims=_as_active_dims(object_dims))
+        gpflow.set_trainable(linear.variance, False)
+        super().__init__([periodic, linear], name=name)
+
+    @property
+    def periodic(self) -> gpflow.kernels.Periodic:
+        """The periodic factor on the view angle."""
+        return self.kernels[0]
+
+    @property
+    def linear(self) -> gpflow.kernels.Linear:
+        """The linear factor on the object vector."""
+        return self.kernels[1]
+
+
+def periodic_linear_kernel(
+    angle_dims: ActiveDims = (0,),
+    object_dims: ActiveDims = slice(1, None),
+    period: float = 2.0 * np.pi,
+    lengthscales: float = 1.0,
+    variance: float = 1.0,
+    linear_variance: float = 1.0,
+) -> PeriodicLinear:
+    """The rotated-MNIST kernel: ``PeriodicLinear(...)`` (same arguments; see :class:`PeriodicLinear`)."""
+    return PeriodicLinear(angle_dims, object_dims, period, lengthscales, variance, linear_variance)
 
 
 class Cauchy(gpflow.kernels.IsotropicStationary):

@@ -100,13 +100,15 @@ def _statistics_function(model, rank: int):
         @not_autographed
         def function(X, Y, mask, context):
             model = model_ref()
-            X, Y, mask = model.observed((X, Y) if mask is None else (X, Y, mask))
-            X, Y = model._check_data(X, Y, num_data=np.inf)
-            X_gp = model.input_transform.map_queries(X, context) if context is not None else model.map_inputs(X, Y)
-            lead = X_gp.shape.rank - 1
-            means, variances = model.encode_frames(model.encoder_inputs(Y, mask), num_leading=lead, training=False)
-            model._check_num_latent(means)
-            weights = None if mask is None else model.point_weights(mask, lead)
+            batch = model.data_batch((X, Y) if mask is None else (X, Y, mask), conditioning=True)
+            if context is None:
+                X_gp, means, variances = model._sites(batch, training=False)
+            else:  # the transform maps the points through its summary of the conditioning data
+                X_gp = model.input_transform.map_queries(batch.X, context)
+                inputs = model.encoder_inputs(batch.Y, batch.mask)
+                means, variances = model.encode_frames(inputs, num_leading=X_gp.shape.rank - 1, training=False)
+                model._check_num_latent(means)
+            weights = batch.weights
             P, r = _statistics(model, X_gp, means, variances, weights)
             # Points conditioned on: those with at least one observed entry.
             count = tf.size(X_gp[..., 0]) if weights is None else tf.cast(tf.reduce_sum(weights), tf.int32)
@@ -168,7 +170,7 @@ class _ObservedChunks:
 
     def __iter__(self):
         for chunk in self.chunks:
-            X, Y, _ = self.model.observed(_split_chunk(chunk))
+            X, Y, _, _ = self.model.data_batch(_split_chunk(chunk), conditioning=True)
             yield X, Y
 
 

@@ -1,5 +1,5 @@
-"""The fast covariances of gpflow_svgpvae.covariances and the fast GP block of
-amortized.minibatch_posterior against GPflow's generic path and the reference formulas."""
+"""The covariances of PeriodicLinear (gpflow_svgpvae.covariances) against GPflow's generic path, and
+amortized.minibatch_posterior against written-out reference formulas."""
 
 import gpflow
 import numpy as np
@@ -7,12 +7,11 @@ import pytest
 import tensorflow as tf
 from gpflow import covariances as gcov
 from gpflow.inducing_variables import InducingPoints
-from gpflow.kernels import Kernel
+from gpflow.kernels import Kernel, Product
 
 from gpflow_svgpvae import amortized
 from gpflow_svgpvae.auxiliary import ObjectVectors
-from gpflow_svgpvae.covariances import is_fast_product, prior_covariances
-from gpflow_svgpvae.kernels import periodic_linear_kernel
+from gpflow_svgpvae.kernels import PeriodicLinear, periodic_linear_kernel
 
 generic_Kuu = gcov.Kuu.dispatch(InducingPoints, Kernel)
 generic_Kuf = gcov.Kuf.dispatch(InducingPoints, Kernel, object)
@@ -20,13 +19,11 @@ generic_Kuf = gcov.Kuf.dispatch(InducingPoints, Kernel, object)
 
 def _kernels():
     k1 = periodic_linear_kernel(angle_dims=[0], object_dims=list(range(1, 5)), lengthscales=0.7, variance=1.3)
-    k2 = periodic_linear_kernel(angle_dims=slice(0, 1), object_dims=slice(1, 5))
-    per = gpflow.kernels.Periodic(
-        gpflow.kernels.SquaredExponential(lengthscales=[0.5, 0.9], active_dims=[0, 4]), period=[2.0, 3.0]
-    )
-    k3 = gpflow.kernels.Linear(variance=[0.5, 1.0, 2.0], active_dims=[1, 2, 3]) * per  # ARD, order swapped
-    k4 = k1 * gpflow.kernels.Linear(active_dims=[3, 4])  # three factors
-    return [k1, k2, k3, k4]
+    k2 = PeriodicLinear(angle_dims=slice(0, 1), object_dims=slice(1, 5))
+    k3 = PeriodicLinear(
+        angle_dims=[0, 4], object_dims=[1, 2, 3], period=3.0, lengthscales=[0.5, 0.9], linear_variance=0.4
+    )  # ARD over two angle columns
+    return [k1, k2, k3]
 
 
 def _data(seed=0, M=12, N=20, D=5):
@@ -38,10 +35,10 @@ def _data(seed=0, M=12, N=20, D=5):
     return Z, X
 
 
-@pytest.mark.parametrize("index", range(4))
-def test_fast_kuu_kuf_equal_gpflow_generic(index):
+@pytest.mark.parametrize("index", range(3))
+def test_periodic_linear_kuu_kuf_equal_gpflow_generic(index):
     kernel = _kernels()[index]
-    assert is_fast_product(kernel)
+    assert isinstance(kernel, Product) and gcov.Kuu.dispatch(InducingPoints, type(kernel)) is not generic_Kuu
     Z, X = _data(index)
     iv = InducingPoints(Z)
     np.testing.assert_allclose(
@@ -50,13 +47,16 @@ def test_fast_kuu_kuf_equal_gpflow_generic(index):
     np.testing.assert_allclose(gcov.Kuf(iv, kernel, X), generic_Kuf(iv, kernel, X), rtol=1e-12, atol=1e-12)
     Xb = X.reshape(4, 5, -1)  # leading dimensions
     np.testing.assert_allclose(gcov.Kuf(iv, kernel, Xb), generic_Kuf(iv, kernel, Xb), rtol=1e-12, atol=1e-12)
-    Kmm, Kmb, diag = prior_covariances(iv, kernel, tf.constant(X), 1e-6)
-    np.testing.assert_allclose(Kmm, generic_Kuu(iv, kernel, jitter=1e-6), rtol=1e-12, atol=1e-12)
-    np.testing.assert_allclose(Kmb, generic_Kuf(iv, kernel, X), rtol=1e-12, atol=1e-12)
-    np.testing.assert_allclose(diag, kernel(X, full_cov=False), rtol=1e-12, atol=1e-12)
+    # and a kernel evaluation by hand, from the formula
+    angle, objects = kernel.periodic.active_dims, kernel.linear.active_dims
+    base = kernel.periodic.base_kernel
+    sines = np.sin(np.pi * (Z[:, None, angle] - X[None, :, angle]) / kernel.periodic.period.numpy())
+    expected = base.variance.numpy() * np.exp(-0.5 * np.sum((sines / base.lengthscales.numpy()) ** 2, -1))
+    expected = expected * (kernel.linear.variance.numpy() * Z[:, objects] @ X[:, objects].T)
+    np.testing.assert_allclose(gcov.Kuf(iv, kernel, X), expected, rtol=1e-12, atol=1e-12)
 
 
-def test_fast_covariances_gradients_equal_gpflow_generic():
+def test_periodic_linear_covariance_gradients_equal_gpflow_generic():
     kernel = _kernels()[0]
     Z, X = _data(1)
     iv = InducingPoints(Z)
@@ -65,36 +65,30 @@ def test_fast_covariances_gradients_equal_gpflow_generic():
 
     def grads(fast):
         with tf.GradientTape() as tape:
-            if fast:
-                Kmm, Kmb, diag = prior_covariances(iv, kernel, Xv, 1e-6)
-            else:
-                Kmm, Kmb, diag = (
-                    generic_Kuu(iv, kernel, jitter=1e-6),
-                    generic_Kuf(iv, kernel, Xv),
-                    kernel(Xv, full_cov=False),
-                )
-            loss = tf.reduce_sum(tf.sin(Kmm)) + tf.reduce_sum(tf.cos(Kmb)) + tf.reduce_sum(diag**2)
+            Kuu, Kuf = (gcov.Kuu, gcov.Kuf) if fast else (generic_Kuu, generic_Kuf)
+            loss = tf.reduce_sum(tf.sin(Kuu(iv, kernel, jitter=1e-6))) + tf.reduce_sum(tf.cos(Kuf(iv, kernel, Xv)))
         return tape.gradient(loss, variables)
 
     for a, b in zip(grads(True), grads(False)):
         np.testing.assert_allclose(a, b, rtol=1e-11, atol=1e-12)
 
 
-def test_other_products_fall_back_to_gpflow():
-    kernel = gpflow.kernels.SquaredExponential(active_dims=[0]) * gpflow.kernels.Linear(active_dims=[1, 2])
-    assert not is_fast_product(kernel)
-    Z, X = _data(2, D=3)
+def test_gpflows_own_products_keep_gpflows_path():
+    """Importing the package changes nothing for GPflow's kernels: a plain Periodic x Linear product
+    (the same function as PeriodicLinear) dispatches to GPflow's generic Kuu/Kuf."""
+    periodic = gpflow.kernels.Periodic(gpflow.kernels.SquaredExponential(active_dims=[0]), period=2 * np.pi)
+    kernel = periodic * gpflow.kernels.Linear(active_dims=[1, 2, 3, 4])
+    assert type(kernel) is Product
+    assert gcov.Kuu.dispatch(InducingPoints, Product) is generic_Kuu
+    assert gcov.Kuf.dispatch(InducingPoints, Product, object) is generic_Kuf
+    Z, X = _data(2)
     iv = InducingPoints(Z)
-    assert prior_covariances(iv, kernel, X, 0.0) is None
-    np.testing.assert_array_equal(gcov.Kuu(iv, kernel), generic_Kuu(iv, kernel))
-    np.testing.assert_array_equal(gcov.Kuf(iv, kernel, X), generic_Kuf(iv, kernel, X))
-    # White is a delta on the argument set: K(Z, Z) != K(Z), so it must not take the joint path
-    assert not is_fast_product(_kernels()[0] * gpflow.kernels.White())
+    np.testing.assert_allclose(gcov.Kuf(iv, kernel, X), gcov.Kuf(iv, PeriodicLinear(), X), rtol=1e-12)
 
 
 # --------------------------------------------------------------------------- the GP block of a step
 def _reference_block(kernel, iv, X, means, variances, num_data, jitter, weights=None):
-    """The pre-issue-15 formulas: GPflow's generic covariances, W broadcast to the channels,
+    """The formulas written out: GPflow's generic covariances, W broadcast to the channels,
     triangular solves for the mean, the KL (U^-1 against the identity) and the predictive."""
     Kmm = generic_Kuu(iv, kernel, jitter=jitter)[None]
     Kmb = generic_Kuf(iv, kernel, X)[None]
@@ -130,7 +124,6 @@ def test_table1_gp_block_equals_reference_values_and_gradients(weighted, M, L):
     """b = 256, m = 32, L = 16, Q = 8, periodic x linear kernel, ObjectVectors: the GP block of a
     training step (values and gradients of an ELBO-like loss) equals the reference formulas
     (M = 48 > 2 L: the per-channel products instead of the pairs)."""
-    assert amortized._pairs_apply(tf.zeros([1, M, 3]), L) == (M <= 2 * L)
     rng = np.random.default_rng(0)
     b, Q, n_obj, N = 256, 8, 60, 4050
     vectors = rng.standard_normal((n_obj, Q))

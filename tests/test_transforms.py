@@ -110,7 +110,7 @@ def test_object_vectors_receive_gradients_through_the_model(rng):
     X = np.c_[rng.uniform(0, 6, 20), rng.integers(0, 3, 20)]  # objects 3, 4 absent
     Y = rng.normal(size=(20, K)).astype(np.float32)
     with tf.GradientTape() as tape:
-        loss = -model.objective_terms((X, Y))["elbo"]
+        loss = -model.objective_terms((X, Y)).elbo()
     grad = tf.convert_to_tensor(tape.gradient(loss, model.input_transform.vectors.unconstrained_variable)).numpy()
     assert np.all(np.abs(grad[:3]).sum(1) > 0) and np.all(grad[3:] == 0)
     assert any(v is model.input_transform.vectors.unconstrained_variable for v in model.trainable_variables)

@@ -1,21 +1,21 @@
-r"""What every autoencoder in the package shares: networks, decoder likelihood,
-sampling, input checks and the Keras/loop training interface.
+r"""What every autoencoder in the package shares: networks, decoder likelihood, sampling, the
+data boundary (:mod:`.data`) and the training interface.
 
-Subclasses implement :meth:`LatentVariableAutoencoder.objective_terms`, which
-returns the pieces of the minibatch ELBO in GPflow's units
+Subclasses implement :meth:`LatentVariableAutoencoder.objective_terms`, which returns the
+pieces of a batch's bound in GPflow's units (the whole training set's scale),
+:class:`ELBOTerms`; the bound itself,
 
 .. math::
 
-    \mathcal L = \tfrac{N}{b}\sum_{i\in b} E_q[\log p(y_i\mid z_i)] - \mathrm{KL},
+    \mathcal L = s\sum_{i\in b} E_q[\log p(y_i\mid z_i)] - \mathrm{KL},\qquad s = N/b,
 
-so ``elbo = num_data / batch_size * reconstruction - kl``. The training
-objectives (plain/beta ELBO, GECO) in :mod:`gpflow_svgpvae.training` combine
-these terms, and both training paths call the same step function.
+is written once, in :meth:`ELBOTerms.elbo`. The training objectives (plain/beta ELBO, GECO) in
+:mod:`gpflow_svgpvae.training` weight its terms, and both training paths run the same step.
 """
 
 import abc
 import contextlib
-from typing import Dict, Optional, Tuple, Union
+from typing import NamedTuple, Optional, Tuple, Union
 
 import gpflow
 import tensorflow as tf
@@ -26,11 +26,48 @@ from ..likelihoods import DecoderLikelihood, as_likelihood
 from ..networks.validation import check_network
 from ..numerics import assert_finite, assert_positive
 from ..tracing import not_autographed
-from ..transforms import flatten_leading as _flatten_leading
-from .checks import InputChecks, positive_count
-from .missing import MissingData
+from . import data as data_boundary
+from .data import Batch, positive_count
 
-__all__ = ["LatentVariableAutoencoder", "ConditionedModel", "CONTEXT_PREDICT_Y_SHAPES"]
+__all__ = ["LatentVariableAutoencoder", "ELBOTerms", "ConditionedModel", "CONTEXT_PREDICT_Y_SHAPES"]
+
+
+class ELBOTerms(NamedTuple):
+    r"""The pieces of a batch's bound, in GPflow's units (the whole training set's scale).
+
+    ``reconstruction``: :math:`\sum_{i\in b} E_q[\log p(y_i\mid z_i)]` over this replica's points;
+    ``kl``: the batch's prior term on the training set's scale (the same on every replica);
+    ``scale``: :math:`s`, which takes the batch's reconstruction to the training set's (:math:`N/b`);
+    ``decoded``: the decoder's means of the sampled codes (``Y``'s shape), for objectives that
+    compare them with ``Y``; ``mask``: the entry mask (``Y``'s shape) or ``None``;
+    ``num_replicas``: :math:`R`, the replicas of a ``tf.distribute`` step (1 outside one).
+    """
+
+    reconstruction: tf.Tensor
+    kl: tf.Tensor
+    scale: tf.Tensor
+    decoded: tf.Tensor
+    mask: Optional[tf.Tensor]
+    num_replicas: int
+
+    def elbo(self, kl_weight=1.0) -> tf.Tensor:
+        r"""This replica's share of the bound, :math:`s\,\text{reconstruction} - w\,\mathrm{KL}/R`.
+
+        The shares of the :math:`R` replicas sum to the batch's bound; with one replica and
+        :math:`w = 1` it is the bound. :param kl_weight: :math:`w` (a KL warm-up or beta).
+        """
+        return self.scale * self.reconstruction - tf.cast(kl_weight, self.kl.dtype) * self.kl / self.num_replicas
+
+
+def _flatten_leading(tensor: tf.Tensor, num_leading: int) -> tf.Tensor:
+    """Merge the first ``num_leading`` axes into one."""
+    if num_leading == 1:
+        return tensor
+    rest = tensor.shape[num_leading:]
+    if rest.is_fully_defined():
+        return tf.reshape(tensor, [-1] + rest.as_list())
+    return tf.reshape(tensor, tf.concat([[-1], tf.shape(tensor)[num_leading:]], 0))
+
 
 #: ``check_shapes`` specification of ``predict_y(Xnew, data, num_samples, seed)`` for models
 #: that condition on context data ``(X [N_ctx, D], Y [N_ctx, ...])``.
@@ -44,14 +81,19 @@ CONTEXT_PREDICT_Y_SHAPES = (
 )
 
 
-class LatentVariableAutoencoder(MissingData, InputChecks, BayesianModel, ExternalDataTrainingLossMixin, abc.ABC):
+class LatentVariableAutoencoder(BayesianModel, ExternalDataTrainingLossMixin, abc.ABC):
     """Base class: ``data = (X, Y)`` with auxiliary inputs ``X`` and observations ``Y``.
 
     :param encoder: ``Y -> (means [b, L], variances [b, L])`` (``tf_keras``).
     :param decoder: ``Z [b, L] -> likelihood parameters [b, ...]`` (``tf_keras``).
     :param likelihood: a :class:`~gpflow_svgpvae.likelihoods.DecoderLikelihood`
         or ``"gaussian"`` / ``"bernoulli"``.
-    :param num_data: :math:`N`, the training-set size (minibatch scaling).
+    :param num_data: the size of the training set, for GPflow's minibatch scaling: the number
+        of points of one latent dataset (data ``X [N, D]``), or of sequences (data
+        ``X [V, T, D]``); ``None``: each batch is the whole training set (no scaling).
+    :param sequence_length: for sequence data, the number of frames :math:`T` of every
+        sequence, when batches may hold fewer (a minibatch of frames: each sequence's
+        reconstruction is then scaled by :math:`T/b`); ``None``: sequences are given whole.
     :param num_samples: Monte Carlo samples of :math:`z` per point for the
         reconstruction term.
     :param seed: seed of the Monte Carlo draws (the draw counter is saved in checkpoints).
@@ -67,7 +109,8 @@ class LatentVariableAutoencoder(MissingData, InputChecks, BayesianModel, Externa
         decoder,
         likelihood: Union[str, DecoderLikelihood] = "gaussian",
         *,
-        num_data: int,
+        num_data: Optional[int] = None,
+        sequence_length: Optional[int] = None,
         num_samples: int = 1,
         seed: int = 0,
         missing_values: Optional[str] = None,
@@ -75,11 +118,21 @@ class LatentVariableAutoencoder(MissingData, InputChecks, BayesianModel, Externa
         name: Optional[str] = None,
     ):
         super().__init__(name=name)
-        self._set_missing_options(missing_values, encoder_sees_mask)
+        if missing_values not in (None, "nan"):
+            raise ValueError(f"missing_values must be None or 'nan'; got {missing_values!r}")
+        if (missing_values is not None or encoder_sees_mask) and not self.supports_missing:
+            raise TypeError(f"{type(self).__name__} does not take missing data (missing_values, encoder_sees_mask).")
+        self.missing_values = missing_values
+        self.encoder_sees_mask = bool(encoder_sees_mask)
         self.encoder = check_network(encoder, "encoder") if encoder is not None else None
         self.decoder = check_network(decoder, "decoder")
         self.likelihood = as_likelihood(likelihood)
-        self.num_data = positive_count(num_data, "num_data", "the number of training points")
+        self.num_data = None if num_data is None else positive_count(num_data, "num_data", "the training-set size")
+        self.sequence_length = (
+            None
+            if sequence_length is None
+            else positive_count(sequence_length, "sequence_length", "the number of frames per sequence")
+        )
         self.num_samples = positive_count(num_samples, "num_samples", "Monte Carlo samples per point")
         # Monte Carlo draws are keyed by (seed, draw counter): reproducible, saved in
         # checkpoints, and identical on every replica of a distributed step.
@@ -94,6 +147,61 @@ class LatentVariableAutoencoder(MissingData, InputChecks, BayesianModel, Externa
     #: Subclasses that learn :math:`L` from their own constructor arguments (a kernel) set this
     #: and call :meth:`build_networks` at the end of their ``__init__``.
     _builds_networks_after_init = False
+
+    #: Whether :meth:`objective_terms` accepts ``data = (X, Y, mask)`` (missing entries).
+    supports_missing = False
+
+    #: Set by models whose bound has no minibatch estimate over the frames of a sequence.
+    whole_sequences_only = False
+
+    # ---------------------------------------------------------------- data
+    def data_batch(self, data, conditioning: bool = False) -> Batch:
+        """``data = (X, Y)`` or ``(X, Y, mask)`` checked and normalised once (see :mod:`.data`).
+
+        :param conditioning: data to condition a prediction on: any number of points, frames
+            and sequences (training batches must fit ``num_data`` and ``sequence_length``).
+        """
+        X, Y, mask = data_boundary.split_data(data, self.supports_missing, type(self).__name__)
+        Y, mask = data_boundary.observed_entries(X, Y, mask, nan_missing=self.missing_values == "nan")
+        X, Y = data_boundary.check_inputs(
+            X,
+            Y,
+            input_dim=self.input_dim,
+            input_origin=self._input_dim_origin(),
+            num_data=None if conditioning else self.num_data,
+            sequence_length=None if conditioning else self.sequence_length,
+            whole_sequences=type(self).__name__ if self.whole_sequences_only and not conditioning else None,
+        )
+        weights = None if mask is None else data_boundary.point_weights(mask, X.shape.rank - 1)
+        return Batch(X, Y, mask, weights)
+
+    def _points_batch(self, data, conditioning: bool = False) -> Batch:
+        """:meth:`data_batch` of models that take one latent dataset only (``X [b, D]``)."""
+        batch = self.data_batch(data, conditioning=conditioning)
+        if batch.X.shape.rank != 2:
+            raise ValueError(f"X must have shape [batch, input_dim]; got shape {batch.X.shape}")
+        return batch
+
+    def check_arrays(self, data) -> None:
+        """Check whole arrays ``(X, Y)`` or ``(X, Y, mask)`` before training (``train`` and the Keras
+        view call this); see :func:`gpflow_svgpvae.models.data.check_arrays`."""
+        data_boundary.check_arrays(data, self.missing_values, getattr(self, "input_transform", None))
+
+    def encoder_inputs(self, Y, mask=None):
+        """What the encoder sees: ``Y`` (zero-filled at missing entries), with
+        ``encoder_sees_mask`` concatenated with the mask (ones if ``None``) along the last axis."""
+        if not self.encoder_sees_mask:
+            return Y
+        mask = tf.ones_like(Y) if mask is None else tf.cast(mask, Y.dtype)
+        return tf.concat([Y, mask], axis=-1)
+
+    @property
+    def input_dim(self) -> Optional[int]:
+        """Width of the auxiliary inputs ``X`` expected by the prior (None: not fixed)."""
+        return None
+
+    def _input_dim_origin(self) -> str:
+        return "the width of its auxiliary inputs"
 
     # ---------------------------------------------------------------- networks
     def build_networks(self, observation_shape: Optional[Tuple[int, ...]] = None, num_latent_gps: Optional[int] = None):
@@ -219,25 +327,29 @@ class LatentVariableAutoencoder(MissingData, InputChecks, BayesianModel, Externa
         training: Optional[bool] = None,
         mask: Optional[tf.Tensor] = None,
         condition: Optional[tf.Tensor] = None,
-    ):
-        r""":math:`\sum_i E_q[\log p(y_i\mid z_i)]` (Monte Carlo) over all rows of ``Y [..., b, ...]``
-        given latent marginals ``[..., b, L]``, and the decoded means of the sampled codes, shaped like ``Y``.
+    ) -> Tuple[tf.Tensor, tf.Tensor]:
+        r""":math:`\sum_i E_{q(z_i)}[\log p(y_i\mid z_i)]` over all points of ``Y [..., b, ...]`` by Monte
+        Carlo (``num_samples`` reparameterised draws :math:`z = m + \sqrt{v}\,\epsilon` from the latent
+        marginals ``z_mean, z_var [..., b, L]``), and the decoded means of the first draw (``Y``'s shape).
 
-        :param mask: optional entry mask of ``Y``'s shape (1 = observed): the log density
-            is summed over the observed entries only.
+        :param mask: optional entry mask of ``Y``'s shape (1 = observed): the log density is summed
+            over the observed entries only.
         :param condition: optional ``[..., b, C]``: the decoder reads ``[z_i, condition_i]``."""
         num_leading = z_mean.shape.rank - 1
+        Y_flat = _flatten_leading(Y, num_leading)
         L = z_mean.shape[-1] if z_mean.shape[-1] is not None else tf.shape(z_mean)[-1]
-        extra = {} if mask is None else {"mask": _flatten_leading(mask, num_leading)}
+        S = self.num_samples
+        Z = self._sample_normal(tf.reshape(z_mean, [-1, L]), tf.reshape(z_var, [-1, L]))  # [S, n, L]
         if condition is not None:
-            extra["condition"] = _flatten_leading(condition, num_leading)
-        reconstruction, decoded = self._reconstruction(
-            _flatten_leading(Y, num_leading),
-            tf.reshape(z_mean, [-1, L]),
-            tf.reshape(z_var, [-1, L]),
-            training=training,
-            **extra,
-        )
+            condition = tf.tile(_flatten_leading(condition, num_leading), [S, 1])  # [S*n, C]
+        params = self.decode(tf.reshape(Z, [-1, L]), training=training, condition=condition)  # [S*n, ...]
+        params = self.likelihood.check_decoder_output(params, Y_flat)
+        multiples = tf.concat([[S], tf.ones([tf.rank(Y_flat) - 1], tf.int32)], 0)
+        entry_mask = None if mask is None else tf.tile(_flatten_leading(mask, num_leading), multiples)
+        log_probs = self.likelihood.log_prob(tf.tile(Y_flat, multiples), params, mask=entry_mask)  # [S*n]
+        reconstruction = tf.reduce_sum(log_probs) / S
+        # GECO's constraint uses the first draw's decoded mean only.
+        decoded = self.likelihood.mean(tf.cast(params[: tf.shape(Y_flat)[0]], gpflow.default_float()))
         return reconstruction, (decoded if num_leading == 1 else tf.reshape(decoded, tf.shape(Y)))
 
     def encode_all(self, Y, batch_size: int = 1024) -> Tuple[tf.Tensor, tf.Tensor]:
@@ -347,10 +459,7 @@ class LatentVariableAutoencoder(MissingData, InputChecks, BayesianModel, Externa
         """
         if isinstance(data, tf.data.Dataset):
             raise TypeError("impute takes arrays (X, Y) or (X, Y, mask), not a tf.data.Dataset.")
-        X, Y, mask = self.observed(data)
-        Y = tf.convert_to_tensor(Y)
-        if not Y.dtype.is_floating:
-            Y = tf.cast(Y, tf.float32)
+        X, Y, mask, _ = self.data_batch(data, conditioning=True)
         out = self.posterior(data, **posterior_options).predict_y(
             self._imputation_queries(X), num_samples=num_samples, seed=seed
         )
@@ -389,37 +498,10 @@ class LatentVariableAutoencoder(MissingData, InputChecks, BayesianModel, Externa
         eps = eps[:, offset : offset + b]
         return mean + tf.sqrt(var) * eps
 
-    def _reconstruction(
-        self, Y: tf.Tensor, z_mean: tf.Tensor, z_var: tf.Tensor, training=None, mask=None, condition=None
-    ):
-        r""":math:`\sum_i E_q[\log p(y_i \mid z_i)]` by Monte Carlo, and the decoded mean of
-        the samples (for GECO's reconstruction constraint). ``mask`` (``Y``'s shape, optional):
-        sum over the observed entries only. ``condition`` (``[b, C]``, optional): the decoder
-        reads ``[z_i, condition_i]``."""
-        Z = self._sample_normal(z_mean, z_var)  # [S, b, L]
-        S = self.num_samples
-        Z_flat = tf.reshape(Z, [-1, tf.shape(Z)[-1]])  # [S*b, L]
-        if condition is not None:
-            condition = tf.tile(condition, [S, 1])  # [S*b, C]
-        params = self.likelihood.check_decoder_output(
-            self.decode(Z_flat, training=training, condition=condition), Y
-        )  # [S*b, ...]
-        multiples = tf.concat([[S], tf.ones([tf.rank(Y) - 1], tf.int32)], 0)
-        Y_rep = tf.tile(Y, multiples)
-        if mask is None:
-            log_probs = self.likelihood.log_prob(Y_rep, params)  # [S*b]
-        else:
-            log_probs = self.likelihood.log_prob(Y_rep, params, mask=tf.tile(mask, multiples))
-        reconstruction = tf.reduce_sum(log_probs) / S
-        # GECO's constraint uses the first sample's decoded mean only.
-        decoded_mean = self.likelihood.mean(tf.cast(params[: tf.shape(Y)[0]], gpflow.default_float()))
-        return reconstruction, decoded_mean
-
     # --------------------------------------------------------------- objective
     @abc.abstractmethod
-    def objective_terms(self, data, training: Optional[bool] = True) -> Dict[str, tf.Tensor]:
-        """``reconstruction``, ``kl``, ``batch_size``, ``scale`` (N/b), ``elbo`` and
-        ``decoded`` (decoder mean of the sampled codes) for one batch."""
+    def objective_terms(self, data, training: Optional[bool] = True) -> ELBOTerms:
+        """The pieces of the bound of a batch ``data`` (:class:`ELBOTerms`)."""
 
     @not_autographed  # in a user's tf.function too (see gpflow_svgpvae.tracing)
     def elbo(self, data, seed: Optional[int] = None) -> tf.Tensor:
@@ -433,13 +515,13 @@ class LatentVariableAutoencoder(MissingData, InputChecks, BayesianModel, Externa
         as a stochastic training objective must.)
         """
         with self._fixed_draw(seed):
-            return self.objective_terms(data, training=False)["elbo"]
+            return self.objective_terms(data, training=False).elbo()
 
     @not_autographed  # GPflow's compiled training_loss_closure traces this
     def maximum_log_likelihood_objective(self, data) -> tf.Tensor:
         """The ELBO with a fresh Monte Carlo draw (advances the draw counter): GPflow's
         ``training_loss(data)`` is its negative."""
-        return self.objective_terms(data, training=True)["elbo"]
+        return self.objective_terms(data, training=True).elbo()
 
     @contextlib.contextmanager
     def _fixed_draw(self, seed: Optional[int]):
@@ -451,24 +533,17 @@ class LatentVariableAutoencoder(MissingData, InputChecks, BayesianModel, Externa
         finally:
             self.__dict__["_draw_override"] = previous
 
-    def _terms(self, reconstruction, kl, batch_size, num_data, decoded):
-        """Assemble the terms. In a distributed step ``reconstruction`` and
-        ``decoded`` are this replica's, ``batch_size`` and ``kl`` are global; the
-        returned ``elbo``/``reconstruction`` are global (summed over replicas) and
-        ``local_reconstruction`` is what this replica's loss differentiates."""
+    def _elbo_terms(self, reconstruction, kl, scale, decoded, mask=None) -> ELBOTerms:
+        """:class:`ELBOTerms` of this replica (``kl`` global, ``scale`` float64)."""
         dtype = gpflow.default_float()
-        scale = tf.cast(num_data, dtype) / tf.cast(batch_size, dtype)
-        (global_reconstruction,) = distribute.sum_across_replicas([reconstruction])
-        return {
-            "num_replicas": distribute.num_replicas(),
-            "elbo": scale * global_reconstruction - kl,
-            "reconstruction": global_reconstruction,
-            "local_reconstruction": reconstruction,
-            "kl": kl,
-            "scale": scale,
-            "batch_size": batch_size,
-            "decoded": decoded,
-        }
+        return ELBOTerms(
+            tf.cast(reconstruction, dtype),
+            tf.cast(kl, dtype),
+            tf.cast(scale, dtype),
+            decoded,
+            mask,
+            distribute.num_replicas(),
+        )
 
     def as_training_model(self, objective=None):
         """A ``tf_keras.Model`` view for ``compile`` + ``fit``; see

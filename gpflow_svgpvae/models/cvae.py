@@ -41,6 +41,7 @@ from ..likelihoods import DecoderLikelihood
 from ..numerics import assert_finite, assert_positive
 from ..transforms import InputTransform
 from .base import CONTEXT_PREDICT_Y_SHAPES, LatentVariableAutoencoder
+from .data import positive_count
 
 __all__ = ["CVAE", "angle_condition"]
 
@@ -102,6 +103,7 @@ class CVAE(LatentVariableAutoencoder):
         self.encoder_sees_condition = bool(encoder_sees_condition)
         self.angle_column = int(angle_column)
         self.id_column = int(id_column)
+        num_data = positive_count(num_data, "num_data", "the number of training points")
         super().__init__(encoder, decoder, likelihood, num_data=num_data, num_samples=num_samples, seed=seed, name=name)
 
     @property
@@ -158,8 +160,7 @@ class CVAE(LatentVariableAutoencoder):
         return self.decode(Z, training=training, condition=condition)
 
     def objective_terms(self, data, training: Optional[bool] = True):
-        X, Y = data
-        X, Y = self._check_batch(X, Y)
+        X, Y, _, _ = self._points_batch(data)
         condition = self._condition(X, Y, training=training)  # [b, H]
         means, variances = self.encode_conditional(X, Y, training=training, condition=condition)
         kl_points = 0.5 * tf.reduce_sum(variances + tf.square(means) - 1.0 - tf.math.log(variances), axis=-1)
@@ -173,7 +174,7 @@ class CVAE(LatentVariableAutoencoder):
         decoded = self.likelihood.mean(tf.cast(params, gpflow.default_float()))[: tf.shape(Y)[0]]
         batch_size = tf.shape(Y)[0]
         scale = tf.cast(self.num_data, gpflow.default_float()) / tf.cast(batch_size, gpflow.default_float())
-        return self._terms(reconstruction, scale * tf.reduce_sum(kl_points), batch_size, self.num_data, decoded)
+        return self._elbo_terms(reconstruction, scale * tf.reduce_sum(kl_points), scale, decoded)
 
     # ------------------------------------------------------------ prediction
     def object_codes(self, X_context, Y_context, num_objects: int, batch_size: int = 1024):

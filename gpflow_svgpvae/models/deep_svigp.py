@@ -39,6 +39,7 @@ from gpflow.utilities import triangular
 from ..likelihoods import DecoderLikelihood
 from ..transforms import Identity, InputTransform, as_input_transform
 from .base import LatentVariableAutoencoder
+from .data import positive_count
 from .object_fitting import fit_object_vectors
 
 __all__ = ["DeepSVIGP"]
@@ -78,6 +79,7 @@ class DeepSVIGP(LatentVariableAutoencoder):
     ):
         if num_latent_gps is None:
             raise TypeError("DeepSVIGP needs num_latent_gps, the number of latent channels L.")
+        num_data = positive_count(num_data, "num_data", "the number of training points")
         super().__init__(None, decoder, likelihood, num_data=num_data, num_samples=num_samples, seed=seed, name=name)
         if not isinstance(inducing_variable, gpflow.inducing_variables.InducingVariables):
             inducing_variable = gpflow.inducing_variables.InducingPoints(inducing_variable)
@@ -151,11 +153,11 @@ class DeepSVIGP(LatentVariableAutoencoder):
         return gauss_kl(self.q_mu, self.q_sqrt)
 
     def objective_terms(self, data, training: Optional[bool] = True):
-        X, Y = data
-        X, Y = self._check_batch(X, Y)
+        X, Y, _, _ = self._points_batch(data)
         z_mean, z_var = self._latent(X)
-        reconstruction, decoded = self._reconstruction(Y, z_mean, z_var, training=training)
-        return self._terms(reconstruction, self.prior_kl(), tf.shape(Y)[0], self.num_data, decoded)
+        reconstruction, decoded = self.reconstruct(Y, z_mean, z_var, training=training)
+        scale = tf.cast(self.num_data, z_mean.dtype) / tf.cast(tf.shape(Y)[0], z_mean.dtype)
+        return self._elbo_terms(reconstruction, self.prior_kl(), scale, decoded)
 
     @check_shapes(
         "Xnew: [batch..., N, D]",

@@ -75,6 +75,7 @@ from ..auxiliary import ObjectVectors
 from ..likelihoods import DecoderLikelihood
 from ..numerics import cholesky
 from .base import CONTEXT_PREDICT_Y_SHAPES, LatentVariableAutoencoder
+from .data import positive_count
 
 __all__ = ["GPPVAE"]
 
@@ -118,6 +119,7 @@ class GPPVAE(LatentVariableAutoencoder):
     ):
         if num_latent_gps is None:
             raise TypeError("GPPVAE needs num_latent_gps, the number of latent channels L.")
+        num_data = positive_count(num_data, "num_data", "the number of training points")
         super().__init__(encoder, decoder, likelihood, num_data=num_data, num_samples=1, seed=seed, name=name)
         self.view_kernel = view_kernel
         view_values = np.asarray(view_values, dtype=np.float64).reshape(-1)
@@ -213,8 +215,7 @@ class GPPVAE(LatentVariableAutoencoder):
 
     # ------------------------------------------------------------ objective
     def objective_terms(self, data, training: Optional[bool] = True):
-        X, Y = data
-        X, Y = self._check_batch(X, Y)
+        X, Y, _, _ = self._points_batch(data)
         if tf.executing_eagerly() and not bool(self.refreshed.numpy()):
             raise RuntimeError("Call GPPVAE.refresh(X_train, Y_train) before training (and after every epoch).")
         ids, views = self.split_inputs(X)
@@ -236,7 +237,7 @@ class GPPVAE(LatentVariableAutoencoder):
             self.expansion, self.features(self.train_ids, self.train_views), self.noise_variance
         )
         kl = hyper_gp + scale * (network_gp - entropy)
-        return self._terms(reconstruction, kl, batch_size, self.num_data, decoded)
+        return self._elbo_terms(reconstruction, kl, scale, decoded)
 
     # ----------------------------------------------------------- prediction
     @staticmethod

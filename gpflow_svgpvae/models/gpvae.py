@@ -65,7 +65,7 @@ __all__ = ["GPVAE", "exact_gp_factors"]
 
 
 def _frame_flags(weights, dtype) -> tf.Tensor:
-    """Frame weights ``[V, T]`` -> :math:`w \in \{0, 1\}` ``[V, 1, T]`` (any positive weight is 1)."""
+    r"""Frame weights ``[V, T]`` -> :math:`w \in \{0, 1\}` ``[V, 1, T]`` (any positive weight is 1)."""
     return tf.cast(tf.convert_to_tensor(weights) > 0, dtype)[..., None, :]
 
 
@@ -110,7 +110,8 @@ class GPVAE(VideoGPAutoencoder):
     :param kernel: GPflow kernel over the frame inputs (shared by the channels, or
         ``SeparateIndependent``).
     :param likelihood: decoder likelihood.
-    :param num_data: frames per video :math:`T`; every batch must contain whole videos.
+    :param num_data: the number of training videos (``None``: each batch is the training set).
+    :param sequence_length: frames per video :math:`T`, if fixed: every training batch must then hold whole videos.
     :param num_latent_gps: :math:`L` (checked against the encoder when given).
     :param jitter: added to :math:`K + \tilde D` before the Cholesky (default 0: the
         site variances, bounded below by the encoder head, regularise it).
@@ -119,7 +120,7 @@ class GPVAE(VideoGPAutoencoder):
     :param encoder_sees_mask: the encoder sees ``concat([Y zero-filled, mask], -1)``.
 
     ``data = (X [V, T, D], Y [V, T, ...])`` or ``(X, Y, mask)``; the ELBO is summed over
-    videos. Padded videos: pad to a common ``T = num_data`` and pass the frame mask ``[V, T]``;
+    videos. Padded videos: pad to a common ``T`` and pass the frame mask ``[V, T]``;
     each video's KL and posterior are then those of its real frames alone.
 
     Training from random networks can settle in a poor local optimum: on the moving
@@ -130,7 +131,7 @@ class GPVAE(VideoGPAutoencoder):
     higher bound and recovers the paths; see ``docs/results.md``.
     """
 
-    full_videos_only = True
+    whole_sequences_only = True
 
     def __init__(
         self,
@@ -139,7 +140,8 @@ class GPVAE(VideoGPAutoencoder):
         kernel,
         likelihood="gaussian",
         *,
-        num_data: int,
+        num_data=None,
+        sequence_length=None,
         num_latent_gps=None,
         jitter: float = 0.0,
         num_samples: int = 1,
@@ -154,6 +156,7 @@ class GPVAE(VideoGPAutoencoder):
             kernel,
             likelihood,
             num_data=num_data,
+            sequence_length=sequence_length,
             num_latent_gps=num_latent_gps,
             jitter=jitter,
             num_samples=num_samples,
@@ -178,7 +181,7 @@ class GPVAE(VideoGPAutoencoder):
     def log_marginal_likelihood(self, data) -> tf.Tensor:
         r""":math:`\log Z_{vl}` of every video's latent dataset, ``[V, L]`` (``data = (X, Y)`` or
         ``(X, Y, mask)``: frames with nothing observed are left out)."""
-        X, _, _, weights, means, variances = self._videos(data, full_videos=False, training=False)
+        X, _, _, weights, means, variances = self._videos(data, conditioning=True, training=False)
         K = batched_gram(self.kernel, X)
         return exact_gp_factors(K, means, variances, self.jitter, weights)[2]
 

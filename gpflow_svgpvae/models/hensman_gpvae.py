@@ -87,7 +87,8 @@ class HensmanGPVAE(InducingVideoAutoencoder):
         inducing_variable,
         likelihood="gaussian",
         *,
-        num_data: int,
+        num_data: Optional[int] = None,
+        sequence_length: Optional[int] = None,
         num_latent_gps: int,
         num_videos: Optional[int] = None,
         q_mu=None,
@@ -106,6 +107,7 @@ class HensmanGPVAE(InducingVideoAutoencoder):
             inducing_variable,
             likelihood,
             num_data=num_data,
+            sequence_length=sequence_length,
             num_latent_gps=num_latent_gps,
             jitter=jitter,
             num_samples=num_samples,
@@ -126,12 +128,12 @@ class HensmanGPVAE(InducingVideoAutoencoder):
         self.q_mu = gpflow.Parameter(q_mu, dtype=dtype, name="q_mu")
         self.q_sqrt = gpflow.Parameter(np.tril(q_sqrt), transform=triangular(), dtype=dtype, name="q_sqrt")
 
-    def _check_videos(self, X, Y, full_videos=None):
-        X, Y = super()._check_videos(X, Y, full_videos)
-        V = X.shape[0]
+    def data_batch(self, data, conditioning: bool = False):
+        batch = super().data_batch(data, conditioning=conditioning)
+        V = batch.X.shape[0]
         if self.num_videos is not None and V is not None and int(V) != self.num_videos:
             raise ValueError(f"This model has one q(u) per video for {self.num_videos} videos; got {V} videos.")
-        return X, Y
+        return batch
 
     def free_marginals(self, X):
         r"""SVGP predictive marginals of the free :math:`q(u)` at ``X [V, T, D]``: mean, variance ``[V, T, L]``.

@@ -149,7 +149,7 @@ def _fitter(
                 if objective == "decoded_mean":  # every Monte Carlo sample is the mean
                     var = tf.zeros_like(var)
                 condition = model.decoder_condition(X_gp)  # [n, C] or None
-                reconstruction, _ = model._reconstruction(Y, mean, var, training=False, condition=condition)
+                reconstruction, _ = model.reconstruct(Y, mean, var, training=False, condition=condition)
                 loss = -reconstruction
             optimizer.apply_gradients([(tape.gradient(loss, rows), rows)])
             return loss

@@ -20,7 +20,7 @@ The ELBO of a video replaces :math:`\log Z` of the exact GP-VAE by it:
 where :math:`q_S` is the sparse predictive with Titsias' optimal :math:`q(u)`.
 The bound couples all frames of a video through :math:`\log|Q + \tilde D|`;
 it is not a sum over frames and has no unbiased minibatch estimate, so the
-model only accepts whole videos (``T == num_data``; anything else raises).
+model only accepts whole videos (``T == sequence_length`` when that is given; anything else raises).
 At :math:`b = N` it equals the SVGP-VAE bound exactly (tested).
 
 Missing frames (``data = (X, Y, mask)``): a frame with nothing observed has site
@@ -55,12 +55,12 @@ class SparseGPVAE(InducingVideoAutoencoder):
     Same arguments as :class:`~gpflow_svgpvae.SVGPVAE` on video data (also ``missing_values``
     and ``encoder_sees_mask``). ``predict_f(Xnew, data)`` predicts with Titsias' optimal
     :math:`q(u)` of each video (at its frames for ``Xnew=None``, or at new inputs).
-    ``num_data`` must be the number of frames of every video: a batch whose videos
-    have a different number of frames (a "minibatch" of frames) raises
+    ``sequence_length``, if given, must be the number of frames of every video: a batch whose
+    videos have a different number of frames (a "minibatch" of frames) raises
     ``ValueError`` (static shapes) or ``InvalidArgumentError`` (dynamic shapes).
     """
 
-    full_videos_only = True
+    whole_sequences_only = True
 
     def _titsias(self, X, means, variances, weights=None):
         Lm = self.prior_cholesky()  # [1, C, M, M]

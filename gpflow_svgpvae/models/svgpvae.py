@@ -23,8 +23,10 @@ kernel. Data come in one of two layouts:
   ``num_data`` points (the statistics are summed across replicas under
   ``tf.distribute``, so R replicas train as one device);
 * ``X [V, b, D]``, ``Y [V, b, ...]``: ``V`` independent latent datasets
-  (videos, sequences, subjects), each of ``num_data`` points of which ``b``
-  are given; each gets its own :math:`q(u)`, and the ELBO is the sum over them.
+  (sequences, videos, subjects) out of ``num_data`` training sequences, each of
+  ``sequence_length`` frames of which ``b`` are given; each gets its own :math:`q(u)`,
+  and the ELBO is the sum over them (times ``num_data / V`` when ``num_data`` is given:
+  GPflow's scaling to the training set).
 
 Missing data
 ------------
@@ -53,16 +55,17 @@ entries are never read (they may be NaN). Then:
 
 Sequences of different lengths: pad them to a common ``T`` (any values),
 pass the frame mask ``[V, T]`` (or an entry mask whose padded frames are all
-0) and build the model with ``num_data = T``: each sequence is given whole,
-so :math:`s = N/b = 1` and each sequence's :math:`q(u)` conditions on exactly
-its real frames; the ELBO, KL and predictions equal those of the unpadded
-sequences one by one (each a latent dataset with :math:`s = 1`). (With
-``num_data > T`` the padded frames count as missing frames of a longer
-sequence: :math:`s = N/T` for every sequence.)
+0): each sequence is given whole (``sequence_length`` unset, or ``T``), so
+:math:`s = 1` and each sequence's :math:`q(u)` conditions on exactly its real
+frames; the ELBO, KL and predictions equal those of the unpadded sequences one
+by one (each a latent dataset with :math:`s = 1`). (With ``sequence_length > T``
+the padded frames count as missing frames of a longer sequence: :math:`s = N/T`
+for every sequence.) Predictions condition on any number of frames and sequences.
 """
 
 from typing import Optional, Sequence, Union
 
+import gpflow
 import numpy as np
 import tensorflow as tf
 from check_shapes import check_shapes
@@ -73,7 +76,8 @@ from .. import amortized, distribute
 from ..kernels import check_input_dim
 from ..likelihoods import DecoderLikelihood
 from ..transforms import Identity, InputTransform, as_input_transform
-from .base import LatentVariableAutoencoder
+from .base import ELBOTerms, LatentVariableAutoencoder
+from .data import Batch
 from .object_fitting import fit_object_vectors
 from .video import LatentPosterior
 
@@ -106,8 +110,12 @@ class SVGPVAE(LatentVariableAutoencoder):
     :param likelihood: decoder likelihood: ``"gaussian"``, ``"bernoulli"``, a
         :class:`~gpflow_svgpvae.likelihoods.DecoderLikelihood` or a GPflow likelihood
         that fits (see :func:`~gpflow_svgpvae.likelihoods.as_likelihood`).
-    :param num_data: :math:`N`, the size of the training set (with data
-        ``[V, b, ...]``: the number of points of each latent dataset).
+    :param num_data: the size of the training set: :math:`N` points of one latent dataset
+        (data ``[b, ...]``; the scale of a minibatch is :math:`N/b`), or the number of training
+        sequences (data ``[V, T, ...]``); ``None``: every batch is the whole training set.
+    :param sequence_length: for sequences, the number of frames :math:`N` of each, when
+        training batches hold :math:`b < N` of them (``train(..., frames_per_sequence=b)``);
+        ``None``: sequences are given whole (:math:`s = 1`).
     :param input_transform: maps raw auxiliary inputs to GP inputs
         (:mod:`gpflow_svgpvae.transforms`); default: identity.
     :param num_latent_gps: :math:`L`; checked against the encoder output when given.
@@ -140,7 +148,8 @@ class SVGPVAE(LatentVariableAutoencoder):
         inducing_variable: Union[InducingVariables, tf.Tensor],
         likelihood: Union[str, DecoderLikelihood] = "gaussian",
         *,
-        num_data: int,
+        num_data: Optional[int] = None,
+        sequence_length: Optional[int] = None,
         input_transform: Optional[InputTransform] = None,
         num_latent_gps: Optional[int] = None,
         jitter: float = 1e-6,
@@ -156,6 +165,7 @@ class SVGPVAE(LatentVariableAutoencoder):
             decoder,
             likelihood,
             num_data=num_data,
+            sequence_length=sequence_length,
             num_samples=num_samples,
             seed=seed,
             missing_values=missing_values,
@@ -215,22 +225,12 @@ class SVGPVAE(LatentVariableAutoencoder):
             return f"the inducing inputs have shape [M, {self.gp_input_dim}]"
         return f"the raw inputs of its input transform {type(self.input_transform).__name__}"
 
-    # --------------------------------------------------------------- inputs
-    def _check_data(self, X, Y, num_data=None):
-        """Checks on raw ``(X, Y)`` of either layout (see the module docstring)."""
-        rank = tf.convert_to_tensor(X).shape.rank
-        if rank not in (2, 3):
-            raise ValueError(
-                f"X must have shape [batch, input_dim] (one latent dataset) or [num_datasets, batch, input_dim] "
-                f"(many: videos, sequences); got shape {tf.convert_to_tensor(X).shape}"
-            )
-        if rank == 3:
-            return self._check_sequences(X, Y, num_data=num_data)
-        return self._check_batch(X, Y, num_data=num_data)
-
+    # --------------------------------------------------------------- objective
     def map_inputs(self, X, Y=None, training: Optional[bool] = None) -> tf.Tensor:
         """GP inputs ``[..., b, D]`` of raw inputs (through :attr:`input_transform`)."""
-        mapped = tf.cast(self.input_transform(X, Y, training=training), tf.float64)
+        if isinstance(self.input_transform, Identity):
+            return tf.cast(X, gpflow.default_float())
+        mapped = tf.cast(self.input_transform(X, Y, training=training), gpflow.default_float())
         width, expected = mapped.shape[-1], self.gp_input_dim
         if width is not None and expected is not None and int(width) != expected:
             raise ValueError(
@@ -247,66 +247,86 @@ class SVGPVAE(LatentVariableAutoencoder):
         if expected is not None and L is not None and int(L) != expected:
             raise ValueError(f"The encoder returned {L} latent channels but the model expects {expected}.")
 
-    def encode_sites(self, X, Y, training: Optional[bool] = None, mask=None):
-        """GP inputs and the encoder's sites of a checked batch: ``X [..., b, D]``,
-        ``means, variances [..., b, L]`` (``Y`` zero-filled where ``mask`` is 0)."""
-        X_gp = self.map_inputs(X, Y, training=training)
-        means, variances = self.encode_frames(
-            self.encoder_inputs(Y, mask), num_leading=X_gp.shape.rank - 1, training=training
-        )
+    def _sites(self, batch: Batch, training: Optional[bool] = None):
+        """GP inputs ``[..., b, D]`` and the encoder's sites ``[..., b, L]`` of a checked batch."""
+        X_gp = self.map_inputs(batch.X, batch.Y, training=training)
+        inputs = self.encoder_inputs(batch.Y, batch.mask)
+        means, variances = self.encode_frames(inputs, num_leading=X_gp.shape.rank - 1, training=training)
         self._check_num_latent(means)
         return X_gp, means, variances
 
-    # ------------------------------------------------------------- objective
-    def _batch(self, data, num_data=None, training: Optional[bool] = None):
-        X, Y, mask = self.observed(data)
-        n = self.num_data if num_data is None else num_data
-        X, Y = self._check_data(X, Y, num_data=n)
-        X, means, variances = self.encode_sites(X, Y, training=training, mask=mask)
-        # One latent dataset: the statistics are sums over points, and summed across
-        # replicas they are the global batch's. Many: each replica holds whole datasets.
-        reduce = distribute.sum_across_replicas if X.shape.rank == 2 else None
-        weights = None if mask is None else self.point_weights(mask, X.shape.rank - 1)
-        batch = amortized.minibatch_posterior(
+    def _batch_posterior(self, batch: Batch, X_gp, means, variances, num_points) -> amortized.BatchPosterior:
+        # One latent dataset: the statistics are sums over points, and summed across replicas
+        # they are the global batch's. Many: each replica holds whole datasets.
+        one_dataset = X_gp.shape.rank == 2
+        return amortized.minibatch_posterior(
             self.kernel,
             self.inducing_variable,
-            X,
+            X_gp,
             means,
             variances,
-            n,
+            num_points,
             self.jitter,
-            reduce_statistics=reduce,
-            weights=weights,
+            reduce_statistics=distribute.sum_across_replicas if one_dataset else None,
+            weights=batch.weights,
         )
-        return X, Y, mask, batch
+
+    def _points_per_dataset(self, X_gp) -> tf.Tensor:
+        """:math:`N` of the scale :math:`s = N/b`: ``num_data`` of one latent dataset, ``sequence_length``
+        of sequences, or (``None``) the batch's own points (:math:`s = 1`), summed over replicas."""
+        N = self.num_data if X_gp.shape.rank == 2 else self.sequence_length
+        if N is not None:
+            return tf.constant(N, gpflow.default_float())
+        b = tf.cast(tf.shape(X_gp)[-2], gpflow.default_float())
+        return distribute.sum_across_replicas([b])[0] if X_gp.shape.rank == 2 else b
+
+    def objective_terms(self, data, training: Optional[bool] = True) -> ELBOTerms:
+        r"""The bound of a batch ``data = (X, Y)`` or ``(X, Y, mask)`` (:class:`ELBOTerms`):
+
+        .. math::
+
+            \mathcal L = \tfrac{N}{b}\sum_{i\in b} E_{q_S(z_i)}[\log p(y_i\mid z_i)]
+                - \sum_l \mathrm{KL}\big(\mathcal N(\mu_l, A_l)\,\|\,\mathcal N(0, K_{mm})\big),
+
+        with :math:`q(u) = \mathcal N(\mu, A)` amortised from the batch's sites and :math:`q_S`
+        its sparse predictive (:func:`~gpflow_svgpvae.amortized.minibatch_posterior`). For
+        sequences the bound is the sum over the batch's sequences (each with its own :math:`q(u)`
+        and :math:`N` = ``sequence_length``), times ``num_data`` over the batch's sequences.
+        """
+        batch = self.data_batch(data)
+        X_gp, means, variances = self._sites(batch, training=training)
+        N = self._points_per_dataset(X_gp)
+        posterior = self._batch_posterior(batch, X_gp, means, variances, N)
+        condition = self.decoder_condition(X_gp)
+        reconstruction, decoded = self.reconstruct(
+            batch.Y, posterior.mean, posterior.variance, training=training, mask=batch.mask, condition=condition
+        )
+        kl = tf.reduce_sum(posterior.kl)
+        scale = N / posterior.batch_size
+        if X_gp.shape.rank > 2:  # sequences: each replica holds whole sequences
+            num_sequences = tf.cast(tf.shape(X_gp)[0], kl.dtype)
+            kl, num_sequences = distribute.sum_across_replicas([kl, num_sequences])
+            if self.num_data is not None:  # GPflow's scaling from the batch's sequences to the training set's
+                data_scale = tf.cast(self.num_data, kl.dtype) / num_sequences
+                scale, kl = data_scale * scale, data_scale * kl
+        return self._elbo_terms(reconstruction, kl, scale, decoded, batch.mask)
 
     def batch_posterior(self, data, num_data=None, training: Optional[bool] = None) -> amortized.BatchPosterior:
         r"""The amortised posterior of a batch ``data = (X, Y)`` or ``(X, Y, mask)``: :math:`q(u)`,
         its predictive at the batch's inputs and the KL per channel
         (:func:`~gpflow_svgpvae.amortized.minibatch_posterior`).
 
-        :param num_data: :math:`N` for the scale :math:`N/b` (default: the model's).
+        :param num_data: :math:`N` for the scale :math:`N/b` (default: the model's ``num_data`` for
+            one latent dataset, ``sequence_length`` for sequences).
         """
-        return self._batch(data, num_data=num_data, training=training)[3]
-
-    def objective_terms(self, data, training: Optional[bool] = True):
-        """The ELBO terms of a batch ``(X, Y)`` or ``(X, Y, mask)``; with missing entries also
-        ``mask`` (the entry mask, ``Y``'s shape) for objectives that compare ``decoded`` with ``Y``."""
-        X_gp, Y, mask, batch = self._batch(data, training=training)
-        reconstruction, decoded = self.reconstruct(
-            Y, batch.mean, batch.variance, training=training, mask=mask, condition=self.decoder_condition(X_gp)
-        )
-        kl = tf.reduce_sum(batch.kl)
-        if batch.mean.shape.rank > 2:  # independent datasets split across replicas
-            (kl,) = distribute.sum_across_replicas([kl])
-        terms = self._terms(reconstruction, kl, batch.batch_size, self.num_data, decoded)
-        if mask is not None:
-            terms["mask"] = mask
-        return terms
+        batch = self.data_batch(data, conditioning=num_data is not None)
+        X_gp, means, variances = self._sites(batch, training=training)
+        N = self._points_per_dataset(X_gp) if num_data is None else num_data
+        return self._batch_posterior(batch, X_gp, means, variances, N)
 
     def latent_posterior(self, X, means, variances, num_data=None, weights=None) -> LatentPosterior:
         """Posterior marginals at the GP inputs ``X [..., b, D]`` of given sites ``[..., b, L]``
-        and the KL of each latent dataset ``[...]`` (the contract of the video-family baselines).
+        and the KL of each latent dataset ``[...]`` (the contract of the sequence baselines).
 
         :param num_data: :math:`N` for the scale :math:`N/b` (``None``: :math:`s = 1`).
         :param weights: optional per-point weights ``[..., b]`` (0: no information, e.g. a padded frame).

@@ -31,7 +31,8 @@ class VAE(VideoAutoencoder):
     :param encoder: ``tf_keras`` frame encoder ``Y [n, ...] -> (means [n, L], variances [n, L])``.
     :param decoder: ``tf_keras`` decoder ``Z [n, L] -> likelihood parameters``.
     :param likelihood: decoder likelihood.
-    :param num_data: frames per video (batches may hold fewer frames; scale ``N/b``).
+    :param num_data: the number of training videos (``None``: each batch is the training set).
+    :param sequence_length: frames per video, when batches may hold fewer (scale ``N/b``).
     :param missing_values: ``None`` or ``"nan"`` (NaN entries are missing); see
         :class:`~gpflow_svgpvae.models.video.VideoAutoencoder`.
     :param encoder_sees_mask: the encoder sees ``concat([Y zero-filled, mask], -1)``.

@@ -7,7 +7,7 @@ own latent dataset: per channel :math:`l` the encoder's Gaussian sites
 at the inputs :math:`x_{vt}`, and every video has its own GP draw
 :math:`f_v^l \sim \mathcal{GP}(0, k)` (kernel hyperparameters and, for the
 sparse models, inducing inputs are shared by all videos). The GP dataset size
-of a video is its number of frames :math:`T` (``num_data``); the ELBO of a
+of a video is its number of frames :math:`N` (``sequence_length``); the ELBO of a
 batch of videos is the *sum* of the per-video ELBOs
 
 .. math::
@@ -15,16 +15,15 @@ batch of videos is the *sum* of the per-video ELBOs
     \mathcal L = \sum_v \Big(\tfrac{N}{b}\sum_{t\in b}
         E_{q}[\log p(y_{vt}\mid z_{vt})] - \mathrm{KL}_v\Big),
 
-with :math:`b = N = T` for every model here except
-:class:`~gpflow_svgpvae.SVGPVAE` (which takes the same video data), which may be given
-a random subset of :math:`b < N` frames per video. Everything is batched over
+with :math:`b = N = T` unless ``sequence_length`` is given and batches hold a random
+subset of :math:`b < N` frames per video (models with ``whole_sequences_only`` refuse
+that), times ``num_data / V`` when ``num_data`` (the number of training videos) is given. Everything is batched over
 videos with a leading dimension (no Python loop over videos).
 
 Each model implements :meth:`VideoAutoencoder.latent_posterior`, which maps
 the encoder's sites to the marginals :math:`q(z_{vt})` used by the
 reconstruction term and to :math:`\mathrm{KL}_v`; ``objective_terms`` returns
-the usual dictionary of :class:`~gpflow_svgpvae.models.base.LatentVariableAutoencoder`
-with ``batch_size`` = frames per video and ``scale`` = :math:`N/b`.
+the :class:`~gpflow_svgpvae.models.base.ELBOTerms` of the batch.
 
 Missing data
 ------------
@@ -44,7 +43,7 @@ frame, and the posterior at the frame itself is the model's prediction there
 (the GP prediction from the other frames; the prior :math:`\mathcal N(0, I)`
 for the :class:`~gpflow_svgpvae.VAE`). It still counts in :math:`b` (a frame
 whose observations are all missing). A mask of ones gives exactly the numbers
-of unmasked data. Padded videos (frame mask ``[V, T]``, ``num_data = T``)
+of unmasked data. Padded videos (frame mask ``[V, T]``)
 give the ELBO, KL and predictions of the unpadded videos one by one.
 
 The kernel helpers below evaluate GPflow kernels on batched inputs: a plain
@@ -62,9 +61,9 @@ from gpflow.inducing_variables import InducingPoints
 from gpflow.kernels import Kernel, MultioutputKernel, SeparateIndependent, SharedIndependent
 
 from .. import amortized, distribute
+from ..amortized import prior_variance_diag
 from ..likelihoods import DecoderLikelihood
-from ..prior_covariances import prior_variance_diag
-from .base import LatentVariableAutoencoder
+from .base import ELBOTerms, LatentVariableAutoencoder
 
 __all__ = [
     "LatentPosterior",
@@ -185,8 +184,10 @@ class VideoAutoencoder(LatentVariableAutoencoder):
     :param decoder: ``tf_keras`` network, ``Z [n, L] -> likelihood parameters [n, ...]``.
     :param likelihood: ``"gaussian"``, ``"bernoulli"`` or a
         :class:`~gpflow_svgpvae.likelihoods.DecoderLikelihood`.
-    :param num_data: :math:`N`, the number of frames per video (the GP dataset size
-        of each video).
+    :param num_data: the number of training videos, for GPflow's minibatch scaling
+        (``None``: each batch is the training set).
+    :param sequence_length: the number of frames :math:`N` of every video when batches may
+        hold fewer (``None``: videos are given whole).
     :param num_samples: Monte Carlo samples of :math:`z` per frame.
     :param seed: seed of the model's random generator.
     :param missing_values: ``None`` (default): NaN in ``Y`` is an error (missing entries
@@ -194,23 +195,21 @@ class VideoAutoencoder(LatentVariableAutoencoder):
     :param encoder_sees_mask: feed the encoder ``concat([Y zero-filled, mask], -1)``
         (last axis twice as wide) instead of the zero-filled ``Y`` alone.
 
-    Subclasses set ``full_videos_only = True`` when their bound has no
-    minibatch estimator; such models reject batches whose number of frames per
-    video differs from ``num_data``.
+    Subclasses set ``whole_sequences_only = True`` when their bound has no minibatch
+    estimator; such models reject training batches whose number of frames per video
+    differs from ``sequence_length`` (when that is given).
     """
 
-    full_videos_only: bool = False
     supports_missing = True
 
-    # ------------------------------------------------------------ checks
-    def _check_videos(self, X, Y, full_videos: Optional[bool] = None):
-        """Cast and check a batch of videos; returns ``(X [V, T, D] float64, Y [V, T, ...])``.
-
-        :param full_videos: require ``T == num_data`` (default: ``full_videos_only``);
-            ``False`` only requires ``T <= num_data``.
-        """
-        full = self.full_videos_only if full_videos is None else full_videos
-        return self._check_sequences(X, Y, full_sequences=full)
+    def data_batch(self, data, conditioning: bool = False):
+        batch = super().data_batch(data, conditioning=conditioning)
+        if batch.X.shape.rank != 3:
+            raise ValueError(
+                "X must have shape [num_videos, num_frames, input_dim] (one row of inputs per frame); "
+                f"got {batch.X.shape}"
+            )
+        return batch
 
     # ------------------------------------------------------------ networks
     def encode_videos(self, Y: tf.Tensor, training: Optional[bool] = None, mask: Optional[tf.Tensor] = None):
@@ -223,12 +222,10 @@ class VideoAutoencoder(LatentVariableAutoencoder):
         self._check_num_latent(means)
         return means, variances
 
-    def _videos(self, data, full_videos: Optional[bool] = None, training: Optional[bool] = None):
+    def _videos(self, data, conditioning: bool = False, training: Optional[bool] = None):
         """``data = (X, Y)`` or ``(X, Y, mask)`` -> ``(X, Y zero-filled, mask or None, frame
         weights [V, T] or None, site means, site variances)``."""
-        X, Y, mask = self.observed(data)
-        X, Y = self._check_videos(X, Y, full_videos=full_videos)
-        weights = None if mask is None else self.point_weights(mask, 2)
+        X, Y, mask, weights = self.data_batch(data, conditioning=conditioning)
         means, variances = self.encode_videos(Y, training=training, mask=mask)
         return X, Y, mask, weights, means, variances
 
@@ -257,19 +254,22 @@ class VideoAutoencoder(LatentVariableAutoencoder):
             and its means/variances are never used); ``None``: all ones.
         """
 
-    def objective_terms(self, data, training: Optional[bool] = True):
-        """The ELBO terms of a batch ``(X, Y)`` or ``(X, Y, mask)``; with missing entries also
-        ``mask`` (the entry mask, ``Y``'s shape) for objectives that compare ``decoded`` with ``Y``."""
+    def objective_terms(self, data, training: Optional[bool] = True) -> ELBOTerms:
+        """The bound of a batch ``(X, Y)`` or ``(X, Y, mask)`` (see the module docstring)."""
         X, Y, mask, weights, means, variances = self._videos(data, training=training)
-        posterior = self.latent_posterior(X, means, variances, num_data=self.num_data, weights=weights)
+        T = tf.cast(tf.shape(X)[1], gpflow.default_float())
+        N = T if self.sequence_length is None else tf.constant(self.sequence_length, T.dtype)
+        posterior = self.latent_posterior(X, means, variances, num_data=N, weights=weights)
         reconstruction, decoded = self.reconstruct(Y, posterior.mean, posterior.variance, training=training, mask=mask)
         # Videos are independent GP datasets: under tf.distribute each replica holds
         # whole videos, and the KL of the global batch is the sum over replicas.
-        (kl,) = distribute.sum_across_replicas([tf.reduce_sum(posterior.kl)])
-        terms = self._terms(reconstruction, kl, tf.shape(X)[1], self.num_data, decoded)
-        if mask is not None:
-            terms["mask"] = mask
-        return terms
+        num_videos = tf.cast(tf.shape(X)[0], T.dtype)
+        kl, num_videos = distribute.sum_across_replicas([tf.reduce_sum(posterior.kl), num_videos])
+        scale = N / T
+        if self.num_data is not None:  # GPflow's scaling from the batch's videos to the training set's
+            data_scale = tf.cast(self.num_data, T.dtype) / num_videos
+            scale, kl = data_scale * scale, data_scale * kl
+        return self._elbo_terms(reconstruction, kl, scale, decoded, mask)
 
     # ---------------------------------------------------------- prediction
     def predict_f(self, Xnew, data=None):
@@ -287,7 +287,7 @@ class VideoAutoencoder(LatentVariableAutoencoder):
                 f"{type(self).__name__}.predict_f(Xnew, data) needs the videos to condition on: "
                 "data = (X [V, T, D], Y [V, T, ...]) or (X, Y, mask)."
             )
-        X, _, _, weights, means, variances = self._videos(data, full_videos=False, training=False)
+        X, _, _, weights, means, variances = self._videos(data, conditioning=True, training=False)
         if Xnew is None:
             posterior = self.latent_posterior(X, means, variances, num_data=None, weights=weights)
             return posterior.mean, posterior.variance
@@ -335,7 +335,8 @@ class VideoGPAutoencoder(VideoAutoencoder):
         kernel: Kernel,
         likelihood: Union[str, DecoderLikelihood] = "gaussian",
         *,
-        num_data: int,
+        num_data: Optional[int] = None,
+        sequence_length: Optional[int] = None,
         num_latent_gps: Optional[int] = None,
         jitter: float = 1e-6,
         num_samples: int = 1,
@@ -349,6 +350,7 @@ class VideoGPAutoencoder(VideoAutoencoder):
             decoder,
             likelihood,
             num_data=num_data,
+            sequence_length=sequence_length,
             num_samples=num_samples,
             seed=seed,
             missing_values=missing_values,
@@ -389,7 +391,8 @@ class InducingVideoAutoencoder(VideoGPAutoencoder):
         inducing_variable: Union[InducingPoints, tf.Tensor, np.ndarray],
         likelihood: Union[str, DecoderLikelihood] = "gaussian",
         *,
-        num_data: int,
+        num_data: Optional[int] = None,
+        sequence_length: Optional[int] = None,
         num_latent_gps: Optional[int] = None,
         jitter: float = 1e-6,
         num_samples: int = 1,
@@ -404,6 +407,7 @@ class InducingVideoAutoencoder(VideoGPAutoencoder):
             kernel,
             likelihood,
             num_data=num_data,
+            sequence_length=sequence_length,
             num_latent_gps=num_latent_gps,
             jitter=jitter,
             num_samples=num_samples,

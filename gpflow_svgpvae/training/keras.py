@@ -141,7 +141,7 @@ class KerasTrainingModel(tf_keras.Model):
 
     def call(self, inputs, training=None):
         """Returns the ELBO of a batch ``(X, Y)`` (or ``(X, Y, mask)`` for models with missing data)."""
-        return self.model.objective_terms(inputs, training=training)["elbo"]
+        return self.model.objective_terms(inputs, training=training).elbo()
 
     def _record(self, logs):
         for key, value in logs.items():

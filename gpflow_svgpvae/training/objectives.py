@@ -1,8 +1,10 @@
 r"""Training objectives built from a model's ELBO terms.
 
-Every model returns ``reconstruction`` (:math:`\sum_{i\in b}E_q\log p(y_i\mid z_i)`),
-``kl`` and ``scale`` (:math:`N/b`) for a batch; an objective turns them into the
-scalar that the optimiser minimises, plus the numbers to log.
+Every model returns the terms of a batch's bound
+(:class:`~gpflow_svgpvae.models.base.ELBOTerms`: ``reconstruction``, ``kl``, ``scale``,
+``decoded``); an objective turns them into the scalar that the optimiser minimises, plus the
+numbers to log. The ELBO objectives only weight the bound's KL
+(:meth:`~gpflow_svgpvae.models.base.ELBOTerms.elbo`); GECO is a different objective.
 """
 
 from typing import Dict, Optional, Tuple
@@ -59,13 +61,11 @@ class ELBO(gpflow.Module):
         ramp = tf.cast(self.step + 1, dtype) / tf.cast(self.warmup_steps, dtype)
         return self.beta * tf.minimum(tf.constant(1.0, dtype), ramp)
 
-    def loss(self, terms: Dict[str, tf.Tensor], Y: tf.Tensor) -> Tuple[tf.Tensor, Dict[str, tf.Tensor]]:
-        # Per replica: the replicas' losses (and gradients) sum to the global loss.
-        R = terms.get("num_replicas", 1)
+    def loss(self, terms, Y: tf.Tensor) -> Tuple[tf.Tensor, Dict[str, tf.Tensor]]:
+        """``-terms.elbo(beta_t)``: this replica's share (the replicas' losses and gradients sum to
+        the global ones), and the logged KL weight with a warm-up."""
         weight = self.kl_weight()
-        kl = terms["kl"]
-        loss = -(terms["scale"] * terms["local_reconstruction"] - tf.cast(weight, kl.dtype) * kl / R)
-        return loss, ({"kl_weight": weight} if self.warmup_steps else {})
+        return -terms.elbo(kl_weight=weight), ({"kl_weight": weight} if self.warmup_steps else {})
 
     def after_step(self) -> None:
         """Advances the warm-up step counter (nothing to update without a warm-up)."""
@@ -86,7 +86,7 @@ class GECO(gpflow.Module):
         \quad\text{after each step}.
 
     :math:`\hat y` is the decoder's mean for the sampled codes. With missing entries
-    (``terms["mask"]``, from data ``(X, Y, mask)``) the mean runs over the observed
+    (``terms.mask``, from data ``(X, Y, mask)``) the mean runs over the observed
     entries only: :math:`C = \sum m_{ik}(y_{ik}-\hat y_{ik})^2 / \sum m_{ik} - \kappa^2`
     (over the global batch; missing values, even NaN, are never read). ``nu = 1`` and
     no bounds is the original update, which the notes measured diverging
@@ -151,8 +151,8 @@ class GECO(gpflow.Module):
         return sse / tf.maximum(count, 1.0) - self.kappa_squared
 
     def loss(self, terms, Y):
-        R = terms.get("num_replicas", 1)
-        local_sse, local_count = self._squared_error(Y, terms["decoded"], terms.get("mask"))
+        R = terms.num_replicas
+        local_sse, local_count = self._squared_error(Y, terms.decoded, terms.mask)
         (count,) = distribute.sum_across_replicas([local_count])
         count = tf.maximum(count, 1.0)  # a batch with nothing observed: C = -kappa^2, not NaN
         # This replica's share of C; the shares sum to C of the global batch.
@@ -162,7 +162,7 @@ class GECO(gpflow.Module):
         self.constraint_ma.assign(C_ma)
         self.initialized.assign(True)
         lam = tf.identity(self.lagrange_multiplier)
-        loss = terms["kl"] / (terms["scale"] * R) + lam * (C_local + tf.stop_gradient(C_ma - C) / R)
+        loss = terms.kl / (terms.scale * R) + lam * (C_local + tf.stop_gradient(C_ma - C) / R)
         return loss, dict(zip(self.log_keys, (C, C_ma, lam)))
 
     def after_step(self) -> None:

@@ -18,10 +18,14 @@ def _logs(loss, terms, extra) -> Dict[str, tf.Tensor]:
     E_q[\log p(y_i\mid z_i)]`, so ``elbo = reconstruction - kl``. ``loss`` is what the optimiser
     minimises: ``-elbo`` for :class:`~gpflow_svgpvae.training.ELBO` (with ``beta``: ``-(reconstruction
     - beta kl)``), GECO's Lagrangian for :class:`~gpflow_svgpvae.training.GECO`."""
-    # Each replica's loss is its share; the logged loss is the global one.
-    (loss,) = distribute.sum_across_replicas([tf.stop_gradient(loss)])
-    reconstruction = terms["scale"] * terms["reconstruction"]
-    logs = {"loss": loss, "elbo": terms["elbo"], "reconstruction": reconstruction, "kl": terms["kl"]}
+    # Each replica's loss, bound and reconstruction are its shares; the logged ones are global.
+    shares = [
+        tf.stop_gradient(loss),
+        tf.stop_gradient(terms.elbo()),
+        tf.stop_gradient(terms.scale * terms.reconstruction),
+    ]
+    loss, elbo, reconstruction = distribute.sum_across_replicas(shares)
+    logs = {"loss": loss, "elbo": elbo, "reconstruction": reconstruction, "kl": terms.kl}
     logs.update(extra)
     return logs
 
@@ -58,7 +62,7 @@ def training_step(model, objective, optimizer, batch) -> Dict[str, tf.Tensor]:
     Returns the logs of :func:`_logs` (one scale: the whole training set's).
 
     ``batch`` is ``(X, Y)`` or, for models with missing data (``SVGPVAE``),
-    ``(X, Y, mask)``; the model's entry mask reaches the objective as ``terms["mask"]``.
+    ``(X, Y, mask)``; the model's entry mask reaches the objective as ``terms.mask``.
     """
     data, Y = _split_batch(model, batch)
     with tf.GradientTape() as tape:
@@ -87,5 +91,5 @@ def evaluation_terms(model, objective, batch) -> Dict[str, tf.Tensor]:
     """The same logs without an update (for validation data; ``(X, Y)`` or ``(X, Y, mask)``)."""
     data, _ = _split_batch(model, batch)
     terms = model.objective_terms(data, training=False)
-    loss = -terms["elbo"]
+    loss = -terms.elbo()
     return _logs(loss, terms, {})

@@ -133,7 +133,7 @@ def test_full_batch_equals_titsias(problem):
     N, L = y.shape
     kernel = gpflow.kernels.SquaredExponential(variance=1.3, lengthscales=1.2)
     iv = InducingPoints(Z)
-    post = amortized.amortized_whitened_posterior(kernel, iv, X, y, v, N, jitter=JITTER)
+    post = amortized.minibatch_posterior(kernel, iv, X, y, v, N, jitter=JITTER).posterior
     q_mu, q_sqrt = amortized.inducing_distribution(post)
     kl = amortized.prior_kl(post).numpy()
     mean, var = amortized.predict_marginals(
@@ -163,7 +163,7 @@ def test_titsias_matches_gpflow_sgpr(problem):
     kernel = gpflow.kernels.SquaredExponential(variance=1.3, lengthscales=1.2)
     sgpr = gpflow.models.SGPR((X, y1), kernel, inducing_variable=Z, noise_variance=noise)
     v = np.full_like(y1, noise)
-    post = amortized.amortized_whitened_posterior(kernel, InducingPoints(Z), X, y1, v, len(X), jitter=0.0)
+    post = amortized.minibatch_posterior(kernel, InducingPoints(Z), X, y1, v, len(X), jitter=0.0).posterior
     mean, var = amortized.predict_marginals(
         post, amortized.cross_covariance(kernel, InducingPoints(Z), X), amortized.prior_variance_diag(kernel, X)
     )
@@ -182,7 +182,7 @@ def test_inducing_at_data_equals_exact_gp(problem):
     iv = InducingPoints(X)
     Xnew = np.random.default_rng(3).normal(size=(7, 2))
     # Tiny jitter: with U = X the sparse model is the exact GP only up to the jitter.
-    post = amortized.amortized_whitened_posterior(kernel, iv, X, y, v, N, jitter=1e-12)
+    post = amortized.minibatch_posterior(kernel, iv, X, y, v, N, jitter=1e-12).posterior
     mean, var = amortized.predict_marginals(
         post, amortized.cross_covariance(kernel, iv, Xnew), amortized.prior_variance_diag(kernel, Xnew)
     )
@@ -214,7 +214,7 @@ def test_inducing_at_data_equals_exact_gp(problem):
     noise = 0.25
     gpr = gpflow.models.GPR((X, y[:, :1]), kernel, noise_variance=noise)
     gpr_mean, gpr_var = gpr.predict_f(Xnew)
-    post1 = amortized.amortized_whitened_posterior(kernel, iv, X, y[:, :1], np.full((N, 1), noise), N, jitter=1e-12)
+    post1 = amortized.minibatch_posterior(kernel, iv, X, y[:, :1], np.full((N, 1), noise), N, jitter=1e-12).posterior
     m1, v1 = amortized.predict_marginals(
         post1, amortized.cross_covariance(kernel, iv, Xnew), amortized.prior_variance_diag(kernel, Xnew)
     )
@@ -225,7 +225,7 @@ def test_kl_matches_gpflow_gauss_kl(problem):
     X, Z, y, v = problem
     kernel = gpflow.kernels.Matern52(lengthscales=0.7)
     iv = InducingPoints(Z)
-    post = amortized.amortized_whitened_posterior(kernel, iv, X[:6], y[:6], v[:6], 30, jitter=1e-6)
+    post = amortized.minibatch_posterior(kernel, iv, X[:6], y[:6], v[:6], 30, jitter=1e-6).posterior
     q_mu, q_sqrt = amortized.inducing_distribution(post)
     Kmm = gpflow.covariances.Kuu(iv, kernel, jitter=1e-6)
     reference = gpflow.kullback_leiblers.gauss_kl(q_mu, q_sqrt, K=Kmm)
@@ -240,7 +240,7 @@ def test_predictions_match_gpflow_conditional(problem):
     kernel = gpflow.kernels.SquaredExponential(lengthscales=0.8)
     iv = InducingPoints(Z)
     Xnew = np.random.default_rng(5).normal(size=(9, 2))
-    post = amortized.amortized_whitened_posterior(kernel, iv, X[:4], y[:4], v[:4], 50, jitter=1e-6)
+    post = amortized.minibatch_posterior(kernel, iv, X[:4], y[:4], v[:4], 50, jitter=1e-6).posterior
     q_mu, q_sqrt = amortized.inducing_distribution(post)
     mean, var = amortized.predict_marginals(
         post, amortized.cross_covariance(kernel, iv, Xnew), amortized.prior_variance_diag(kernel, Xnew)
@@ -258,7 +258,7 @@ def test_long_form_elbo_equals_kl_form(problem):
     N, b = 40, 6
     kernel = gpflow.kernels.SquaredExponential(lengthscales=0.8)
     iv = InducingPoints(Z)
-    post = amortized.amortized_whitened_posterior(kernel, iv, X[:b], y[:b], v[:b], N, jitter=1e-6)
+    post = amortized.minibatch_posterior(kernel, iv, X[:b], y[:b], v[:b], N, jitter=1e-6).posterior
     mean, var = amortized.predict_marginals(
         post, amortized.cross_covariance(kernel, iv, X[:b]), amortized.prior_variance_diag(kernel, X[:b])
     )
@@ -325,7 +325,7 @@ def test_leading_batch_dimension_matches_loop(rng):
     post = amortized.posterior_from_statistics(Lm[None], P, r, 1.0)
     kl = amortized.prior_kl(post)
     for i in range(V):
-        single = amortized.amortized_whitened_posterior(kernel, iv, times, y[i], v[i], T, jitter=1e-6)
+        single = amortized.minibatch_posterior(kernel, iv, times, y[i], v[i], T, jitter=1e-6).posterior
         assert max_dev(kl[i], amortized.prior_kl(single)) < 1e-12
         assert max_dev(post.whitened_mean[i], single.whitened_mean) < 1e-12
 

@@ -73,7 +73,7 @@ def test_the_extra_columns_add_exactly_their_gaussian_log_density(rng):
     log_density = -0.5 * np.log(2 * np.pi * noise) - 0.5 * (Y_extra[:b, 0] - f32(X[:b, 0])) ** 2 / noise
     np.testing.assert_allclose(with_column.numpy() - with_codes.numpy(), N / b * log_density.sum(), rtol=1e-10)
     terms = reading.objective_terms((X[:b], np.c_[Y_codes, Y_extra][:b]), training=False)
-    np.testing.assert_array_equal(terms["decoded"].numpy()[:, L:], f32(X[:b, :1]))
+    np.testing.assert_array_equal(terms.decoded.numpy()[:, L:], f32(X[:b, :1]))
 
 
 def test_predictions_decode_the_query_gp_inputs(rng):
@@ -104,7 +104,7 @@ def test_many_latent_datasets_decode_their_own_inputs(rng):
     model = _model(FixedSites(means, variances), PassThrough(), columns=[0])
     model.num_data = T
     terms = model.objective_terms((X, Y), training=False)
-    np.testing.assert_array_equal(terms["decoded"].numpy()[..., L:], f32(X[..., :1]))
+    np.testing.assert_array_equal(terms.decoded.numpy()[..., L:], f32(X[..., :1]))
     mean = model.predict_y(X[:, :4], (X, Y))
     np.testing.assert_array_equal(mean.numpy()[..., L:], f32(X[:, :4, :1]))
 

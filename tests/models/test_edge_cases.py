@@ -216,8 +216,8 @@ def test_single_point_batch_matches_numpy():
     np.testing.assert_allclose(q_mu.numpy(), mu, rtol=1e-8, atol=1e-10)
     np.testing.assert_allclose(q_sqrt.numpy() @ np.swapaxes(q_sqrt.numpy(), -1, -2), A, rtol=1e-7, atol=1e-10)
     terms = model.objective_terms((x, y), training=False)
-    np.testing.assert_allclose(float(terms["kl"]), np_kl(mu, A, Kmm), rtol=1e-7)
-    assert float(terms["scale"]) == N and np.isfinite(float(terms["elbo"]))
+    np.testing.assert_allclose(float(terms.kl), np_kl(mu, A, Kmm), rtol=1e-7)
+    assert float(terms.scale) == N and np.isfinite(float(terms.elbo()))
 
     mu1, A1 = np_inducing_posterior(Kmm, Kmb, means, variances, s=1.0)
     Xnew = np.linspace(-1.0, 11.0, 7)[:, None]

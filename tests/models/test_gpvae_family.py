@@ -73,7 +73,7 @@ def test_exact_gpvae_matches_numpy_gp_regression(rng, separate):
         else _kernel(2.0, variance=1.3)
     )
     enc, dec = _networks()
-    model = GPVAE(enc, dec, kernel, num_data=T, num_latent_gps=L)
+    model = GPVAE(enc, dec, kernel, sequence_length=T, num_latent_gps=L)
     post = model.latent_posterior(tf.constant(X), tf.constant(means), tf.constant(variances), num_data=T)
     Xnew = np.linspace(-2.0, 31.0, 11)
     pred_mean, pred_var = model._predict_at(
@@ -106,7 +106,7 @@ def test_exact_gpvae_prior_term_is_the_kl_divergence(rng):
     """KL(q(z) || p(z)) with q the exact posterior, from the full covariances (well conditioned K)."""
     X, means, variances = _latent_dataset(rng)
     enc, dec = _networks()
-    model = GPVAE(enc, dec, _kernel(1.0), num_data=T)
+    model = GPVAE(enc, dec, _kernel(1.0), sequence_length=T)
     post = model.latent_posterior(tf.constant(X), tf.constant(means), tf.constant(variances), num_data=T)
     K_ = _rbf(TIMES, TIMES, 1.0) + 1e-6 * np.eye(T)
     for v in range(V):
@@ -128,7 +128,7 @@ def test_exact_gpvae_prior_term_is_the_kl_divergence(rng):
 def test_exact_gpvae_log_marginal_likelihood(rng):
     X, Y = _videos(rng)
     enc, dec = _networks()
-    model = GPVAE(enc, dec, _kernel(2.0), "bernoulli", num_data=T)
+    model = GPVAE(enc, dec, _kernel(2.0), "bernoulli", sequence_length=T)
     log_z = model.log_marginal_likelihood((X, Y)).numpy()
     means, variances = (t.numpy() for t in model.encode_videos(tf.constant(Y)))
     for v in range(V):
@@ -143,8 +143,8 @@ def test_svgpvae_with_frame_times_as_inducing_points_is_exact(rng, jitter):
     """U = the 30 frame times, b = N: SVGP-VAE posterior and bound = exact GP-VAE (up to the jitter)."""
     X, means, variances = _latent_dataset(rng)
     enc, dec = _networks()
-    exact = GPVAE(enc, dec, _kernel(2.0), num_data=T)
-    sparse = SVGPVAE(enc, dec, _kernel(2.0), TIMES[:, None], num_data=T, jitter=jitter)
+    exact = GPVAE(enc, dec, _kernel(2.0), sequence_length=T)
+    sparse = SVGPVAE(enc, dec, _kernel(2.0), TIMES[:, None], sequence_length=T, jitter=jitter)
     args = (tf.constant(X), tf.constant(means), tf.constant(variances))
     a, b = exact.latent_posterior(*args, num_data=T), sparse.latent_posterior(*args, num_data=T)
     tol = 1e3 * jitter  # the deviation is linear in the jitter (measured ~70 x jitter)
@@ -156,11 +156,11 @@ def test_svgpvae_elbo_with_frame_times_equals_exact_gpvae_elbo(rng):
     """End to end with a shared encoder/decoder and the same sampler seed."""
     X, Y = _videos(rng)
     enc, dec = _networks()
-    exact = GPVAE(enc, dec, _kernel(2.0), "bernoulli", num_data=T, seed=3)
-    sparse = SVGPVAE(enc, dec, _kernel(2.0), TIMES[:, None], "bernoulli", num_data=T, jitter=1e-9, seed=3)
+    exact = GPVAE(enc, dec, _kernel(2.0), "bernoulli", sequence_length=T, seed=3)
+    sparse = SVGPVAE(enc, dec, _kernel(2.0), TIMES[:, None], "bernoulli", sequence_length=T, jitter=1e-9, seed=3)
     e, s = exact.objective_terms((X, Y)), sparse.objective_terms((X, Y))
-    np.testing.assert_allclose(e["elbo"], s["elbo"], rtol=1e-7)
-    np.testing.assert_allclose(e["kl"], s["kl"], rtol=1e-6)
+    np.testing.assert_allclose(e.elbo(), s.elbo(), rtol=1e-7)
+    np.testing.assert_allclose(e.kl, s.kl, rtol=1e-6)
     fe, fs = exact.predict_f(None, (X, Y)), sparse.predict_f(None, (X, Y))
     np.testing.assert_allclose(fe[0], fs[0], atol=1e-6)
 
@@ -178,8 +178,8 @@ def test_titsias_bound_matches_numpy_and_svgpvae_at_full_batch(rng):
     Z = np.sort(rng.uniform(-1.0, 30.0, size=7))
     jitter = 1e-6
     enc, dec = _networks()
-    titsias = SparseGPVAE(enc, dec, _kernel(2.0), Z[:, None], num_data=T, jitter=jitter)
-    svgp = SVGPVAE(enc, dec, _kernel(2.0), Z[:, None], num_data=T, jitter=jitter)
+    titsias = SparseGPVAE(enc, dec, _kernel(2.0), Z[:, None], sequence_length=T, jitter=jitter)
+    svgp = SVGPVAE(enc, dec, _kernel(2.0), Z[:, None], sequence_length=T, jitter=jitter)
     args = (tf.constant(X), tf.constant(means), tf.constant(variances))
     bound = titsias._titsias(*args)[-1].numpy()  # [V, L]
     Kmm = _rbf(Z, Z, 2.0) + jitter * np.eye(len(Z))
@@ -195,13 +195,13 @@ def test_titsias_bound_matches_numpy_and_svgpvae_at_full_batch(rng):
 
 def test_sparse_gpvae_refuses_minibatches_of_frames(rng):
     enc, dec = _networks()
-    model = SparseGPVAE(enc, dec, _kernel(), np.linspace(0, 29, 5)[:, None], "bernoulli", num_data=T)
+    model = SparseGPVAE(enc, dec, _kernel(), np.linspace(0, 29, 5)[:, None], "bernoulli", sequence_length=T)
     X, Y = _videos(rng, num_frames=20)
-    with pytest.raises(ValueError, match="needs whole videos"):
+    with pytest.raises(ValueError, match="needs whole sequences"):
         model.objective_terms((X, Y))
     spec = (tf.TensorSpec([None, None, 1], tf.float64), tf.TensorSpec([None, None, K], tf.float32))
-    elbo = tf.function(lambda X, Y: model.objective_terms((X, Y))["elbo"], input_signature=spec)
-    with pytest.raises(tf.errors.InvalidArgumentError, match="needs whole videos"):
+    elbo = tf.function(lambda X, Y: model.objective_terms((X, Y)).elbo(), input_signature=spec)
+    with pytest.raises(tf.errors.InvalidArgumentError, match="needs whole sequences"):
         elbo(X, Y)
     X, Y = _videos(rng)
     assert np.isfinite(elbo(X, Y).numpy())
@@ -214,14 +214,14 @@ def test_svgpvae_on_videos_is_the_single_dataset_posterior_per_video(rng):
     X, means, variances = X[:, keep], means[:, keep], variances[:, keep]
     Z = np.linspace(0, 29, 6)[:, None]
     enc, dec = _networks()
-    batched = SVGPVAE(enc, dec, _kernel(1.5), Z, num_data=T)
+    batched = SVGPVAE(enc, dec, _kernel(1.5), Z, sequence_length=T)
     amortized = __import__("gpflow_svgpvae").amortized
     iv = batched.inducing_variable
     post = batched.latent_posterior(tf.constant(X), tf.constant(means), tf.constant(variances), num_data=T)
     for v in range(V):
-        ref = amortized.amortized_whitened_posterior(
+        ref = amortized.minibatch_posterior(
             batched.kernel, iv, tf.constant(X[v]), tf.constant(means[v]), tf.constant(variances[v]), T, jitter=1e-6
-        )
+        ).posterior
         kl = tf.reduce_sum(amortized.prior_kl(ref))
         mean, var = amortized.predict_marginals(
             ref,
@@ -247,7 +247,7 @@ def test_hensman_whitened_kl_matches_gpflow(rng):
 
 def _encoder_gradients(model, X, Y):
     with tf.GradientTape() as tape:
-        elbo = model.objective_terms((X, Y))["elbo"]
+        elbo = model.objective_terms((X, Y)).elbo()
     return elbo, tape.gradient(elbo, model.encoder.trainable_variables), tape
 
 
@@ -256,12 +256,13 @@ def test_hensman_encoder_gradient_is_exactly_zero_and_others_are_not(rng):
     Z = np.linspace(0, 29, 6)[:, None]
     enc, dec = _networks()
     hensman = HensmanGPVAE(
-        enc, dec, _kernel(), Z, "bernoulli", num_data=T, num_latent_gps=L, q_mu=rng.normal(size=(1, 6, L))
+        enc, dec, _kernel(), Z, "bernoulli", sequence_length=T, num_latent_gps=L, q_mu=rng.normal(size=(1, 6, L))
     )
     with tf.GradientTape() as tape:
         terms = hensman.objective_terms((X, Y))
+        elbo = terms.elbo()
     grads = tape.gradient(
-        terms["elbo"], enc.trainable_variables + dec.trainable_variables + [hensman.q_mu.unconstrained_variable]
+        elbo, enc.trainable_variables + dec.trainable_variables + [hensman.q_mu.unconstrained_variable]
     )
     n_enc = len(enc.trainable_variables)
     assert n_enc > 0 and all(g is not None for g in grads[:n_enc])
@@ -269,13 +270,13 @@ def test_hensman_encoder_gradient_is_exactly_zero_and_others_are_not(rng):
     assert all(np.any(g.numpy() != 0.0) for g in grads[n_enc:])  # decoder and q(u) do learn
     # The long form's encoder terms cancel exactly: kl = KL(q(u) || p(u)) per video.
     kl_u = whitened_gauss_kl(hensman.q_mu, hensman.q_sqrt).numpy().sum()
-    assert terms["kl"].numpy() == pytest.approx(V * kl_u, rel=1e-12)
+    assert terms.kl.numpy() == pytest.approx(V * kl_u, rel=1e-12)
 
     others = [
-        GPVAE(enc, dec, _kernel(), "bernoulli", num_data=T),
-        SVGPVAE(enc, dec, _kernel(), Z, "bernoulli", num_data=T),
-        SparseGPVAE(enc, dec, _kernel(), Z, "bernoulli", num_data=T),
-        VAE(enc, dec, "bernoulli", num_data=T),
+        GPVAE(enc, dec, _kernel(), "bernoulli", sequence_length=T),
+        SVGPVAE(enc, dec, _kernel(), Z, "bernoulli", sequence_length=T),
+        SparseGPVAE(enc, dec, _kernel(), Z, "bernoulli", sequence_length=T),
+        VAE(enc, dec, "bernoulli", sequence_length=T),
     ]
     for model in others:
         _, grads, _ = _encoder_gradients(model, X, Y)
@@ -292,7 +293,7 @@ def test_hensman_one_free_posterior_per_video(rng):
         _kernel(),
         np.linspace(0, 29, 6)[:, None],
         "bernoulli",
-        num_data=T,
+        sequence_length=T,
         num_latent_gps=L,
         num_videos=V,
         q_mu=rng.normal(size=(V, 6, L)),
@@ -308,34 +309,34 @@ def test_hensman_one_free_posterior_per_video(rng):
 def test_vae_posterior_is_the_encoder_and_kl_is_standard_normal(rng):
     X, Y = _videos(rng)
     enc, dec = _networks()
-    model = VAE(enc, dec, "bernoulli", num_data=T)
+    model = VAE(enc, dec, "bernoulli", sequence_length=T)
     mean, var = model.predict_f(None, (X, Y))
     ref_mean, ref_var = enc(Y.reshape(-1, K))
     np.testing.assert_allclose(mean.numpy().reshape(-1, L), ref_mean.numpy(), rtol=1e-6)
     terms = model.objective_terms((X, Y))
     m, v = mean.numpy(), var.numpy()
-    np.testing.assert_allclose(terms["kl"], 0.5 * np.sum(v + m**2 - 1 - np.log(v)), rtol=1e-6)
+    np.testing.assert_allclose(terms.kl, 0.5 * np.sum(v + m**2 - 1 - np.log(v)), rtol=1e-6)
 
 
 def test_shapes_checks_and_prediction_at_new_times(rng):
     X, Y = _videos(rng)
     enc, dec = _networks()
-    svgp = SVGPVAE(enc, dec, _kernel(), np.linspace(0, 29, 6)[:, None], "bernoulli", num_data=T)
+    svgp = SVGPVAE(enc, dec, _kernel(), np.linspace(0, 29, 6)[:, None], "bernoulli", sequence_length=T)
     terms = svgp.objective_terms((X, Y))
-    assert terms["decoded"].shape == Y.shape and float(terms["scale"]) == 1.0
+    assert terms.decoded.shape == Y.shape and float(terms.scale) == 1.0
     mean, var = svgp.predict_f(np.linspace(0, 29, 50)[:, None], (X, Y))
     assert mean.shape == (V, 50, L) and np.all(var.numpy() > 0)
-    with pytest.raises(ValueError, match=r"\[num_datasets, batch, input_dim\]"):
+    with pytest.raises(ValueError, match=r"\[num_sequences, num_frames, input_dim\]"):
         svgp.objective_terms((X[None], Y[None]))
-    with pytest.raises(ValueError, match="more frames|num_data must be"):
-        SVGPVAE(enc, dec, _kernel(), np.zeros((3, 1)), num_data=20).objective_terms((X, Y))
+    with pytest.raises(ValueError, match="frames but sequence_length is"):
+        SVGPVAE(enc, dec, _kernel(), np.zeros((3, 1)), sequence_length=20).objective_terms((X, Y))
     with pytest.raises(ValueError, match="different numbers of frames"):
         svgp.objective_terms((X[:, :10], Y))
     with pytest.raises(ValueError, match="latent channels"):
-        GPVAE(enc, dec, _kernel(), num_data=T, num_latent_gps=3).objective_terms((X, Y))
+        GPVAE(enc, dec, _kernel(), sequence_length=T, num_latent_gps=3).objective_terms((X, Y))
     # frame minibatch: scale N/b
     half = svgp.objective_terms((X[:, :15], Y[:, :15]))
-    assert float(half["scale"]) == 2.0
+    assert float(half.scale) == 2.0
 
 
 @pytest.mark.slow  # smoke only; make test-all (keeps the default suite under 10 minutes)
@@ -349,11 +350,11 @@ def test_smoke_training_all_models_on_moving_ball():
     dataset = tf.data.Dataset.from_tensor_slices((X, data.videos)).batch(8)
     Z = np.linspace(0, 9, 4)[:, None]
     builders = {
-        "vae": lambda e, d: VAE(e, d, "bernoulli", num_data=10),
-        "gpvae": lambda e, d: GPVAE(e, d, _kernel(), "bernoulli", num_data=10),
-        "svgpvae": lambda e, d: SVGPVAE(e, d, _kernel(), Z, "bernoulli", num_data=10),
-        "sparse": lambda e, d: SparseGPVAE(e, d, _kernel(), Z, "bernoulli", num_data=10),
-        "hensman": lambda e, d: HensmanGPVAE(e, d, _kernel(), Z, "bernoulli", num_data=10, num_latent_gps=2),
+        "vae": lambda e, d: VAE(e, d, "bernoulli", sequence_length=10),
+        "gpvae": lambda e, d: GPVAE(e, d, _kernel(), "bernoulli", sequence_length=10),
+        "svgpvae": lambda e, d: SVGPVAE(e, d, _kernel(), Z, "bernoulli", sequence_length=10),
+        "sparse": lambda e, d: SparseGPVAE(e, d, _kernel(), Z, "bernoulli", sequence_length=10),
+        "hensman": lambda e, d: HensmanGPVAE(e, d, _kernel(), Z, "bernoulli", sequence_length=10, num_latent_gps=2),
     }
     from gpflow.keras import tf_keras
 
@@ -374,10 +375,10 @@ def test_one_prediction_interface_for_every_video_model(rng):
     X, Y = _videos(rng)
     Z = np.linspace(0, 29, 6)[:, None]
     builders = {
-        "vae": lambda e, d: VAE(e, d, "bernoulli", num_data=T),
-        "gpvae": lambda e, d: GPVAE(e, d, _kernel(), "bernoulli", num_data=T),
-        "svgpvae": lambda e, d: SVGPVAE(e, d, _kernel(), Z, "bernoulli", num_data=T),
-        "sparse": lambda e, d: SparseGPVAE(e, d, _kernel(), Z, "bernoulli", num_data=T),
+        "vae": lambda e, d: VAE(e, d, "bernoulli", sequence_length=T),
+        "gpvae": lambda e, d: GPVAE(e, d, _kernel(), "bernoulli", sequence_length=T),
+        "svgpvae": lambda e, d: SVGPVAE(e, d, _kernel(), Z, "bernoulli", sequence_length=T),
+        "sparse": lambda e, d: SparseGPVAE(e, d, _kernel(), Z, "bernoulli", sequence_length=T),
     }
     for name, build in builders.items():
         model = build(*_networks())

@@ -67,7 +67,7 @@ def test_masked_log_prob_matches_numpy(name, rng):
 # ------------------------------------------------------------------ mask of ones == today
 def _elbo_and_gradients(model, data):
     with tf.GradientTape() as tape:
-        elbo = model.objective_terms(data)["elbo"]
+        elbo = model.objective_terms(data).elbo()
     return elbo.numpy(), [g.numpy() for g in tape.gradient(elbo, model.trainable_variables)]
 
 
@@ -184,7 +184,7 @@ def _padded_problem(entry_mask: bool):
     encoder, decoder = LinearSites(K, L, 1), LinearDecoder(L, K, 2)
     kernel = gpflow.kernels.Matern32(lengthscales=2.0)
     Z = np.linspace(0.0, 8.0, 5)[:, None]
-    model = gv.SVGPVAE(encoder, decoder, kernel, Z, gv.Gaussian(0.1), num_data=T)
+    model = gv.SVGPVAE(encoder, decoder, kernel, Z, gv.Gaussian(0.1), sequence_length=T)
     sequences = []
     for n in lengths:
         X = np.sort(rng.uniform(0, 8, size=(n, 1)), axis=0)
@@ -214,7 +214,7 @@ def test_padded_sequences_equal_one_by_one(entry_mask, monkeypatch):
 
     batch = model.batch_posterior(padded)
     with tf.GradientTape() as tape:
-        elbo = model.objective_terms(padded)["elbo"]
+        elbo = model.objective_terms(padded).elbo()
     grad = tape.gradient(elbo, model.kernel.trainable_variables)
     elbo_ref, kl_ref, grad_ref = 0.0, 0.0, [0.0 for _ in grad]
     for v, (single, (X, Y, mask)) in enumerate(zip(singles, sequences)):
@@ -225,13 +225,14 @@ def test_padded_sequences_equal_one_by_one(entry_mask, monkeypatch):
         np.testing.assert_allclose(batch.variance.numpy()[v, :n], ref.variance.numpy(), rtol=1e-8)
         with tf.GradientTape() as tape:
             terms = single.objective_terms((X, Y, mask))
-        elbo_ref += terms["elbo"].numpy()
-        kl_ref += terms["kl"].numpy()
+            terms_elbo = terms.elbo()
+        elbo_ref += terms.elbo().numpy()
+        kl_ref += terms.kl.numpy()
         grad_ref = [
-            a + b.numpy() for a, b in zip(grad_ref, tape.gradient(terms["elbo"], single.kernel.trainable_variables))
+            a + b.numpy() for a, b in zip(grad_ref, tape.gradient(terms_elbo, single.kernel.trainable_variables))
         ]
     np.testing.assert_allclose(elbo.numpy(), elbo_ref, rtol=1e-8)
-    np.testing.assert_allclose(model.objective_terms(padded)["kl"].numpy(), kl_ref, rtol=1e-8)
+    np.testing.assert_allclose(model.objective_terms(padded).kl.numpy(), kl_ref, rtol=1e-8)
     for g, g_ref in zip(grad, grad_ref):
         np.testing.assert_allclose(g.numpy(), g_ref, rtol=1e-8)
 
@@ -302,8 +303,8 @@ def test_encoder_sees_mask_as_extra_channels():
     )
     inputs = model.encoder_inputs(tf.constant(np.where(mask > 0, Y, 0)), tf.constant(mask)).numpy()
     np.testing.assert_array_equal(inputs, np.concatenate([np.where(mask > 0, Y, 0), mask], -1))
-    assert np.isfinite(model.objective_terms((X[:20], Y[:20], mask[:20]))["elbo"].numpy())
-    assert np.isfinite(model.objective_terms((X[:20], Y[:20]))["elbo"].numpy())  # a mask of ones
+    assert np.isfinite(model.objective_terms((X[:20], Y[:20], mask[:20])).elbo().numpy())
+    assert np.isfinite(model.objective_terms((X[:20], Y[:20])).elbo().numpy())  # a mask of ones
     images = tf.zeros([2, 5, 5, 3])
     assert model.encoder_inputs(images).shape == (2, 5, 5, 6)
     with pytest.raises(Exception):  # the encoder of width K does not accept 2K
@@ -321,8 +322,8 @@ def test_nan_needs_a_mask_or_the_model_flag(tiny_model):
     flagged = make_tiny_model(missing_values="nan")
     explicit = make_tiny_model()
     np.testing.assert_allclose(
-        flagged.objective_terms((X, Y_nan))["elbo"].numpy(),
-        explicit.objective_terms((X, Y_nan, mask))["elbo"].numpy(),
+        flagged.objective_terms((X, Y_nan)).elbo().numpy(),
+        explicit.objective_terms((X, Y_nan, mask)).elbo().numpy(),
         rtol=1e-12,
     )
     with pytest.raises(ValueError, match="missing_values"):
@@ -352,9 +353,9 @@ def test_geco_constraint_uses_observed_entries_only(tiny_model):
     X, Y, mask = _masked_tiny()
     Y_nan = np.where(mask > 0, Y, np.nan)
     terms = tiny_model.objective_terms((X, Y_nan, mask))
-    np.testing.assert_array_equal(terms["mask"].numpy(), mask)
+    np.testing.assert_array_equal(terms.mask.numpy(), mask)
     geco = GECO(kappa_squared=0.01)
-    decoded = terms["decoded"].numpy()
+    decoded = terms.decoded.numpy()
     expected = np.sum(mask * np.nan_to_num(Y_nan - decoded) ** 2) / mask.sum() - 0.01
     np.testing.assert_allclose(geco.constraint(Y_nan, decoded, mask).numpy(), expected, rtol=1e-6)
     loss, logs = geco.loss(terms, tf.constant(Y_nan))

@@ -20,6 +20,11 @@ P, A, Q, L, K = 4, 5, 2, 3, 6  # objects, views, object dim, latent dim, pixels
 ANGLES = 2 * np.pi * np.arange(A) / A
 
 
+def _term(terms, key):
+    """A term of ELBOTerms by name (the bound for "elbo")."""
+    return terms.elbo() if key == "elbo" else getattr(terms, key)
+
+
 def toy_data(rng, drop=3):
     pairs = [(p, a) for p in range(P) for a in range(A)]
     keep = sorted(rng.permutation(len(pairs))[: len(pairs) - drop])
@@ -80,7 +85,7 @@ def test_gppvae_objective_matches_autodiff_of_exact_gp_term(rng):
     model.refresh(X, Y)
     variables = model.trainable_variables
     with tf.GradientTape() as tape:
-        kl = model.objective_terms((X, Y))["kl"]  # full batch: scale = 1
+        kl = model.objective_terms((X, Y)).kl  # full batch: scale = 1
     grads = tape.gradient(kl, variables)
 
     ids, views = model.split_inputs(X)
@@ -123,7 +128,7 @@ def test_gppvae_gradient_descent_on_surrogate_improves_exact_gp_term(rng):
     before = exact_nll()
     encoder_vars = model.encoder.trainable_variables
     with tf.GradientTape() as tape:
-        kl = model.objective_terms((X, Y))["kl"]
+        kl = model.objective_terms((X, Y)).kl
         means, variances = model.encode(Y)
         entropy = 0.5 * tf.reduce_sum(np.log(2 * np.pi * np.e) + tf.math.log(variances))
         gp_part = kl + entropy  # the GP part only
@@ -187,7 +192,7 @@ def test_object_vectors_get_gradients_through_svgpvae(rng):
     batch = np.flatnonzero(X[:, 1] != 3)  # object 3 not in the batch
     model = make_aux_svgpvae(rng, X)
     with tf.GradientTape() as tape:
-        elbo = model.objective_terms((X[batch], Y[batch]))["elbo"]
+        elbo = model.objective_terms((X[batch], Y[batch])).elbo()
     vectors = model.input_transform.vectors
     lengthscale = model.kernel.kernels[0].base_kernel.lengthscales
     g_vec, g_len = tape.gradient(elbo, [vectors.unconstrained_variable, lengthscale.unconstrained_variable])
@@ -206,7 +211,7 @@ def test_auxiliary_svgpvae_equals_svgpvae_on_mapped_inputs(rng):
     a = model.objective_terms((X, Y))
     b = plain.objective_terms((mapped, Y))
     for key in ("elbo", "reconstruction", "kl"):
-        np.testing.assert_allclose(a[key].numpy(), b[key].numpy(), rtol=1e-12)
+        np.testing.assert_allclose(_term(a, key).numpy(), _term(b, key).numpy(), rtol=1e-12)
     post, post_plain = model.posterior((X, Y)), plain.posterior((mapped.numpy(), Y))
     Xnew = np.array([[0.3, 1.0], [2.0, 3.0]])
     for u, v in zip(post.predict_f(Xnew), post_plain.predict_f(model.map_inputs(Xnew))):
@@ -256,7 +261,7 @@ def test_deep_svigp_matches_gpflow_svgp_and_trains_object_vectors(rng):
     np.testing.assert_allclose(model.prior_kl().numpy(), svgp.prior_kl().numpy(), rtol=1e-10)
     assert model.encoder is None
     with tf.GradientTape() as tape:
-        elbo = model.objective_terms((X, Y))["elbo"]
+        elbo = model.objective_terms((X, Y)).elbo()
     g = tape.gradient(elbo, model.input_transform.vectors.unconstrained_variable)
     assert np.all(np.abs(tf.convert_to_tensor(g).numpy()).sum(1) > 0)
 
@@ -319,8 +324,8 @@ def test_cvae_terms_and_object_codes(rng):
     terms = model.objective_terms((X[:8], Y[:8]))
     m, v = model.encode_conditional(X[:8], Y[:8])
     kl = 0.5 * np.sum(v.numpy() + m.numpy() ** 2 - 1 - np.log(v.numpy()))
-    np.testing.assert_allclose(terms["kl"].numpy(), len(X) / 8 * kl, rtol=1e-10)
-    np.testing.assert_allclose(terms["elbo"].numpy(), len(X) / 8 * (terms["reconstruction"].numpy() - kl), rtol=1e-10)
+    np.testing.assert_allclose(terms.kl.numpy(), len(X) / 8 * kl, rtol=1e-10)
+    np.testing.assert_allclose(terms.elbo().numpy(), len(X) / 8 * (terms.reconstruction.numpy() - kl), rtol=1e-10)
     np.testing.assert_allclose(angle_condition([np.pi / 2]).numpy(), [[0.0, 1.0]], atol=1e-7)
     # the code of an object is the average of its context encodings
     means, variances, counts = model.object_codes(X, Y, P)
@@ -403,7 +408,7 @@ def test_cvae_with_a_style_condition_uses_the_context_style(rng, encoder_sees_co
     np.testing.assert_allclose(c[:, :2], expected_style, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(c[:, 2:], views[Xv[batch, 0].astype(int)], rtol=1e-6)
     terms = model.objective_terms((Xv[batch], Y[batch]))
-    assert np.isfinite(terms["elbo"].numpy())
+    assert np.isfinite(terms.elbo().numpy())
     # prediction: style from *all* of the object's context images, the code their average encoding
     ctx = Xv[:, 1] == 2
     Xnew = np.array([[1.0, 2.0], [4.0, 2.0]])

@@ -57,6 +57,11 @@ class LinearDecoder(tf.Module):
         return tf.cast(Z, tf.float64) @ self.W
 
 
+def _term(terms, key):
+    """A term of ELBOTerms by name (the bound for "elbo")."""
+    return terms.elbo() if key == "elbo" else getattr(terms, key)
+
+
 def _kernel():
     return gpflow.kernels.Matern32(lengthscales=2.0)
 
@@ -65,15 +70,23 @@ def _build(name, encoder, decoder, kernel=None, num_data=T, **kwargs):
     kernel = kernel if kernel is not None else _kernel()
     likelihood = kwargs.pop("likelihood", gv.Gaussian(NOISE))
     if name == "vae":
-        return VAE(encoder, decoder, likelihood, num_data=num_data, **kwargs)
+        return VAE(encoder, decoder, likelihood, sequence_length=num_data, **kwargs)
     if name == "gpvae":
-        return GPVAE(encoder, decoder, kernel, likelihood, num_data=num_data, **kwargs)
+        return GPVAE(encoder, decoder, kernel, likelihood, sequence_length=num_data, **kwargs)
     if name == "sparse":
-        return SparseGPVAE(encoder, decoder, kernel, Z_INDUCING, likelihood, num_data=num_data, **kwargs)
+        return SparseGPVAE(encoder, decoder, kernel, Z_INDUCING, likelihood, sequence_length=num_data, **kwargs)
     if name == "hensman":
         q_mu = np.random.default_rng(4).normal(size=(1, len(Z_INDUCING), L))
         return HensmanGPVAE(
-            encoder, decoder, kernel, Z_INDUCING, likelihood, num_data=num_data, num_latent_gps=L, q_mu=q_mu, **kwargs
+            encoder,
+            decoder,
+            kernel,
+            Z_INDUCING,
+            likelihood,
+            sequence_length=num_data,
+            num_latent_gps=L,
+            q_mu=q_mu,
+            **kwargs,
         )
     raise ValueError(name)
 
@@ -128,7 +141,8 @@ MODELS = ["vae", "gpvae", "sparse", "hensman"]
 def _terms_and_gradients(model, data):
     with tf.GradientTape() as tape:
         terms = model.objective_terms(data)
-    grads = tape.gradient(terms["elbo"], model.trainable_variables)
+        terms_elbo = terms.elbo()
+    grads = tape.gradient(terms_elbo, model.trainable_variables)
     return terms, [g.numpy() if g is not None else None for g in grads]
 
 
@@ -150,9 +164,9 @@ def test_fully_observed_data_give_todays_numbers(name, how):
     terms, grads = _terms_and_gradients(plain, (X, Y))
     terms_m, grads_m = _terms_and_gradients(masked, data)
     for key in ("elbo", "reconstruction", "kl", "scale"):
-        assert terms[key].numpy() == terms_m[key].numpy(), key
-    np.testing.assert_array_equal(terms["decoded"].numpy(), terms_m["decoded"].numpy())
-    np.testing.assert_array_equal(terms_m["mask"].numpy(), np.ones_like(Y))  # the NaN flag: a mask of ones
+        assert _term(terms, key).numpy() == _term(terms_m, key).numpy(), key
+    np.testing.assert_array_equal(terms.decoded.numpy(), terms_m.decoded.numpy())
+    np.testing.assert_array_equal(terms_m.mask.numpy(), np.ones_like(Y))  # the NaN flag: a mask of ones
     assert len(grads) == len(grads_m)
     for g, g_m in zip(grads, grads_m):
         assert (g is None) == (g_m is None)
@@ -188,10 +202,10 @@ def test_masked_reconstruction_is_the_sum_over_observed_entries(name, monkeypatc
     f = mean.numpy() @ model.decoder.W.numpy()  # [V, T, K]
     log_density = -0.5 * (np.log(2 * np.pi * NOISE) + (np.nan_to_num(Y_nan) - f) ** 2 / NOISE)
     expected = np.sum(np.where(mask > 0, log_density, 0.0))
-    np.testing.assert_allclose(terms["reconstruction"].numpy(), expected, rtol=1e-10)
-    np.testing.assert_allclose(terms["decoded"].numpy(), f, rtol=1e-10)
-    np.testing.assert_array_equal(terms["mask"].numpy(), mask)
-    np.testing.assert_allclose(terms["elbo"].numpy(), expected - terms["kl"].numpy(), rtol=1e-12)
+    np.testing.assert_allclose(terms.reconstruction.numpy(), expected, rtol=1e-10)
+    np.testing.assert_allclose(terms.decoded.numpy(), f, rtol=1e-10)
+    np.testing.assert_array_equal(terms.mask.numpy(), mask)
+    np.testing.assert_allclose(terms.elbo().numpy(), expected - terms.kl.numpy(), rtol=1e-12)
     # The encoder saw the zero-filled frames.
     means_ref = np.where(mask > 0, Y, 0.0).reshape(-1, K) @ model.encoder.A.numpy()
     if name == "vae":
@@ -249,16 +263,16 @@ def test_exact_gpvae_missing_frame_equals_the_sequence_without_it(monkeypatch):
     mask = _entry_mask(fully_missing=[(1, 4)])
     keep = np.arange(T) != 4
     model = _linear_model("gpvae")
-    short = GPVAE(model.encoder, model.decoder, model.kernel, model.likelihood, num_data=T - 1)
+    short = GPVAE(model.encoder, model.decoder, model.kernel, model.likelihood, sequence_length=T - 1)
     _fixed_codes(monkeypatch, model, short)
     full_kl = model.log_marginal_likelihood((X[1:2], Y[1:2], mask[1:2])).numpy()
     short_kl = short.log_marginal_likelihood((X[1:2, keep], Y[1:2, keep], mask[1:2, keep])).numpy()
     np.testing.assert_allclose(full_kl, short_kl, rtol=1e-12)
     data, short_data = (X[1:2], Y[1:2], mask[1:2]), (X[1:2, keep], Y[1:2, keep], mask[1:2, keep])
     terms, short_terms = model.objective_terms(data), short.objective_terms(short_data)
-    np.testing.assert_allclose(terms["kl"].numpy(), short_terms["kl"].numpy(), rtol=1e-10)
+    np.testing.assert_allclose(terms.kl.numpy(), short_terms.kl.numpy(), rtol=1e-10)
     # Reconstruction: the missing frame has no observed entries, so it adds nothing.
-    np.testing.assert_allclose(terms["reconstruction"].numpy(), short_terms["reconstruction"].numpy(), rtol=1e-10)
+    np.testing.assert_allclose(terms.reconstruction.numpy(), short_terms.reconstruction.numpy(), rtol=1e-10)
     mean, var = model.predict_f(None, data)
     mean_s, var_s = short.predict_f(None, short_data)
     np.testing.assert_allclose(mean.numpy()[:, keep], mean_s.numpy(), rtol=1e-9, atol=1e-12)
@@ -298,7 +312,8 @@ def test_padded_sequences_equal_one_by_one(entry_mask, name, monkeypatch):
     _fixed_codes(monkeypatch, model, *singles)
     with tf.GradientTape() as tape:
         terms = model.objective_terms(padded)
-    grad = tape.gradient(terms["elbo"], model.kernel.trainable_variables)
+        terms_elbo = terms.elbo()
+    grad = tape.gradient(terms_elbo, model.kernel.trainable_variables)
     elbo_ref, kl_ref, grad_ref = 0.0, 0.0, [0.0 for _ in grad]
     mean, var = model.predict_f(None, padded)
     Xq = np.broadcast_to(np.linspace(0.0, 8.0, 6)[None, :, None], (3, 6, 1))
@@ -307,9 +322,10 @@ def test_padded_sequences_equal_one_by_one(entry_mask, name, monkeypatch):
         n = X.shape[1]
         with tf.GradientTape() as tape:
             single_terms = single.objective_terms((X, Y, mask))
-        elbo_ref += single_terms["elbo"].numpy()
-        kl_ref += single_terms["kl"].numpy()
-        grads = tape.gradient(single_terms["elbo"], single.kernel.trainable_variables)
+            single_terms_elbo = single_terms.elbo()
+        elbo_ref += single_terms.elbo().numpy()
+        kl_ref += single_terms.kl.numpy()
+        grads = tape.gradient(single_terms_elbo, single.kernel.trainable_variables)
         grad_ref = [a + b.numpy() for a, b in zip(grad_ref, grads)]
         m_ref, v_ref = single.predict_f(None, (X, Y, mask))
         np.testing.assert_allclose(mean.numpy()[v, :n], m_ref.numpy()[0], rtol=1e-8, atol=1e-12)
@@ -317,8 +333,8 @@ def test_padded_sequences_equal_one_by_one(entry_mask, name, monkeypatch):
         mq_ref, vq_ref = single.predict_f(Xq[v : v + 1], (X, Y, mask))
         np.testing.assert_allclose(mean_q.numpy()[v], mq_ref.numpy()[0], rtol=1e-8, atol=1e-12)
         np.testing.assert_allclose(var_q.numpy()[v], vq_ref.numpy()[0], rtol=1e-8)
-    np.testing.assert_allclose(terms["elbo"].numpy(), elbo_ref, rtol=1e-9)
-    np.testing.assert_allclose(terms["kl"].numpy(), kl_ref, rtol=1e-9)
+    np.testing.assert_allclose(terms.elbo().numpy(), elbo_ref, rtol=1e-9)
+    np.testing.assert_allclose(terms.kl.numpy(), kl_ref, rtol=1e-9)
     for g, g_ref in zip(grad, grad_ref):
         np.testing.assert_allclose(g.numpy(), g_ref, rtol=1e-8)
 
@@ -331,14 +347,14 @@ def test_sparse_weighted_titsias_equals_svgpvae_and_the_shorter_video(rng):
     weights = np.ones((V, T))
     weights[1, [1, 3]] = 0.0
     titsias = _linear_model("sparse")
-    svgp = SVGPVAE(titsias.encoder, titsias.decoder, titsias.kernel, Z_INDUCING, num_data=T)
+    svgp = SVGPVAE(titsias.encoder, titsias.decoder, titsias.kernel, Z_INDUCING, sequence_length=T)
     args = (tf.constant(X), tf.constant(means), tf.constant(variances))
     a = titsias.latent_posterior(*args, num_data=T, weights=tf.constant(weights))
     b = svgp.latent_posterior(*args, num_data=T, weights=tf.constant(weights))
     for x, y in zip(a, b):
         np.testing.assert_allclose(x.numpy(), y.numpy(), rtol=1e-9, atol=1e-11)
     keep = weights[1] > 0
-    short = SparseGPVAE(titsias.encoder, titsias.decoder, titsias.kernel, Z_INDUCING, num_data=int(keep.sum()))
+    short = SparseGPVAE(titsias.encoder, titsias.decoder, titsias.kernel, Z_INDUCING, sequence_length=int(keep.sum()))
     c = short.latent_posterior(
         tf.constant(X[1:2, keep]),
         tf.constant(means[1:2, keep]),
@@ -363,7 +379,7 @@ def test_sparse_predictions_equal_svgpvae_with_masks():
     mask = _entry_mask()
     data = (X, np.where(mask > 0, Y, np.nan), mask)
     titsias = _linear_model("sparse")
-    svgp = SVGPVAE(titsias.encoder, titsias.decoder, titsias.kernel, Z_INDUCING, gv.Gaussian(NOISE), num_data=T)
+    svgp = SVGPVAE(titsias.encoder, titsias.decoder, titsias.kernel, Z_INDUCING, gv.Gaussian(NOISE), sequence_length=T)
     Xq = np.linspace(-1.0, 8.0, 5)[:, None]
     for query in (None, Xq):
         for a, b in zip(titsias.predict_f(query, data), svgp.predict_f(query, data)):
@@ -377,9 +393,10 @@ def test_hensman_terms_still_cancel_with_missing_frames():
     model = _linear_model("hensman")
     with tf.GradientTape() as tape:
         terms = model.objective_terms((X, Y, mask))
-    grads = tape.gradient(terms["elbo"], model.encoder.trainable_variables)
+        terms_elbo = terms.elbo()
+    grads = tape.gradient(terms_elbo, model.encoder.trainable_variables)
     kl_u = whitened_gauss_kl(model.q_mu, model.q_sqrt).numpy().sum()
-    assert terms["kl"].numpy() == pytest.approx(V * kl_u, rel=1e-12)
+    assert terms.kl.numpy() == pytest.approx(V * kl_u, rel=1e-12)
     assert all(np.all(g.numpy() == 0.0) for g in grads)
 
 
@@ -401,7 +418,7 @@ def test_vae_fully_missing_frame_gets_the_prior_and_zero_kl():
     np.testing.assert_allclose(mean.reshape(-1, L)[seen], enc_mean[seen], rtol=1e-12)
     np.testing.assert_allclose(var.reshape(-1, L)[seen], enc_var[seen], rtol=1e-12)
     kl_ref = 0.5 * np.sum((enc_var + enc_mean**2 - 1 - np.log(enc_var))[seen])
-    np.testing.assert_allclose(model.objective_terms(data)["kl"].numpy(), kl_ref, rtol=1e-12)
+    np.testing.assert_allclose(model.objective_terms(data).kl.numpy(), kl_ref, rtol=1e-12)
 
 
 # -------------------------------------------------------------------------- impute
@@ -454,8 +471,8 @@ def test_encoder_sees_mask_doubles_its_input_width(name):
     assert model.encoder_sees_mask and not _linear_model(name).encoder_sees_mask
     inputs = model.encoder_inputs(tf.constant(np.where(mask > 0, Y, 0)), tf.constant(mask)).numpy()
     np.testing.assert_array_equal(inputs, np.concatenate([np.where(mask > 0, Y, 0), mask], -1))
-    assert np.isfinite(model.objective_terms((X, Y, mask))["elbo"].numpy())
-    assert np.isfinite(model.objective_terms((X, Y))["elbo"].numpy())  # a mask of ones
+    assert np.isfinite(model.objective_terms((X, Y, mask)).elbo().numpy())
+    assert np.isfinite(model.objective_terms((X, Y)).elbo().numpy())  # a mask of ones
     assert set(encoder.input_widths) == {2 * K}
     # The sites come from [Y zero-filled, mask].
     means, _ = model.encode_videos(tf.constant(np.where(mask > 0, Y, 0)), mask=tf.constant(mask))
@@ -480,8 +497,8 @@ def test_nan_flag_equals_an_explicit_mask(name):
         flagged.q_mu.assign(explicit.q_mu.numpy())
     a, b = explicit.objective_terms((X, Y_nan, mask)), flagged.objective_terms((X, Y_nan))
     for key in ("elbo", "kl", "reconstruction"):
-        assert a[key].numpy() == b[key].numpy(), key
-    np.testing.assert_array_equal(a["mask"].numpy(), b["mask"].numpy())
+        assert _term(a, key).numpy() == _term(b, key).numpy(), key
+    np.testing.assert_array_equal(a.mask.numpy(), b.mask.numpy())
     for x, y in zip(explicit.predict_f(None, (X, Y_nan, mask)), flagged.predict_f(None, (X, Y_nan))):
         np.testing.assert_array_equal(x.numpy(), y.numpy())
     with pytest.raises(tf.errors.InvalidArgumentError, match="NaN or inf"):
@@ -504,11 +521,11 @@ def test_training_and_geco_take_masked_video_batches():
         mlp_decoder(L, K, hidden_units=(8,)),
         _kernel(),
         gv.Gaussian(NOISE),
-        num_data=T,
+        sequence_length=T,
     )
     terms = model.objective_terms((X, Y_nan, mask))
     geco = GECO(kappa_squared=0.01)
-    decoded = terms["decoded"].numpy()
+    decoded = terms.decoded.numpy()
     expected = np.sum(mask * np.nan_to_num(Y_nan - decoded) ** 2) / mask.sum() - 0.01
     _, logs = geco.loss(terms, tf.constant(Y_nan))
     np.testing.assert_allclose(logs["geco_constraint"].numpy(), expected, rtol=1e-5)

@@ -48,7 +48,7 @@ def test_gp_block_stays_float64_under_a_mixed_policy(policy):
         expected += numpy_kl(mu, A, Kmm)
     np.testing.assert_allclose(float(tf.reduce_sum(posterior.kl)), expected, rtol=1e-9)
     terms = model.objective_terms(batch)
-    assert terms["elbo"].dtype == terms["kl"].dtype == tf.float64
+    assert terms.elbo().dtype == terms.kl.dtype == tf.float64
 
 
 def test_mixed_precision_model_trains_and_predicts_in_float32_or_wider():

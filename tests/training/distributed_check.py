@@ -31,7 +31,7 @@ out = {}
 def loss_and_grads(model):
     with tf.GradientTape() as tape:
         terms = model.objective_terms(batch)
-        loss = -(terms["scale"] * terms["local_reconstruction"] - terms["kl"] / terms["num_replicas"])
+        loss = -terms.elbo()
     return loss, tape.gradient(loss, model.trainable_variables), terms
 
 
@@ -56,12 +56,12 @@ def distributed_loss_and_grads(global_batch):
     def replica(local_batch):
         with tf.GradientTape() as tape:
             terms = mirrored.objective_terms(local_batch)
-            loss = -(terms["scale"] * terms["local_reconstruction"] - terms["kl"] / terms["num_replicas"])
+            loss = -terms.elbo()  # this replica's share
         grads = tape.gradient(loss, mirrored.trainable_variables)
         ctx = tf.distribute.get_replica_context()
         grads = [ctx.all_reduce(tf.distribute.ReduceOp.SUM, g) for g in grads]  # mixed dtypes
         loss = ctx.all_reduce(tf.distribute.ReduceOp.SUM, loss)
-        return loss, grads, terms["kl"], terms["elbo"]
+        return loss, grads, terms.kl, ctx.all_reduce(tf.distribute.ReduceOp.SUM, terms.elbo())
 
     return strategy.run(replica, args=(local,))
 
@@ -70,8 +70,8 @@ loss2, grads2, kl2, elbo2 = distributed_loss_and_grads(batch)
 first = lambda v: strategy.experimental_local_results(v)[0]  # noqa: E731
 out["num_replicas"] = strategy.num_replicas_in_sync
 out["loss_rel_dev"] = abs(float(first(loss2)) - float(loss1)) / abs(float(loss1))
-out["kl_abs_dev"] = abs(float(first(kl2)) - float(terms1["kl"]))
-out["elbo_rel_dev"] = abs(float(first(elbo2)) - float(terms1["elbo"])) / abs(float(terms1["elbo"]))
+out["kl_abs_dev"] = abs(float(first(kl2)) - float(terms1.kl))
+out["elbo_rel_dev"] = abs(float(first(elbo2)) - float(terms1.elbo())) / abs(float(terms1.elbo()))
 out["grad_max_rel_dev"] = max(
     float(np.max(np.abs(first(g2).numpy() - g1.numpy())) / (np.max(np.abs(g1.numpy())) + 1e-30))
     for g1, g2 in zip(grads1, grads2)

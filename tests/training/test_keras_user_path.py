@@ -232,7 +232,7 @@ def test_elbo_is_deterministic_and_training_loss_draws_afresh():
     first, second = float(model.elbo(batch)), float(model.elbo(batch))
     assert first == second and int(model.sample_counter.numpy()) == counter
     # seed=None is the draw the next step would make: the same number as an evaluation that advances.
-    advancing = float(model.objective_terms(batch, training=False)["elbo"])
+    advancing = float(model.objective_terms(batch, training=False).elbo())
     assert advancing == first and int(model.sample_counter.numpy()) == counter + 1
     assert float(model.elbo(batch, seed=3)) == float(model.elbo(batch, seed=3))
     assert float(model.elbo(batch, seed=3)) != float(model.elbo(batch, seed=4))

@@ -5,6 +5,7 @@ import pytest
 import tensorflow as tf
 from gpflow.keras import tf_keras
 
+from gpflow_svgpvae.models.base import ELBOTerms
 from gpflow_svgpvae.training import ELBO, GECO, OptimizerGroups, train
 from tests.conftest import make_tiny_model, tiny_data
 
@@ -120,11 +121,9 @@ def test_checkpoint_resume_equals_uninterrupted_run(tmp_path):
 def test_kl_warmup_weights_follow_the_linear_ramp():
     # beta_t = beta * min(1, (t + 1) / T_w); the loss is -(scale * reconstruction - beta_t * kl).
     objective = ELBO(beta=0.8, warmup_steps=4)
-    terms = {
-        "scale": tf.constant(3.0, tf.float64),
-        "local_reconstruction": tf.constant(-2.0, tf.float64),
-        "kl": tf.constant(5.0, tf.float64),
-    }
+    terms = ELBOTerms(
+        tf.constant(-2.0, tf.float64), tf.constant(5.0, tf.float64), tf.constant(3.0, tf.float64), None, None, 1
+    )
     for t in range(7):
         weight = 0.8 * min(1.0, (t + 1) / 4)
         loss, logs = objective.loss(terms, None)
@@ -258,10 +257,8 @@ def test_xla_objective_matches_graph_objective():
     batch = (X[:20], Y[:20])
     graph = tf.function(lambda: model.objective_terms(batch))()
     xla = tf.function(lambda: model.objective_terms(batch), jit_compile=True)()
-    assert abs(float(graph["kl"]) - float(xla["kl"])) < 1e-6 * abs(float(graph["kl"]))
-    assert abs(float(graph["reconstruction"]) - float(xla["reconstruction"])) < 0.01 * abs(
-        float(graph["reconstruction"])
-    )
+    assert abs(float(graph.kl) - float(xla.kl)) < 1e-6 * abs(float(graph.kl))
+    assert abs(float(graph.reconstruction) - float(xla.reconstruction)) < 0.01 * abs(float(graph.reconstruction))
 
 
 def test_xla_training_reduces_loss():
@@ -280,7 +277,7 @@ class _HalfELBO(ELBO):
 
     def loss(self, terms, Y):
         loss, _ = super().loss(terms, Y)
-        return 0.5 * loss, {"seen_kl": terms["kl"]}
+        return 0.5 * loss, {"seen_kl": terms.kl}
 
 
 def test_custom_objective_logs_its_declared_keys_in_fit_and_loop():
@@ -306,7 +303,7 @@ def test_custom_objective_logs_its_declared_keys_in_fit_and_loop():
 def test_objective_without_log_keys_is_rejected():
     class NoKeys:
         def loss(self, terms, Y):
-            return -terms["elbo"], {}
+            return -terms.elbo(), {}
 
         def after_step(self):
             return None

@@ -66,7 +66,7 @@ def main():
     # 2. b = N: Titsias' q(u) and collapsed bound
     kernel = gpflow.kernels.SquaredExponential(variance=1.3, lengthscales=1.2)
     iv = InducingPoints(Z)
-    post = amortized.amortized_whitened_posterior(kernel, iv, X, y, v, N, jitter=1e-8)
+    post = amortized.minibatch_posterior(kernel, iv, X, y, v, N, jitter=1e-8).posterior
     q_mu, q_sqrt = amortized.inducing_distribution(post)
     kl = amortized.prior_kl(post).numpy()
     mean, var = marginals(post, kernel, iv, X)
@@ -91,7 +91,7 @@ def main():
     kernel = gpflow.kernels.SquaredExponential(variance=0.8, lengthscales=1.4)
     iv = InducingPoints(X)
     Xnew = rng.normal(size=(7, 2))
-    post = amortized.amortized_whitened_posterior(kernel, iv, X, y, v, N, jitter=1e-12)
+    post = amortized.minibatch_posterior(kernel, iv, X, y, v, N, jitter=1e-12).posterior
     mean, var = marginals(post, kernel, iv, Xnew)
     mean_x, var_x = marginals(post, kernel, iv, X)
     kl = amortized.prior_kl(post).numpy()
@@ -123,7 +123,7 @@ def main():
     kernel = gpflow.kernels.SquaredExponential(lengthscales=0.8)
     iv = InducingPoints(Z)
     Nbig, b = 40, 6
-    post = amortized.amortized_whitened_posterior(kernel, iv, X[:b], y[:b], v[:b], Nbig, jitter=1e-6)
+    post = amortized.minibatch_posterior(kernel, iv, X[:b], y[:b], v[:b], Nbig, jitter=1e-6).posterior
     mean, var = (t.numpy() for t in marginals(post, kernel, iv, X[:b]))
     kl = amortized.prior_kl(post).numpy().sum()
     cross = np.sum(-0.5 * (np.log(2 * np.pi * v[:b]) + ((y[:b] - mean) ** 2 + var) / v[:b]))

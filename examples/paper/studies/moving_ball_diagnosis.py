@@ -83,11 +83,11 @@ def build(kind, m, seed, a):
         W, b = dec.layers[-1].get_weights()
         dec.layers[-1].set_weights([W, np.full_like(b, a.dec_bias)])
     if kind == "vae":
-        return VAE(enc, dec, "bernoulli", num_data=T, seed=seed)
+        return VAE(enc, dec, "bernoulli", sequence_length=T, seed=seed)
     kernel = gpflow.kernels.SquaredExponential(variance=1.0, lengthscales=a.init_ls)
     gpflow.set_trainable(kernel.variance, False)
     if kind == "gpvae":
-        return GPVAE(enc, dec, kernel, "bernoulli", num_data=T, num_latent_gps=L, seed=seed, num_samples=a.num_samples)
+        return GPVAE(enc, dec, kernel, "bernoulli", sequence_length=T, num_latent_gps=L, seed=seed, num_samples=a.num_samples)
     Z = np.linspace(0.0, T - 1, int(m))
     return SVGPVAE(
         enc,
@@ -117,7 +117,7 @@ class ScheduledELBO(ELBO):
         self.beta_var = tf.Variable(float(beta0), dtype=gpflow.default_float(), trainable=False)
 
     def loss(self, terms, Y):
-        return -(terms["scale"] * terms["local_reconstruction"] - self.beta_var * terms["kl"]), {}
+        return -(terms.scale * terms.reconstruction - self.beta_var * terms.kl), {}
 
 
 def beta_at(step, a):

@@ -124,7 +124,7 @@ def build(
     if d2s:
         decoder = depth_to_space_decoder(L, like=decoder)
     if kind == "vae":
-        return VAE(encoder, decoder, likelihood, num_data=N, seed=seed)
+        return VAE(encoder, decoder, likelihood, sequence_length=N, seed=seed)
     vectors = pca_object_vectors(data["unrotated"], Q)
     table = ObjectVectors(
         data["num_objects"],

@@ -180,7 +180,7 @@ def test_gradients_reach_representation_pose_table_and_inducing_inputs(data, mod
     ds, frames = data
     X, Y = next(iter(character_batches(ds.train_characters, ds.train_poses, frames, characters_per_batch=3)))
     with tf.GradientTape() as tape:
-        elbo = model.objective_terms((X, Y))["elbo"]
+        elbo = model.objective_terms((X, Y)).elbo()
     variables = (
         representation(model).trainable_variables
         + (pose_table(model).vectors.unconstrained_variable,)

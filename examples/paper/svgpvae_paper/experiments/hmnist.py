@@ -248,7 +248,7 @@ def build_model(method: str, config: Config, seed: int):
         site_parametrization="variance" if method == "vae" else config.site_parametrization,
     )
     decoder = mlp_decoder(config.num_latent, pixels, hidden_units=tuple(config.hidden), activation="relu")
-    common = dict(num_data=config.num_frames, seed=seed, encoder_sees_mask=config.encoder_sees_mask)
+    common = dict(sequence_length=config.num_frames, seed=seed, encoder_sees_mask=config.encoder_sees_mask)
     if method == "vae":
         return VAE(encoder, decoder, "bernoulli", **common)
     if config.shared_channels:

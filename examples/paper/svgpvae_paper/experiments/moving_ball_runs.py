@@ -186,12 +186,12 @@ def build_model(kind: str, cfg: Config, seed: int, num_inducing: Optional[int] =
         sample = moving_ball_test_set(100, seed=BIAS_SAMPLE_SEED, **cfg.data_options()).videos
         set_output_bias(decoder, sample.reshape(-1, K), "bernoulli")
     if kind == "vae":
-        return VAE(encoder, decoder, "bernoulli", num_data=NUM_FRAMES, seed=seed)
+        return VAE(encoder, decoder, "bernoulli", sequence_length=NUM_FRAMES, seed=seed)
     kernel = gpflow.kernels.SquaredExponential(variance=1.0, lengthscales=cfg.init_lengthscale)
     gpflow.set_trainable(kernel.variance, False)
     gpflow.set_trainable(kernel.lengthscales, bool(cfg.train_lengthscale))
     if kind == "gpvae":
-        return GPVAE(encoder, decoder, kernel, "bernoulli", num_data=NUM_FRAMES, num_latent_gps=L, seed=seed)
+        return GPVAE(encoder, decoder, kernel, "bernoulli", sequence_length=NUM_FRAMES, num_latent_gps=L, seed=seed)
     if kind == "svgpvae":
         Z = np.linspace(0.0, NUM_FRAMES - 1, int(num_inducing)) if inducing_init is None else np.asarray(inducing_init)
         return SVGPVAE(
@@ -200,7 +200,7 @@ def build_model(kind: str, cfg: Config, seed: int, num_inducing: Optional[int] =
             kernel,
             Z[:, None],
             "bernoulli",
-            num_data=NUM_FRAMES,
+            sequence_length=NUM_FRAMES,
             num_latent_gps=L,
             jitter=cfg.jitter,
             seed=seed,
@@ -258,7 +258,7 @@ def evaluate(model, test) -> Dict[str, np.ndarray]:
         m, v = model.predict_f(None, data)
         means.append(m.numpy())
         variances.append(v.numpy())
-        elbo += float(model.objective_terms(data, training=False)["elbo"])
+        elbo += float(model.objective_terms(data, training=False).elbo())
     means, variances = np.concatenate(means), np.concatenate(variances)
     return {
         "means": means,

@@ -101,7 +101,7 @@ def test_warm_started_gpvae_continues_from_the_cached_warm_phase(tmp_path, test_
     warm = mb.build_model("svgpvae", warm_cfg, 0, num_inducing=3)
     mb._fit(warm, warm_cfg, 0, 0, 4, mb._Progress(), "warm", 0)
     kernel = gpflow.kernels.SquaredExponential(lengthscales=warm.kernel.lengthscales.numpy())
-    by_hand = GPVAE(warm.encoder, warm.decoder, kernel, "bernoulli", num_data=mb.NUM_FRAMES, num_latent_gps=2)
+    by_hand = GPVAE(warm.encoder, warm.decoder, kernel, "bernoulli", sequence_length=mb.NUM_FRAMES, num_latent_gps=2)
     expected = mb.evaluate(by_hand, test_set)
 
     at_switch = mb.train_run(

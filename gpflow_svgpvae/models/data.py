@@ -1,0 +1,319 @@
+r"""The data boundary of every model: what ``data`` may be, checked and normalised once.
+
+``data`` is ``(X, Y)`` or ``(X, Y, mask)`` in one of two layouts:
+
+* ``X [b, D]``, ``Y [b, ...]``: a minibatch of ``b`` points of one latent dataset (the
+  training set of ``num_data`` points);
+* ``X [V, T, D]``, ``Y [V, T, ...]``: ``V`` sequences (videos, subjects), each its own latent
+  dataset of ``T`` frames (``num_data`` training sequences, each of ``sequence_length`` frames).
+
+``mask`` (1 = observed, 0 = missing) has ``Y``'s shape, or ``X``'s shape without its last
+axis (one flag per point or frame, e.g. ``[V, T]`` marking the real frames of padded
+sequences). With ``missing_values="nan"`` NaN entries of ``Y`` are missing as well. A batch
+becomes a :class:`Batch`: ``X`` in ``gpflow.default_float()``, ``Y`` with its missing entries
+set to 0 (their values, even NaN, are never read), the entry mask and the point weights
+(1 for a point with something observed, 0 for one without). Static shape errors raise a
+``ValueError`` at once; value checks (NaN, mask values, sizes unknown until run time) become
+graph assertions that fire before any variable is updated.
+"""
+
+import numbers
+from typing import NamedTuple, Optional, Tuple
+
+import gpflow
+import numpy as np
+import tensorflow as tf
+
+from ..numerics import assert_finite, numerical_checks
+
+__all__ = ["Batch", "split_data", "observed_entries", "point_weights", "check_inputs", "check_arrays", "positive_count"]
+
+
+class Batch(NamedTuple):
+    """A checked batch: ``X [..., b, D]`` (float64), ``Y [..., b, ...]`` (zero at missing entries),
+    the entry ``mask`` (``Y``'s shape, float) and point ``weights [..., b]`` (float64), both
+    ``None`` when nothing is missing."""
+
+    X: tf.Tensor
+    Y: tf.Tensor
+    mask: Optional[tf.Tensor]
+    weights: Optional[tf.Tensor]
+
+
+def positive_count(value, name: str, what: str) -> int:
+    """``value`` as an ``int`` >= 1; a ``ValueError`` naming ``name`` for anything else
+    (``2.5``, ``0``, ``True``, ``None``) instead of silently truncating."""
+    integral = isinstance(value, numbers.Integral) or (
+        isinstance(value, numbers.Real) and np.isfinite(value) and float(value).is_integer()
+    )
+    if isinstance(value, bool) or not integral or int(value) < 1:
+        raise ValueError(f"{name} ({what}) must be a positive whole number; got {value!r}.")
+    return int(value)
+
+
+def static_dim(tensor, axis: int) -> Optional[int]:
+    """The static size of ``axis`` of ``tensor``, or ``None``."""
+    dim = tensor.shape[axis] if tensor.shape.rank is not None else None
+    return None if dim is None else int(dim)
+
+
+def split_data(data, supports_missing: bool, owner: str):
+    """``(X, Y)`` or ``(X, Y, mask)`` -> ``(X, Y, mask or None)``."""
+    if not isinstance(data, (tuple, list)) or len(data) not in (2, 3):
+        raise TypeError(f"data must be a pair (X, Y) or a triple (X, Y, mask); got {type(data).__name__}")
+    if len(data) == 3 and not supports_missing:
+        raise TypeError(
+            f"{owner} does not take a mask of missing entries: pass data = (X, Y) (SVGPVAE takes data = (X, Y, mask))."
+        )
+    return (tuple(data) + (None,))[:3]
+
+
+def observed_entries(X, Y, mask=None, nan_missing: bool = False) -> Tuple[tf.Tensor, Optional[tf.Tensor]]:
+    r"""``(Y zero-filled, entry mask)`` of a batch, or ``(Y, None)`` when nothing can be missing.
+
+    :param mask: ``Y``'s shape, or ``X``'s without its last axis (broadcast over ``Y``'s
+        trailing axes); 1 = observed, 0 = missing (bool or numbers).
+    :param nan_missing: NaN entries of ``Y`` are missing too.
+    :raises ValueError: for a mask of the wrong shape.
+    :raises tf.errors.InvalidArgumentError: (at run time) for mask values other than 0/1, or
+        NaN/inf at observed entries.
+    """
+    if mask is None and not nan_missing:
+        return Y, None
+    Y = tf.convert_to_tensor(Y)
+    if not Y.dtype.is_floating:
+        Y = tf.cast(Y, tf.float32)
+    num_leading = tf.convert_to_tensor(X).shape.rank - 1
+    observed = None
+    if mask is not None:
+        mask = tf.convert_to_tensor(mask)
+        lead_shape = Y.shape[:num_leading]
+        if (
+            mask.shape.rank is not None
+            and Y.shape.rank is not None
+            and not (mask.shape.is_compatible_with(Y.shape) or mask.shape.is_compatible_with(lead_shape))
+        ):
+            raise ValueError(
+                f"mask must have Y's shape {Y.shape.as_list()} (1 = observed, 0 = missing) or "
+                f"{lead_shape.as_list()} (one flag per point/frame); got shape {mask.shape.as_list()}."
+            )
+        if mask.dtype != tf.bool:
+            mask = tf.cast(mask, Y.dtype)
+            if numerical_checks():
+                binary = tf.debugging.Assert(
+                    tf.reduce_all(tf.logical_or(tf.equal(mask, 0), tf.equal(mask, 1))),
+                    ["mask must hold only 0 (missing) and 1 (observed) (or booleans)."],
+                )
+                with tf.control_dependencies([binary]):
+                    mask = tf.identity(mask)
+            observed = mask > 0
+        else:
+            observed = mask
+        if observed.shape.rank == num_leading and Y.shape.rank != num_leading:  # per point/frame
+            extra = tf.rank(Y) - num_leading
+            flags = tf.reshape(observed, tf.concat([tf.shape(observed), tf.ones([extra], tf.int32)], 0))
+            observed = tf.broadcast_to(flags, tf.shape(Y))
+    if nan_missing:
+        not_nan = tf.logical_not(tf.math.is_nan(Y))
+        observed = not_nan if observed is None else tf.logical_and(observed, not_nan)
+    else:
+        Y = assert_finite(
+            tf.where(observed, Y, tf.zeros_like(Y)),
+            "Y (observations) contains NaN or inf at observed entries (mask = 1); to treat NaN as "
+            "missing set its mask entry to 0 or build the model with missing_values='nan'.",
+        )
+    Y = tf.where(observed, Y, tf.zeros_like(Y))
+    return Y, tf.cast(observed, Y.dtype)
+
+
+def point_weights(mask: tf.Tensor, num_leading: int) -> tf.Tensor:
+    """``[..., b]`` float64: 1 for a point (frame) with at least one observed entry, 0 otherwise."""
+    axes = list(range(num_leading, mask.shape.rank))
+    observed = mask > 0
+    if axes:
+        observed = tf.reduce_any(observed, axis=axes)
+    return tf.cast(observed, gpflow.default_float())
+
+
+def _with_check(tensors, check):
+    with tf.control_dependencies([check]):
+        return [None if t is None else tf.identity(t) for t in tensors]
+
+
+def _check_width(X: tf.Tensor, input_dim: Optional[int], origin: str) -> tf.Tensor:
+    """``X [..., D]`` against ``input_dim``: at once when the width is static, else at run time
+    (Keras retraces ``fit``'s step with relaxed shapes, ``[None, None]``, after the first call)."""
+    if input_dim is None:
+        return X
+    width = static_dim(X, -1)
+    if width is not None:
+        if width != input_dim:
+            raise ValueError(f"X has {width} input dimensions but the model expects {input_dim} ({origin}).")
+        return X
+    if not numerical_checks():
+        return X
+    message = f"X has the wrong number of input dimensions: the model expects {input_dim} ({origin})."
+    return _with_check([X], tf.debugging.assert_equal(tf.shape(X)[-1], input_dim, message=message))[0]
+
+
+def _check_at_most(X, Y, axis: int, limit: Optional[int], message: str):
+    """``X.shape[axis] <= limit`` (at once when static, else at run time); ``message(size)``."""
+    if limit is None:
+        return X, Y
+    size = static_dim(X, axis)
+    if size is not None:
+        if size > limit:
+            raise ValueError(message(size))
+        return X, Y
+    if not numerical_checks():
+        return X, Y
+    check = tf.debugging.assert_less_equal(tf.shape(X)[axis], tf.cast(limit, tf.int32), message(None))
+    return _with_check([X, Y], check)
+
+
+def check_inputs(
+    X,
+    Y,
+    *,
+    input_dim: Optional[int] = None,
+    input_origin: str = "",
+    num_data: Optional[int] = None,
+    sequence_length: Optional[int] = None,
+    whole_sequences: Optional[str] = None,
+) -> Tuple[tf.Tensor, tf.Tensor]:
+    """Cast and check a batch of either layout: ``X`` to ``gpflow.default_float()``, integer ``Y``
+    to float32.
+
+    :param input_dim: the width ``D`` the model expects (``input_origin`` says why).
+    :param num_data: at most this many points (``X [b, D]``) or sequences (``X [V, T, D]``).
+    :param sequence_length: at most this many frames per sequence.
+    :param whole_sequences: the model's name if its bound has no minibatch estimate over
+        frames: then ``T`` must equal ``sequence_length`` when that is given.
+    """
+    X = tf.cast(tf.convert_to_tensor(X), gpflow.default_float())
+    Y = tf.convert_to_tensor(Y)
+    if not Y.dtype.is_floating:
+        Y = tf.cast(Y, tf.float32)
+    if X.shape.rank not in (2, 3):
+        raise ValueError(
+            "X must have shape [batch, input_dim] (one latent dataset) or [num_sequences, num_frames, input_dim] "
+            f"(many: sequences, videos); got shape {X.shape}"
+        )
+    sequences = X.shape.rank == 3
+    if Y.shape.rank is not None and Y.shape.rank < X.shape.rank:
+        layout = "[num_sequences, num_frames, ...]" if sequences else "[batch, ...]"
+        raise ValueError(f"Y must have shape {layout}; got shape {Y.shape}")
+    names = ("numbers of sequences", "numbers of frames per sequence") if sequences else ("batch sizes",)
+    for axis, what in enumerate(names):
+        nx, ny = static_dim(X, axis), static_dim(Y, axis)
+        if nx is not None and ny is not None and nx != ny:
+            raise ValueError(f"X and Y have different {what}: {nx} and {ny}.")
+    X = _check_width(X, input_dim, input_origin)
+    if static_dim(X, 0) == 0 or (sequences and static_dim(X, 1) == 0):
+        raise ValueError("The batch is empty (0 points): an ELBO estimate needs at least one point.")
+    if static_dim(X, 0) is None and numerical_checks():
+        message = "The batch is empty (0 points): an ELBO estimate needs at least one point."
+        X, Y = _with_check([X, Y], tf.debugging.assert_positive(tf.shape(X)[0], message))
+    if not sequences:
+        X, Y = _check_at_most(
+            X,
+            Y,
+            0,
+            num_data,
+            lambda b: (
+                f"The batch has {b} points but num_data is {num_data}: num_data must be the size of the "
+                "whole training set (at least the batch size)."
+                if b is not None
+                else "The batch is larger than num_data; num_data must be the training-set size."
+            ),
+        )
+    else:
+        X, Y = _check_at_most(
+            X,
+            Y,
+            0,
+            num_data,
+            lambda V: (
+                f"The batch has {V if V is not None else 'more'} sequences but num_data is {num_data}: num_data "
+                "must be the number of training sequences (at least the sequences of a batch)."
+            ),
+        )
+        if whole_sequences and sequence_length is not None:
+            T = static_dim(X, 1)
+            message = (
+                f"{whole_sequences} needs whole sequences: got {T if T is not None else 'another number of'} frames "
+                f"per sequence but sequence_length is {sequence_length}. Its bound is not a sum over frames, so it "
+                "has no unbiased minibatch estimate; pass all frames of every sequence."
+            )
+            if T is not None and T != sequence_length:
+                raise ValueError(message)
+            if T is None and numerical_checks():
+                X, Y = _with_check([X, Y], tf.debugging.assert_equal(tf.shape(X)[1], sequence_length, message))
+        X, Y = _check_at_most(
+            X,
+            Y,
+            1,
+            sequence_length,
+            lambda T: (
+                f"The sequences have {T if T is not None else 'more'} frames but sequence_length is "
+                f"{sequence_length}: sequence_length must be the number of frames per sequence (at least the "
+                "frames given)."
+            ),
+        )
+    X = assert_finite(X, "X (auxiliary inputs) contains NaN or inf.")
+    Y = assert_finite(Y, "Y (observations) contains NaN or inf.")
+    return X, Y
+
+
+def _report_bad_points(bad: np.ndarray, what: str, hint: str = "") -> None:
+    """Raise if any entry of ``bad [N, ...]`` is set, naming the first bad point (index along axis 0)."""
+    per_point = bad.reshape(len(bad), -1).any(axis=1) if bad.ndim > 1 else bad
+    if per_point.any():
+        first = int(np.argmax(per_point))
+        count = int(per_point.sum())
+        raise ValueError(
+            f"{what}, first at point {first} (index along the first axis; {count} bad point(s) in all){hint}."
+        )
+
+
+def check_arrays(data, missing_values: Optional[str] = None, input_transform=None) -> None:
+    """Check a whole array dataset ``(X, Y)`` or ``(X, Y, mask)`` once, before training starts, so
+    that a bad point is reported with its index before any variable changes, not as a failed
+    assertion in some later batch.
+
+    Checks: equal lengths; ``X`` finite; ``Y`` finite at observed entries (NaN allowed where the
+    mask is 0, or anywhere with ``missing_values="nan"``; inf never); raw inputs accepted by the
+    input transform (e.g. object ids in range).
+
+    :raises ValueError: naming the array, the first bad point's index and how many are bad.
+    """
+    X, Y = np.asarray(data[0]), np.asarray(data[1])
+    mask = np.asarray(data[2]) if len(data) > 2 and data[2] is not None else None
+    if len(X) == 0 or len(Y) == 0:
+        raise ValueError("The training data are empty (0 points).")
+    if len(X) != len(Y) or (mask is not None and len(mask) != len(Y)):
+        lengths = [len(X), len(Y)] + ([] if mask is None else [len(mask)])
+        raise ValueError(f"X, Y{', mask' if mask is not None else ''} have different lengths: {lengths}.")
+    if np.issubdtype(X.dtype, np.number):
+        _report_bad_points(~np.isfinite(X), "X (auxiliary inputs) contains NaN or inf")
+    if np.issubdtype(Y.dtype, np.floating):
+        bad, nan = np.isinf(Y), np.isnan(Y)
+        if mask is not None:
+            observed = mask.astype(bool)
+            if observed.shape != Y.shape:  # one flag per point/frame
+                observed = observed.reshape(observed.shape + (1,) * (Y.ndim - observed.ndim))
+            bad &= observed
+            nan &= observed
+        nan_missing = missing_values == "nan"
+        if not nan_missing:
+            bad |= nan
+        hint = (
+            ""
+            if nan_missing
+            else "; to treat NaN as missing build the model with missing_values='nan' (or pass a mask with 0 there)"
+        )
+        what = "Y (observations) contains " + ("inf" if nan_missing else "NaN or inf") + " at observed entries"
+        _report_bad_points(bad, what, hint)
+    check = getattr(input_transform, "check_inputs", None)
+    if check is not None:
+        check(X)
