@@ -54,7 +54,7 @@ class ELBO(gpflow.Module):
             )
 
     def kl_weight(self) -> tf.Tensor:
-        """:math:`\beta_t` of the current step (``beta`` without a warm-up)."""
+        r""":math:`\beta_t` of the current step (``beta`` without a warm-up)."""
         dtype = gpflow.default_float()
         if not self.warmup_steps:
             return tf.constant(self.beta, dtype)

@@ -531,3 +531,28 @@ def test_training_and_geco_take_masked_video_batches():
     np.testing.assert_allclose(logs["geco_constraint"].numpy(), expected, rtol=1e-5)
     history = train(model, (X, Y_nan, mask), epochs=2, batch_size=2, progress=False)
     assert np.all(np.isfinite(history["elbo"]))
+
+
+# ------------------------------------------------ test sequences longer than training's
+@pytest.mark.parametrize("name", MODELS)
+def test_impute_sequences_longer_than_the_training_length(name):
+    """``sequence_length`` sets the training scale only: a model built for T-frame training
+    sequences imputes longer test sequences exactly as a model without it does, and the VAE
+    (frames independent) imputes the first T frames as it imputes the T-frame sequences."""
+    rng = np.random.default_rng(5)
+    longer = T + 5
+    X = np.broadcast_to(np.linspace(0.0, 11.0, longer)[None, :, None], (V, longer, 1)).copy()
+    Y = rng.normal(size=(V, longer, K)).astype(np.float32)
+    mask = (rng.uniform(size=Y.shape) > 0.3).astype(np.float32)
+    Y_nan = np.where(mask > 0, Y, np.nan).astype(np.float32)
+    model = _linear_model(name)  # sequence_length = T
+    unscaled = _build(name, model.encoder, model.decoder, kernel=getattr(model, "kernel", None), num_data=None)
+    if name == "hensman":
+        unscaled.q_mu.assign(model.q_mu.numpy())
+    imputed = model.impute((X, Y_nan, mask)).numpy()
+    assert imputed.shape == Y.shape
+    np.testing.assert_array_equal(imputed[mask > 0], Y[mask > 0])
+    np.testing.assert_allclose(imputed, unscaled.impute((X, Y_nan, mask)).numpy(), rtol=1e-12)
+    if name == "vae":
+        short = model.impute((X[:, :T], Y_nan[:, :T], mask[:, :T])).numpy()
+        np.testing.assert_allclose(imputed[:, :T], short, rtol=1e-6)
