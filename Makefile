@@ -1,4 +1,5 @@
-# One virtual environment in .venv with both packages: the library and the paper's experiments.
+# One virtual environment in .venv with both packages: the library and the paper's experiments,
+# at the tested versions in constraints.txt.
 PYTHON ?= python3.11
 VENV := .venv
 PY := $(VENV)/bin/python
@@ -6,10 +7,10 @@ STAMP := $(VENV)/.installed
 
 .PHONY: install example test test-all clean
 
-$(STAMP): setup.py examples/paper/pyproject.toml
+$(STAMP): pyproject.toml constraints.txt examples/paper/pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e ".[test]" -e examples/paper
+	$(PY) -m pip install --quiet -c constraints.txt -e ".[test]" -e examples/paper
 	touch $(STAMP)
 
 install: $(STAMP)
