@@ -5,7 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: install example test test-all clean
+.PHONY: install example test test-all check clean
 
 $(STAMP): pyproject.toml constraints.txt examples/paper/pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -29,6 +29,11 @@ test: $(STAMP)
 
 test-all: $(STAMP)
 	$(PYTEST) -m "slow or not slow"
+
+# Formatting and lint (ruff, configured in pyproject.toml).
+check: $(STAMP)
+	$(PY) -m ruff format --check .
+	$(PY) -m ruff check .
 
 clean:
 	rm -rf $(VENV) build *.egg-info
