@@ -1,15 +1,16 @@
-# One virtual environment in .venv with both packages: the library and the paper's experiments.
+# One virtual environment in .venv with both packages: the library and the paper's experiments,
+# at the tested versions in constraints.txt.
 PYTHON ?= python3.11
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: install example test test-all clean
+.PHONY: install example test test-all check clean
 
-$(STAMP): setup.py examples/paper/pyproject.toml
+$(STAMP): pyproject.toml constraints.txt examples/paper/pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e ".[test]" -e examples/paper
+	$(PY) -m pip install --quiet -c constraints.txt -e ".[test]" -e examples/paper
 	touch $(STAMP)
 
 install: $(STAMP)
@@ -28,6 +29,11 @@ test: $(STAMP)
 
 test-all: $(STAMP)
 	$(PYTEST) -m "slow or not slow"
+
+# Formatting and lint (ruff, configured in pyproject.toml).
+check: $(STAMP)
+	$(PY) -m ruff format --check .
+	$(PY) -m ruff check .
 
 clean:
 	rm -rf $(VENV) build *.egg-info

@@ -3,7 +3,8 @@
 
 Usage::
 
-    python benchmarks/run.py [all|ratio|gpblock|networks|speed|precision|scaling|posterior|gppvae|paths|sprites|startup] [--quick] [--out DIR]
+    python benchmarks/run.py [--quick] [--out DIR] \
+        [all|ratio|gpblock|networks|speed|precision|scaling|posterior|gppvae|paths|sprites|startup]
 
 Every measurement runs in a child process of this script (``run.py _child
 TASK SPEC``) so that TensorFlow's thread settings and the peak RSS belong to

@@ -14,7 +14,6 @@ list the exact command lines; they ran from a frozen checkout of commit 20f5c24)
 import argparse
 import json
 import os
-import sys
 import time
 
 import numpy as np
@@ -87,7 +86,9 @@ def build(kind, m, seed, a):
     kernel = gpflow.kernels.SquaredExponential(variance=1.0, lengthscales=a.init_ls)
     gpflow.set_trainable(kernel.variance, False)
     if kind == "gpvae":
-        return GPVAE(enc, dec, kernel, "bernoulli", sequence_length=T, num_latent_gps=L, seed=seed, num_samples=a.num_samples)
+        return GPVAE(
+            enc, dec, kernel, "bernoulli", sequence_length=T, num_latent_gps=L, seed=seed, num_samples=a.num_samples
+        )
     Z = np.linspace(0.0, T - 1, int(m))
     return SVGPVAE(
         enc,

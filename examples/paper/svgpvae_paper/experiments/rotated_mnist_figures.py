@@ -74,7 +74,8 @@ set scored once); a sweep changes only its own setting.
 ``--quick``: 12 instances per digit (N = 124 per digit), b = 32, 2 epochs, 1 seed, two values per sweep
 (a smoke run of about a minute per command on a free 2-core machine).
 
-Runs and the cache (the machinery is in :mod:`~svgpvae_paper.experiments.rotated_mnist_sweeps`; ``bias`` and ``convergence`` are in :mod:`~svgpvae_paper.experiments.rotated_mnist_records`).
+Runs and the cache (the machinery is in :mod:`~svgpvae_paper.experiments.rotated_mnist_sweeps`;
+``bias`` and ``convergence`` are in :mod:`~svgpvae_paper.experiments.rotated_mnist_records`).
 Every training run goes through
 :func:`~svgpvae_paper.experiments.rotated_mnist.run_cached` with
 ``cfg.out = --cache`` (default ``results/rotated_mnist_figures/runs_cache``,

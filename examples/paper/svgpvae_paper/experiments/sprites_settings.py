@@ -48,7 +48,7 @@ def decoder_gp_columns(choice: Optional[str], style_dim: int, pose_dim: int) -> 
 
 
 def learning_rate(cfg: "Config", steps_per_epoch: int):
-    """Adam's learning rate of a run: ``cfg.learning_rate``, or with ``learning_rate_decay="cosine"``
+    r"""Adam's learning rate of a run: ``cfg.learning_rate``, or with ``learning_rate_decay="cosine"``
     :math:`\eta_t = \eta_0 (1 + \cos(\pi t / T)) / 2` over the run's :math:`T` steps (to 0 at the end)."""
     if cfg.learning_rate_decay is None:
         return cfg.learning_rate

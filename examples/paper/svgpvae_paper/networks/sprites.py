@@ -110,7 +110,7 @@ def sprites_decoder(
     palette_colours: Optional[int] = None,
     name: str = "sprites_decoder",
 ) -> tf_keras.Model:
-    """Codes ``[b, L] -> frames [b, 64, 64, 3]`` (the Gaussian mean; sigmoid: in [0, 1]).
+    r"""Codes ``[b, L] -> frames [b, 64, 64, 3]`` (the Gaussian mean; sigmoid: in [0, 1]).
 
     A dense layer to an ``(H / f) x (W / f) x filters`` map (``f`` = product of
     ``strides`` times 2), one layer of ``filters`` filters per entry of
