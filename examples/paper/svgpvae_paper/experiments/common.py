@@ -177,8 +177,17 @@ def _jsonable(obj):
     return str(obj)
 
 
-def write_json(path: str, payload) -> None:
-    """Write ``payload`` atomically (a reader never sees a half-written file); numpy values become lists."""
+def write_json(path: str, payload, argv: Optional[Sequence[str]] = None) -> None:
+    """Write ``payload`` atomically (a reader never sees a half-written file); numpy values become lists.
+
+    With ``argv`` (a command line), the file also gets ``"run"``: the
+    :func:`svgpvae_paper.records.run_record` of ``payload["config"]`` (command, commit, CPU,
+    versions; no absolute paths).
+    """
+    if argv is not None:
+        from ..records import run_record
+
+        payload = {**payload, "run": run_record(payload.get("config", {}), argv)}
     directory = os.path.dirname(path)
     if directory:
         os.makedirs(directory, exist_ok=True)

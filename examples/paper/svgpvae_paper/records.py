@@ -1,0 +1,317 @@
+"""Run records without machine paths: rewrite committed records, and write new ones.
+
+``python -m svgpvae_paper.records [FOLDER ...]`` (default ``docs``) rewrites every ``.json``, ``.md``
+and ``.sh`` file under the folders so that no absolute machine path is left in them.
+
+What counts as a machine path: an absolute path whose first component is one of
+:data:`MACHINE_ROOTS` (``/tmp``, ``/work``, ``/home``, ...), or any path inside this repository's
+own checkout, or any other absolute path with a component in :data:`CHECKOUT_MARKERS` below its
+first (``/anywhere/repo/results/x``: some machine's checkout). System paths that are the same on
+every machine (:data:`SYSTEM_ROOTS`: ``/proc/self/status``, ``/bin/bash``, ``/dev/null``) are left
+alone.
+
+The rule, applied to each machine path ``P`` (first match wins):
+
+1. ``P`` inside this checkout's root: relative to the root (``.`` for the root itself).
+2. ``P`` has a component that names a top-level folder of the repository (:data:`CHECKOUT_MARKERS`:
+   ``docs``, ``results``, ``gpflow_svgpvae``, ``examples``, ``benchmarks``), so ``P`` lies in some
+   checkout (another machine's, or a snapshot): kept from the leftmost such component on
+   (``/x/main/results/rmf/cache`` -> ``results/rmf/cache``). The part before it is remembered as a
+   checkout root of that machine.
+3. ``P`` is, or lies under, a checkout root remembered in step 2 (from any file of the same run):
+   relative to that root (``/x/main`` -> ``.``, ``/x/main/.venv/bin/python`` -> ``.venv/bin/python``).
+4. Otherwise ``P`` is scratch outside any checkout (``/tmp/hm/final_long``):
+
+   - a JSON string that is one such path and nothing else (a value, or an element of a list such
+     as ``argv``) becomes ``null``;
+   - a path inside longer text (a JSON string with words around it, a line of a ``.md`` or ``.sh``
+     file, a JSON key) becomes ``$TMPDIR/<rest>`` if it was under a temporary folder (``/tmp``,
+     ``/var/tmp``, ``/private/tmp``) and ``<outside-repo>/<last component>`` otherwise.
+
+JSON files are rewritten token by token: only the string literals that change are replaced, so
+indentation (none, 1, 2 or 4 spaces), key order and every number's spelling stay byte for byte as
+they were; :func:`rewrite_json_text` checks that the parsed document differs only in those strings.
+
+:func:`run_record` gives what a new run should record about itself (command, commit, CPU,
+versions), with paths made relative by the same rule.
+"""
+
+import argparse
+import json
+import os
+import platform
+import re
+import shlex
+import subprocess
+import sys
+from typing import Dict, Iterable, List, Optional, Sequence, Set, Tuple
+
+__all__ = [
+    "MACHINE_ROOTS",
+    "CHECKOUT_MARKERS",
+    "repo_root",
+    "find_machine_paths",
+    "Rewriter",
+    "rewrite_json_text",
+    "rewrite_folder",
+    "run_record",
+    "main",
+]
+
+#: First components of absolute paths that are particular to one machine.
+MACHINE_ROOTS = ("tmp", "work", "home", "root", "Users", "mnt", "scratch", "private", "var/tmp", "var/folders")
+#: Top-level folders of the repository; a path containing one lies in some checkout.
+CHECKOUT_MARKERS = ("docs", "results", "gpflow_svgpvae", "examples", "benchmarks")
+#: First components of system paths, the same on every machine (never rewritten).
+SYSTEM_ROOTS = ("proc", "dev", "sys", "bin", "sbin", "usr", "etc", "lib", "lib64", "opt", "run", "var")
+TEMP_ROOTS = ("/tmp", "/var/tmp", "/private/tmp")
+OUTSIDE = "<outside-repo>"
+
+_PATH_CHARS = r"[A-Za-z0-9_.+=,@%~-]"
+# An absolute path: not preceded by a character that would make it the tail of a longer word,
+# URL or relative path; components of the usual file-name characters (a trailing "..." is kept
+# as prose, not as a component).
+_PATH = re.compile(r"(?<![A-Za-z0-9_.~/\\-])(/" + _PATH_CHARS + r"+(?:/" + _PATH_CHARS + r"+)*/?)")
+
+
+def repo_root() -> str:
+    """The root of the checkout this file is in (three folders up)."""
+    return os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+
+
+def _is_machine_path(path: str, root: str) -> bool:
+    if path == root or path.startswith(root.rstrip("/") + "/"):
+        return True
+    if any(path == "/" + r or path.startswith("/" + r + "/") for r in MACHINE_ROOTS):
+        return True
+    parts = path.split("/")
+    return parts[1] not in SYSTEM_ROOTS and any(p in CHECKOUT_MARKERS for p in parts[2:])
+
+
+def find_machine_paths(text: str, root: Optional[str] = None) -> List[str]:
+    """Every absolute machine path in ``text`` (see the module docstring), in order."""
+    root = repo_root() if root is None else root
+    return [m.group(1) for m in _PATH.finditer(text) if _is_machine_path(m.group(1).rstrip("./"), root)]
+
+
+class Rewriter:
+    """The rule of the module docstring, for one repository root and the other checkouts' roots
+    learned so far (:meth:`learn`)."""
+
+    def __init__(self, root: Optional[str] = None, checkout_roots: Iterable[str] = ()):
+        self.root = os.path.normpath(repo_root() if root is None else root)
+        self.checkout_roots: Set[str] = set(checkout_roots)
+
+    def learn(self, text: str) -> None:
+        """Remember the checkout roots (step 2) of the machine paths in ``text``."""
+        for path in find_machine_paths(text, self.root):
+            split = self._split_at_marker(path)
+            if split is not None and split[0].count("/") >= 2:  # never a bare "/tmp" as a checkout
+                self.checkout_roots.add(split[0])
+
+    @staticmethod
+    def _split_at_marker(path: str) -> Optional[Tuple[str, str]]:
+        parts = path.split("/")
+        for i, part in enumerate(parts[1:], start=1):
+            if part in CHECKOUT_MARKERS:
+                return "/".join(parts[:i]), "/".join(parts[i:])
+        return None
+
+    def relative(self, path: str) -> Optional[str]:
+        """Steps 1-3: the repository-relative form of ``path``, or ``None`` (step 4)."""
+        trail = "/" if path.endswith("/") and len(path) > 1 else ""
+        norm = os.path.normpath(path)
+        if norm == self.root or norm.startswith(self.root + "/"):
+            return os.path.relpath(norm, self.root) + trail
+        split = self._split_at_marker(norm)
+        if split is not None:
+            return split[1] + trail
+        for croot in sorted(self.checkout_roots, key=len, reverse=True):
+            if norm == croot or norm.startswith(croot + "/"):
+                return os.path.relpath(norm, croot) + trail
+        return None
+
+    def in_text(self, path: str) -> str:
+        """The replacement of ``path`` inside longer text."""
+        rel = self.relative(path)
+        if rel is not None:
+            return rel
+        norm = os.path.normpath(path)
+        for t in TEMP_ROOTS:
+            if norm == t or norm.startswith(t + "/"):
+                return "$TMPDIR" + norm[len(t) :]
+        return OUTSIDE + "/" + os.path.basename(norm)
+
+    def text(self, text: str) -> str:
+        """``text`` with every machine path replaced (the in-text form of the rule)."""
+
+        def sub(m: "re.Match") -> str:
+            path = m.group(1)
+            if not _is_machine_path(path.rstrip("./"), self.root):
+                return path
+            return self.in_text(path)
+
+        return _PATH.sub(sub, text)
+
+    def value(self, s: str):
+        """A JSON string value: a lone machine path becomes its relative form or ``None``; other
+        strings get the in-text form."""
+        if _PATH.fullmatch(s) and _is_machine_path(s.rstrip("./"), self.root):
+            return self.relative(s)
+        return self.text(s)
+
+
+_JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
+
+
+def _leaves(obj, path=()):
+    if isinstance(obj, dict):
+        for k, v in obj.items():
+            yield from _leaves(v, path + (k,))
+    elif isinstance(obj, list):
+        for i, v in enumerate(obj):
+            yield from _leaves(v, path + (i,))
+    else:
+        yield path, obj
+
+
+def rewrite_json_text(text: str, rw: Rewriter) -> str:
+    """``text`` (a JSON document) with its string literals rewritten; everything else is kept byte
+    for byte. Raises ``ValueError`` if the result is not the same document up to those strings."""
+    out: List[str] = []
+    pos = 0
+    for m in _JSON_STRING.finditer(text):
+        token = m.group(0)
+        s = json.loads(token)
+        is_key = text[m.end() :].lstrip().startswith(":")
+        new = rw.text(s) if is_key else rw.value(s)
+        if new != s:
+            out.append(text[pos : m.start()])
+            out.append("null" if new is None else json.dumps(new, ensure_ascii=token.isascii()))
+            pos = m.end()
+    out.append(text[pos:])
+    result = "".join(out)
+    before, after = json.loads(text), json.loads(result)
+    old_leaves, new_leaves = list(_leaves(before)), list(_leaves(after))
+    if len(old_leaves) != len(new_leaves):
+        raise ValueError("rewrite changed the document's shape")
+    for (p0, v0), (p1, v1) in zip(old_leaves, new_leaves):
+        if isinstance(v0, str):
+            if v0 != v1 and rw.value(v0) != v1:
+                raise ValueError(f"string at {p0} changed by more than its paths")
+        elif not (type(v0) is type(v1) and (v0 == v1 or (v0 != v0 and v1 != v1))):
+            raise ValueError(f"non-string value at {p0} changed: {v0!r} -> {v1!r}")
+        if [k for k in p0 if isinstance(k, int)] != [k for k in p1 if isinstance(k, int)]:
+            raise ValueError("rewrite changed list positions")
+    return result
+
+
+SUFFIXES = (".json", ".md", ".sh")
+
+
+def _files(folder: str) -> List[str]:
+    found = []
+    for dirpath, dirnames, filenames in os.walk(folder):
+        dirnames.sort()
+        found.extend(os.path.join(dirpath, f) for f in sorted(filenames) if f.endswith(SUFFIXES))
+    return found
+
+
+def rewrite_folder(folder: str, rw: Optional[Rewriter] = None, dry_run: bool = False) -> Dict[str, int]:
+    """Rewrite every ``.json``/``.md``/``.sh`` under ``folder``; returns ``{file: paths replaced}``
+    for the files that changed. Checkout roots are learned from all files first (step 3)."""
+    rw = Rewriter() if rw is None else rw
+    files = _files(folder)
+    texts = {}
+    for f in files:
+        with open(f, encoding="utf-8") as fh:
+            texts[f] = fh.read()
+        rw.learn(texts[f])
+    changed = {}
+    for f in files:
+        text = texts[f]
+        new = rewrite_json_text(text, rw) if f.endswith(".json") else rw.text(text)
+        if new != text:
+            changed[f] = len(find_machine_paths(text, rw.root))
+            if not dry_run:
+                with open(f, "w", encoding="utf-8") as fh:
+                    fh.write(new)
+    return changed
+
+
+def _git_commit(root: str) -> Optional[str]:
+    try:
+        return subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, check=True
+        ).stdout.strip()
+    except Exception:  # noqa: BLE001 - provenance only
+        return None
+
+
+def _cpu_model() -> Optional[str]:
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.lower().startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or None
+
+
+def _version(dist: str) -> Optional[str]:
+    try:
+        from importlib.metadata import version
+
+        return version(dist)
+    except Exception:  # noqa: BLE001 - not installed
+        return None
+
+
+def _clean(obj, rw: Rewriter):
+    if isinstance(obj, dict):
+        return {k: _clean(v, rw) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_clean(v, rw) for v in obj]
+    if isinstance(obj, str):
+        return rw.value(obj)
+    return obj
+
+
+def run_record(config: dict, argv: Optional[Sequence[str]] = None) -> dict:
+    """What a run records about itself: the command (``argv``, default ``sys.argv``), the git
+    commit (``None`` outside a checkout), CPU model and core count, Python/TensorFlow/GPflow
+    versions, and ``config``; absolute paths rewritten by the module's rule (none is left)."""
+    rw = Rewriter()
+    argv = list(sys.argv if argv is None else argv)
+    clean_argv = [rw.value(str(a)) for a in argv]
+    return {
+        "command": " ".join(shlex.quote(a) if a is not None else "null" for a in clean_argv),
+        "argv": clean_argv,
+        "git_commit": _git_commit(rw.root),
+        "cpu": _cpu_model(),
+        "cpu_count": os.cpu_count(),
+        "python": platform.python_version(),
+        "tensorflow": _version("tensorflow") or _version("tensorflow-cpu"),
+        "gpflow": _version("gpflow"),
+        "config": _clean(config, rw),
+    }
+
+
+def main(argv: Optional[Sequence[str]] = None) -> Dict[str, int]:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("folders", nargs="*", default=["docs"], help="folders to rewrite (default: docs)")
+    parser.add_argument("--dry-run", action="store_true", help="count, do not write")
+    args = parser.parse_args(argv)
+    rw = Rewriter()
+    changed: Dict[str, int] = {}
+    for folder in args.folders:
+        changed.update(rewrite_folder(folder, rw, dry_run=args.dry_run))
+    for f, n in changed.items():
+        print(f"{n:4d} {f}")
+    print(f"{len(changed)} files {'would change' if args.dry_run else 'changed'}, {sum(changed.values())} paths")
+    return changed
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
