@@ -224,6 +224,9 @@ class Bernoulli(DecoderLikelihood):
     cross-entropy reconstruction term, not a normalised density.
     """
 
+    #: Observed targets must lie in this range (checked on whole arrays before training).
+    target_range = (0.0, 1.0)
+
     def _pixel_log_prob(self, Y, params):
         return -tf.nn.sigmoid_cross_entropy_with_logits(labels=Y, logits=params)
 
@@ -340,6 +343,9 @@ class GPflowBernoulli(DecoderLikelihood):
     :param likelihood: a ``gpflow.likelihoods.Bernoulli`` with one of those two links.
     :raises TypeError: for any other ``invlink``.
     """
+
+    #: Observed targets must lie in this range (checked on whole arrays before training).
+    target_range = (0.0, 1.0)
 
     def __init__(self, likelihood: gpflow.likelihoods.Bernoulli):
         super().__init__()

@@ -29,6 +29,7 @@ import numpy as np
 import tensorflow as tf
 
 from . import amortized
+from .models.data import positive_count
 from .numerics import assert_finite
 from .tracing import not_autographed, per_model_function
 
@@ -57,6 +58,7 @@ def check_scale(scale) -> float:
 
 def _chunks(data, batch_size: int):
     """A re-iterable of ``(X, Y)`` or ``(X, Y, mask)`` chunks of arrays or a ``tf.data.Dataset``."""
+    batch_size = positive_count(batch_size, "batch_size", "points per chunk")
     if isinstance(data, tf.data.Dataset):
         return data
     if not isinstance(data, (tuple, list)) or len(data) not in (2, 3):
@@ -71,9 +73,9 @@ def _chunks(data, batch_size: int):
     if len(X) == 0:
         raise ValueError("Cannot condition a posterior on an empty dataset.")
     if np.ndim(X) == 3:  # whole latent datasets per chunk
-        step = max(1, int(batch_size) // max(1, np.shape(X)[1]))
+        step = max(1, batch_size // max(1, np.shape(X)[1]))
     else:
-        step = int(batch_size)
+        step = batch_size
 
     class _Chunks:
         def __iter__(self):

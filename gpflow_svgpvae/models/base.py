@@ -185,7 +185,13 @@ class LatentVariableAutoencoder(BayesianModel, ExternalDataTrainingLossMixin, ab
     def check_arrays(self, data) -> None:
         """Check whole arrays ``(X, Y)`` or ``(X, Y, mask)`` before training (``train`` and the Keras
         view call this); see :func:`gpflow_svgpvae.models.data.check_arrays`."""
-        data_boundary.check_arrays(data, self.missing_values, getattr(self, "input_transform", None))
+        data_boundary.check_arrays(
+            data,
+            self.missing_values,
+            getattr(self, "input_transform", None),
+            target_range=getattr(self.likelihood, "target_range", None),
+            likelihood=type(self.likelihood).__name__,
+        )
 
     def encoder_inputs(self, Y, mask=None):
         """What the encoder sees: ``Y`` (zero-filled at missing entries), with
@@ -355,8 +361,9 @@ class LatentVariableAutoencoder(BayesianModel, ExternalDataTrainingLossMixin, ab
     def encode_all(self, Y, batch_size: int = 1024) -> Tuple[tf.Tensor, tf.Tensor]:
         """:meth:`encode` of many images in chunks of ``batch_size`` (``training=False``): ``[n, L]`` each."""
         means, variances = [], []
-        for start in range(0, len(Y), int(batch_size)):
-            m, v = self.encode(tf.convert_to_tensor(Y[start : start + int(batch_size)]), training=False)
+        batch_size = positive_count(batch_size, "batch_size", "images per chunk")
+        for start in range(0, len(Y), batch_size):
+            m, v = self.encode(tf.convert_to_tensor(Y[start : start + batch_size]), training=False)
             means.append(m)
             variances.append(v)
         return tf.concat(means, 0), tf.concat(variances, 0)
@@ -410,7 +417,7 @@ class LatentVariableAutoencoder(BayesianModel, ExternalDataTrainingLossMixin, ab
         decoded = decoded_means(mean)
         if num_samples is None:
             return decoded
-        S = int(num_samples)
+        S = positive_count(num_samples, "num_samples", "latent samples to decode")
         eps = tf.random.stateless_normal(
             tf.concat([[S], lead, [L]], 0), tf.constant([int(seed), int(stream)], tf.int64), dtype=mean.dtype
         )

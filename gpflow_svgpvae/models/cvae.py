@@ -180,6 +180,7 @@ class CVAE(LatentVariableAutoencoder):
     def object_codes(self, X_context, Y_context, num_objects: int, batch_size: int = 1024):
         """Per-object average encoder means and variances ``[num_objects, L]`` (rows of
         objects without context images are NaN) and the counts ``[num_objects]``."""
+        batch_size = positive_count(batch_size, "batch_size", "images per chunk")
         X_context = np.asarray(X_context)
         # A condition read from observations (a style) comes from the whole context, not a chunk.
         whole = self.encoder_sees_condition and self.condition is not None and self.condition.needs_observations

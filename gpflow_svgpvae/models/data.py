@@ -18,6 +18,7 @@ graph assertions that fire before any variable is updated.
 """
 
 import numbers
+import warnings
 from typing import NamedTuple, Optional, Tuple
 
 import gpflow
@@ -276,15 +277,47 @@ def _report_bad_points(bad: np.ndarray, what: str, hint: str = "") -> None:
         )
 
 
-def check_arrays(data, missing_values: Optional[str] = None, input_transform=None) -> None:
+def _check_mask(mask: np.ndarray, X: np.ndarray, Y: np.ndarray) -> np.ndarray:
+    """The whole ``mask`` checked (shape, NaN, 0/1 values) -> bool ``observed`` of ``Y``'s shape."""
+    lead = Y.shape[: np.ndim(X) - 1]
+    if mask.shape != Y.shape and mask.shape != lead:
+        raise ValueError(
+            f"mask must have Y's shape {list(Y.shape)} (1 = observed, 0 = missing) or {list(lead)} (one flag "
+            f"per point/frame); got shape {list(mask.shape)}."
+        )
+    if mask.dtype != bool:
+        if np.issubdtype(mask.dtype, np.floating):
+            _report_bad_points(np.isnan(mask), "mask contains NaN (it must hold only 0 = missing and 1 = observed)")
+        if not np.issubdtype(mask.dtype, np.number):
+            raise ValueError(f"mask must be booleans or numbers 0/1; got dtype {mask.dtype}.")
+        _report_bad_points(
+            (mask != 0) & (mask != 1),
+            "mask has values other than 0 and 1 (it must hold only 0 = missing and 1 = observed, or booleans)",
+        )
+    observed = mask.astype(bool)
+    if observed.shape != Y.shape:  # one flag per point/frame
+        observed = np.broadcast_to(observed.reshape(observed.shape + (1,) * (Y.ndim - observed.ndim)), Y.shape)
+    return observed
+
+
+def check_arrays(
+    data,
+    missing_values: Optional[str] = None,
+    input_transform=None,
+    target_range: Optional[Tuple[float, float]] = None,
+    likelihood: str = "the likelihood",
+) -> None:
     """Check a whole array dataset ``(X, Y)`` or ``(X, Y, mask)`` once, before training starts, so
     that a bad point is reported with its index before any variable changes, not as a failed
     assertion in some later batch.
 
-    Checks: equal lengths; ``X`` finite; ``Y`` finite at observed entries (NaN allowed where the
-    mask is 0, or anywhere with ``missing_values="nan"``; inf never); raw inputs accepted by the
-    input transform (e.g. object ids in range).
+    Checks: equal lengths; ``mask`` of ``Y``'s shape (or one flag per point/frame) holding only
+    0 and 1 (no NaN); ``X`` finite; ``Y`` finite at observed entries (NaN allowed where the
+    mask is 0, or anywhere with ``missing_values="nan"``; inf never); observed ``Y`` inside
+    ``target_range`` (a Bernoulli likelihood's ``[0, 1]``); raw inputs accepted by the input
+    transform (e.g. object ids in range). Warns (``UserWarning``) when nothing is observed.
 
+    :param likelihood: the likelihood's name, for the ``target_range`` message.
     :raises ValueError: naming the array, the first bad point's index and how many are bad.
     """
     X, Y = np.asarray(data[0]), np.asarray(data[1])
@@ -294,14 +327,12 @@ def check_arrays(data, missing_values: Optional[str] = None, input_transform=Non
     if len(X) != len(Y) or (mask is not None and len(mask) != len(Y)):
         lengths = [len(X), len(Y)] + ([] if mask is None else [len(mask)])
         raise ValueError(f"X, Y{', mask' if mask is not None else ''} have different lengths: {lengths}.")
+    observed = None if mask is None else _check_mask(mask, X, Y)
     if np.issubdtype(X.dtype, np.number):
         _report_bad_points(~np.isfinite(X), "X (auxiliary inputs) contains NaN or inf")
     if np.issubdtype(Y.dtype, np.floating):
         bad, nan = np.isinf(Y), np.isnan(Y)
-        if mask is not None:
-            observed = mask.astype(bool)
-            if observed.shape != Y.shape:  # one flag per point/frame
-                observed = observed.reshape(observed.shape + (1,) * (Y.ndim - observed.ndim))
+        if observed is not None:
             bad &= observed
             nan &= observed
         nan_missing = missing_values == "nan"
@@ -314,6 +345,32 @@ def check_arrays(data, missing_values: Optional[str] = None, input_transform=Non
         )
         what = "Y (observations) contains " + ("inf" if nan_missing else "NaN or inf") + " at observed entries"
         _report_bad_points(bad, what, hint)
+    seen = np.ones(Y.shape, bool) if observed is None else observed
+    if np.issubdtype(Y.dtype, np.floating):
+        seen = seen & ~np.isnan(Y)
+    if not seen.any():
+        warnings.warn(
+            "The training data have nothing observed (the mask is all 0 or Y is all NaN): nothing is observed, "
+            "so the reconstruction term is 0 and training cannot learn from these data.",
+            UserWarning,
+            stacklevel=3,
+        )
+    elif target_range is not None and np.issubdtype(Y.dtype, np.number):
+        low, high = target_range
+        values = Y[seen]
+        if values.min() < low or values.max() > high:
+            outside = np.zeros(Y.shape, bool)
+            outside[seen] = (values < low) | (values > high)
+            hint = (
+                f"; {likelihood} takes targets in [{low:g}, {high:g}] (probabilities): scale uint8 pixels to "
+                f"[0, 1] (e.g. Y / 255) or use a Gaussian likelihood"
+            )
+            _report_bad_points(
+                outside,
+                f"Y has values outside [{low:g}, {high:g}] at observed entries (min {values.min():g}, max "
+                f"{values.max():g})",
+                hint,
+            )
     check = getattr(input_transform, "check_inputs", None)
     if check is not None:
         check(X)

@@ -179,6 +179,7 @@ class GPPVAE(LatentVariableAutoencoder):
     # -------------------------------------------------------------- refresh
     def refresh(self, X, Y, batch_size: int = 1024):
         """New expansion point and Taylor coefficients from all ``N`` training images ``(X, Y)``."""
+        batch_size = positive_count(batch_size, "batch_size", "images per chunk")
         X = np.asarray(X)
         if len(X) != self.num_data:
             raise ValueError(f"refresh needs all num_data = {self.num_data} training points; got {len(X)}")

@@ -7,6 +7,7 @@ checkpointing with resume.
 
 import contextlib
 import os
+import warnings
 from typing import Dict, List, Optional, Sequence, Union
 
 import numpy as np
@@ -15,6 +16,7 @@ from gpflow.keras import tf_keras
 from tqdm.auto import tqdm
 
 from .. import numerics
+from ..models.data import positive_count
 from .errors import errors_first
 from .objectives import as_objective
 from .optimizers import OptimizerGroups, as_optimizer, build_optimizer_for
@@ -66,7 +68,8 @@ def make_dataset(
         dataset = dataset.shuffle(len(X), seed=seed, reshuffle_each_iteration=True)
     if frames_per_sequence is not None:
         dataset = _subsample_frames(dataset, np.shape(X), int(frames_per_sequence), seed)
-    return dataset.batch(int(batch_size), drop_remainder=drop_remainder).prefetch(tf.data.AUTOTUNE)
+    batch_size = positive_count(batch_size, "batch_size", "points per batch")
+    return dataset.batch(batch_size, drop_remainder=drop_remainder).prefetch(tf.data.AUTOTUNE)
 
 
 def _subsample_frames(dataset: tf.data.Dataset, x_shape, frames: int, seed: int) -> tf.data.Dataset:
@@ -191,8 +194,15 @@ def train(
         epochs completed in this call (after a mid-epoch resume, the first
         entry averages only the steps run after resuming).
     """
-    if int(epochs) < 0:
-        raise ValueError(f"epochs must be >= 0, got {epochs}")
+    # Arguments first, before any data are read or any variable changes.
+    epochs = positive_count(epochs, "epochs", "passes over the data")
+    checkpoint_every = positive_count(checkpoint_every, "checkpoint_every", "epochs between checkpoints")
+    if checkpoint_every_steps is not None:
+        checkpoint_every_steps = positive_count(checkpoint_every_steps, "checkpoint_every_steps", "steps")
+    if batch_size is not None:
+        batch_size = positive_count(batch_size, "batch_size", "points per step")
+    if steps_per_epoch is not None:
+        steps_per_epoch = positive_count(steps_per_epoch, "steps_per_epoch", "steps per epoch")
     if not isinstance(data, tf.data.Dataset) and batch_size is None:
         raise ValueError("Pass batch_size when data are arrays (or pass a batched tf.data.Dataset).")
     for arrays in (data, validation_data):  # whole arrays checked once, before any step
@@ -257,8 +267,15 @@ def train(
         manager = tf.train.CheckpointManager(checkpoint, write_dir, max_to_keep=1 if write_dir != checkpoint_dir else 3)
 
     history: Dict[str, List[float]] = {}
-    total_steps = int(epochs) * steps_per_epoch
+    total_steps = epochs * steps_per_epoch
     done = int(global_step.numpy())
+    if done >= total_steps:
+        warnings.warn(
+            f"zero training steps to run: the checkpoint in {checkpoint_dir} is already at step {done}, and "
+            f"epochs * steps_per_epoch = {epochs} * {steps_per_epoch} = {total_steps}; raise epochs to train on.",
+            UserWarning,
+            stacklevel=2,
+        )
     bar = tqdm(
         total=total_steps,
         initial=min(done, total_steps),
