@@ -193,6 +193,13 @@ def train(
         GECO's keys; ``val_*`` with validation data) for the
         epochs completed in this call (after a mid-epoch resume, the first
         entry averages only the steps run after resuming).
+    :raises ValueError: before any variable changes, for ``epochs``, ``batch_size``,
+        ``steps_per_epoch``, ``checkpoint_every`` or ``checkpoint_every_steps`` that is not a
+        positive whole number, and for bad arrays (see the model's ``check_arrays``: masks other
+        than 0/1 or of the wrong shape, non-finite observed values, Bernoulli targets outside
+        ``[0, 1]``).
+    :warns UserWarning: when nothing in the arrays is observed, or when a resumed checkpoint
+        leaves zero steps to run.
     """
     # Arguments first, before any data are read or any variable changes.
     epochs = positive_count(epochs, "epochs", "passes over the data")
