@@ -26,6 +26,7 @@ from ..likelihoods import DecoderLikelihood, as_likelihood
 from ..networks.validation import check_network
 from ..numerics import assert_finite, assert_positive
 from ..tracing import not_autographed
+from ..transforms import flatten_leading
 from . import data as data_boundary
 from .data import Batch, positive_count
 
@@ -57,16 +58,6 @@ class ELBOTerms(NamedTuple):
         :math:`w = 1` it is the bound. :param kl_weight: :math:`w` (a KL warm-up or beta).
         """
         return self.scale * self.reconstruction - tf.cast(kl_weight, self.kl.dtype) * self.kl / self.num_replicas
-
-
-def _flatten_leading(tensor: tf.Tensor, num_leading: int) -> tf.Tensor:
-    """Merge the first ``num_leading`` axes into one."""
-    if num_leading == 1:
-        return tensor
-    rest = tensor.shape[num_leading:]
-    if rest.is_fully_defined():
-        return tf.reshape(tensor, [-1] + rest.as_list())
-    return tf.reshape(tensor, tf.concat([[-1], tf.shape(tensor)[num_leading:]], 0))
 
 
 #: ``check_shapes`` specification of ``predict_y(Xnew, data, num_samples, seed)`` for models
@@ -318,7 +309,7 @@ class LatentVariableAutoencoder(BayesianModel, ExternalDataTrainingLossMixin, ab
     def encode_frames(self, Y: tf.Tensor, num_leading: int, training: Optional[bool] = None):
         """:meth:`encode` of observations with ``num_leading`` leading axes (e.g. ``[V, T, ...]``),
         in one call: site means and variances ``[V, T, L]``."""
-        flat = _flatten_leading(Y, num_leading)
+        flat = flatten_leading(Y, num_leading)
         means, variances = self.encode(flat, training=training)  # [V*T, L]
         if num_leading == 1:
             return means, variances
@@ -342,16 +333,16 @@ class LatentVariableAutoencoder(BayesianModel, ExternalDataTrainingLossMixin, ab
             over the observed entries only.
         :param condition: optional ``[..., b, C]``: the decoder reads ``[z_i, condition_i]``."""
         num_leading = z_mean.shape.rank - 1
-        Y_flat = _flatten_leading(Y, num_leading)
+        Y_flat = flatten_leading(Y, num_leading)
         L = z_mean.shape[-1] if z_mean.shape[-1] is not None else tf.shape(z_mean)[-1]
         S = self.num_samples
         Z = self._sample_normal(tf.reshape(z_mean, [-1, L]), tf.reshape(z_var, [-1, L]))  # [S, n, L]
         if condition is not None:
-            condition = tf.tile(_flatten_leading(condition, num_leading), [S, 1])  # [S*n, C]
+            condition = tf.tile(flatten_leading(condition, num_leading), [S, 1])  # [S*n, C]
         params = self.decode(tf.reshape(Z, [-1, L]), training=training, condition=condition)  # [S*n, ...]
         params = self.likelihood.check_decoder_output(params, Y_flat)
         multiples = tf.concat([[S], tf.ones([tf.rank(Y_flat) - 1], tf.int32)], 0)
-        entry_mask = None if mask is None else tf.tile(_flatten_leading(mask, num_leading), multiples)
+        entry_mask = None if mask is None else tf.tile(flatten_leading(mask, num_leading), multiples)
         log_probs = self.likelihood.log_prob(tf.tile(Y_flat, multiples), params, mask=entry_mask)  # [S*n]
         reconstruction = tf.reduce_sum(log_probs) / S
         # GECO's constraint uses the first draw's decoded mean only.

@@ -13,17 +13,6 @@ from svgpvae_paper.experiments.common import read_json, write_json
 ROOT = records.repo_root()
 
 
-def _leaves(obj, path=()):
-    if isinstance(obj, dict):
-        for k, v in obj.items():
-            yield from _leaves(v, path + (k,))
-    elif isinstance(obj, list):
-        for i, v in enumerate(obj):
-            yield from _leaves(v, path + (i,))
-    else:
-        yield path, obj
-
-
 def test_rewrite_rule_on_a_json_file(tmp_path):
     inside = os.path.join(ROOT, "results", "rmf", "cache")
     doc = {
@@ -60,11 +49,11 @@ def test_rewrite_rule_on_a_json_file(tmp_path):
     # key order, indentation and every non-path leaf unchanged
     assert list(new) == list(doc)
     assert new_text.splitlines()[1].startswith('  "argv"')
-    old_leaves = dict(_leaves(doc))
-    for path, value in _leaves(new):
+    old_leaves = dict(records._leaves(doc))
+    for path, value in records._leaves(new):
         if not isinstance(old_leaves[path], str):
             assert type(value) is type(old_leaves[path]) and value == old_leaves[path], path
-    assert len(list(_leaves(new))) == len(old_leaves)
+    assert len(list(records._leaves(new))) == len(old_leaves)
     assert (tmp_path / "run.sh").read_text() == "cd $TMPDIR/diag\nPYTHONPATH=$TMPDIR/snap .venv/bin/python x.py\n"
     # a second run changes nothing
     assert records.rewrite_folder(str(tmp_path), records.Rewriter(ROOT)) == {}
