@@ -324,7 +324,8 @@ def train(
             epoch_logs = {key: float(value.numpy()) / count for key, value in sums.items()}
             sums, count = {}, 0
             if validation_data is not None:
-                val_sums, val_count = {}, 0
+                val_sums: Dict[str, float] = {}
+                val_count = 0
                 for batch in validation_data:
                     for key, value in evaluate(batch).items():
                         val_sums[key] = val_sums.get(key, 0.0) + float(value.numpy())
