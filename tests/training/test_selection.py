@@ -144,3 +144,134 @@ def test_training_on_the_original_data_with_its_validation_is_refused():
     history = train(model, train_data, epochs=2, batch_size=30, validation_data=validation, progress=False)
     assert history["monitor"] == "val_mse" and len(history["val_nll"]) == 2
     np.testing.assert_allclose(validation(model)["mse"], history["best_value"], rtol=1e-12)
+
+
+# ------------------------------------------------------------------------------------------ Keras
+
+
+def test_keras_early_stopping_restores_every_variable_of_the_best_epoch():
+    from gpflow_svgpvae.training import ImputationValidationCallback
+
+    X, Y = tiny_data()
+    model = make_tiny_model()
+    scripted = Scripted([3.0, 1.0, 2.0, 2.5, 0.5])
+    view = model.as_training_model()
+    view.compile(tf_keras.optimizers.Adam(1e-2))
+    stop = tf_keras.callbacks.EarlyStopping("val_mse", patience=2, restore_best_weights=True)
+    # The validation callback is listed after EarlyStopping: fit runs it first anyway.
+    fit = view.fit((X, Y), batch_size=30, epochs=5, verbose=0, callbacks=[stop, ImputationValidationCallback(scripted)])
+    assert fit.history["val_mse"] == [3.0, 1.0, 2.0, 2.5] and fit.history["val_other"] == [0.0] * 4
+    assert stop.stopped_epoch == 3 and stop.best_epoch == 1
+    # Networks, kernel, inducing inputs and likelihood: all at their epoch-2 values.
+    _assert_weights_equal(model, scripted.weights[1])
+    names = {v.name.split("/")[0].split(":")[0] for v in model.trainable_variables}
+    assert len(names) > 3
+    np.testing.assert_array_equal(
+        model.inducing_variable.Z.numpy(), scripted.weights[1][_index(model, model.inducing_variable.Z)]
+    )
+
+
+def _index(model, parameter):
+    unconstrained = parameter.unconstrained_variable
+    floats = [v for v in model.variables if v.dtype.is_floating]
+    return next(i for i, v in enumerate(floats) if v is unconstrained)
+
+
+def test_imputation_validation_callback_every_and_errors():
+    from gpflow_svgpvae.training import ImputationValidationCallback
+
+    X, Y = tiny_data()
+    view = make_tiny_model().as_training_model()
+    view.compile(tf_keras.optimizers.Adam(1e-2))
+    scripted = Scripted([1.0, 2.0])
+    fit = view.fit(
+        (X, Y), batch_size=30, epochs=4, verbose=0, callbacks=[ImputationValidationCallback(scripted, every=2)]
+    )
+    assert len(scripted.weights) == 2 and len(fit.history["loss"]) == 4
+    with pytest.raises(TypeError, match="validation must be an ImputationValidation"):
+        ImputationValidationCallback((X, Y))
+    with pytest.raises(ValueError, match=r"every \(epochs between validations\) must be a positive whole number"):
+        ImputationValidationCallback(scripted, every=0)
+
+
+# ------------------------------------------------------------------------------------------ select
+
+
+def test_select_picks_the_candidate_with_the_lowest_score_and_reports_each():
+    from gpflow_svgpvae.training import select
+
+    X, Y = tiny_data()
+    scores = {}
+
+    def build(level, width):
+        model = make_tiny_model(hidden=(width,))
+        scores[id(model)] = level
+        return model, tf_keras.optimizers.Adam(1e-2)
+
+    def validation(model):
+        return {"mse": scores[id(model)], "nll": -scores[id(model)]}
+
+    candidates = [dict(level=3.0, width=4), dict(level=1.0, width=6), dict(level=2.0, width=4)]
+    model, table = select(
+        build, candidates, (X, Y), validation=validation, epochs=2, patience=None, batch_size=30, seed=0
+    )
+    assert scores[id(model)] == 1.0
+    assert [row["candidate"] for row in table] == candidates
+    assert [row["selected"] for row in table] == [False, True, False]
+    assert [row["val_mse"] for row in table] == [3.0, 1.0, 2.0] and table[0]["val_nll"] == -3.0
+    assert all(row["best_epoch"] == 1 and row["seconds"] > 0 for row in table)  # constant scores: the first
+    model, _ = select(
+        build, candidates[:2], (X, Y), validation=validation, epochs=1, patience=None, monitor="val_nll", batch_size=30
+    )
+    assert scores[id(model)] == 3.0
+
+
+def test_select_errors():
+    from gpflow_svgpvae.training import select
+
+    X, Y = tiny_data()
+    with pytest.raises(ValueError, match="candidates is empty"):
+        select(make_tiny_model, [], (X, Y), epochs=1, patience=None)
+    with pytest.raises(ValueError, match="each candidate must be a dict"):
+        select(make_tiny_model, [4], (X, Y), epochs=1, patience=None)
+    with pytest.raises(ValueError, match="fraction .* must lie in"):
+        select(make_tiny_model, [{}], (X, Y), validation_fraction=1.0, epochs=1, patience=None)
+    with pytest.raises(ValueError, match="build_model returned an optimizer and select got optimizer"):
+        select(
+            lambda: (make_tiny_model(), tf_keras.optimizers.Adam()),
+            [{}],
+            (X, Y),
+            validation=Scripted([1.0]),
+            epochs=1,
+            patience=None,
+            batch_size=30,
+            optimizer=tf_keras.optimizers.Adam(),
+        )
+
+
+def test_select_refit_trains_on_all_observed_entries_for_the_best_epoch_count(monkeypatch):
+    from gpflow_svgpvae.imputation import hold_out_entries
+    from gpflow_svgpvae.training import selection
+
+    X, Y = tiny_data()
+    train_data, validation = hold_out_entries((X, Y), 0.1, seed=0)
+    full = selection._with_held_out(train_data, validation)
+    np.testing.assert_array_equal(full[1], Y)
+    np.testing.assert_array_equal(full[2], np.ones_like(Y))
+    calls = []
+
+    def recording_train(model, data, **kwargs):
+        calls.append((data, kwargs))
+        return train(model, data, **kwargs)
+
+    monkeypatch.setattr(selection, "train", recording_train)
+    model, table = selection.select(
+        lambda: make_tiny_model(), [{}], (X, Y), epochs=3, patience=None, batch_size=30, refit=True
+    )
+    assert len(calls) == 2 and table[0]["selected"]
+    (searched, first), (refitted, second) = calls
+    assert first["validation_data"] is not None and "validation_data" not in second
+    assert second["epochs"] == table[0]["best_epoch"]
+    np.testing.assert_array_equal(refitted[1], Y)
+    np.testing.assert_array_equal(refitted[2], np.ones_like(Y))
+    assert np.sum(searched[2] == 0) == round(0.1 * Y.size)
