@@ -44,8 +44,8 @@ import numpy as np
 from gpflow.keras import tf_keras  # Keras 2, the Keras GPflow uses
 
 import gpflow_svgpvae as gv
-from gpflow_svgpvae.networks import mlp_decoder, mlp_encoder
 from gpflow_svgpvae.imputation import hold_out_entries
+from gpflow_svgpvae.networks import mlp_decoder, mlp_encoder
 from gpflow_svgpvae.training import select, train
 
 QUICK = os.environ.get("QUICK", "0") == "1"
