@@ -181,3 +181,29 @@ def test_every_metrics_file_of_the_summary_exists_and_holds_no_machine_path(page
         with open(os.path.join(ROOT, name), encoding="utf-8") as f:
             text = f.read()
         assert not re.search(r'"/(?:tmp|work|home|root|Users|mnt)/', text), name
+
+
+def test_the_results_pages_show_and_name_only_files_that_exist(page_and_manifest):
+    """Every figure on the summary and detail pages exists, and so does every ``docs/...`` path they
+    name in backticks, except the folders the manifest lists as written by a command still to run."""
+    import glob
+
+    _, manifest = page_and_manifest
+    pending = tuple(manifest.get("pending", {}))
+    missing = []
+    pages = [PAGE] + sorted(glob.glob(os.path.join(ROOT, "docs", "results", "*.md")))
+    assert len(pages) >= 6
+    for page in pages:
+        with open(page, encoding="utf-8") as f:
+            text = f.read()
+        for target in re.findall(r"!\[[^\]]*\]\(([^)\s]+)\)", text):
+            if not os.path.exists(os.path.normpath(os.path.join(os.path.dirname(page), target))):
+                missing.append((os.path.relpath(page, ROOT), target))
+        for span in re.findall(r"`([^`]*)`", text):
+            if any(c in span for c in "{*<"):  # a pattern, not a path
+                continue
+            for path in re.findall(r"(?<![\w/])(docs/(?:results|images)/[\w./-]+)", span):
+                path = path.rstrip(".")
+                if not path.startswith(pending) and not os.path.exists(os.path.join(ROOT, path)):
+                    missing.append((os.path.relpath(page, ROOT), path))
+    assert missing == []
