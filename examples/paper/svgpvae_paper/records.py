@@ -54,6 +54,7 @@ __all__ = [
     "Rewriter",
     "rewrite_json_text",
     "rewrite_folder",
+    "clean",
     "run_record",
     "main",
 ]
@@ -276,6 +277,12 @@ def _clean(obj, rw: Rewriter):
     if isinstance(obj, str):
         return rw.value(obj)
     return obj
+
+
+def clean(obj):
+    """``obj`` (JSON-like: dicts, lists, strings, numbers) with every machine path rewritten by the
+    module's rule: a string that is one scratch path becomes ``None``, paths in text are shortened."""
+    return _clean(obj, Rewriter())
 
 
 def run_record(config: dict, argv: Optional[Sequence[str]] = None) -> dict:

@@ -76,8 +76,18 @@ def test_run_record_has_no_absolute_path(tmp_path):
     assert records.find_machine_paths(json.dumps(rec), ROOT) == []
     write_json(str(tmp_path / "m.json"), {"config": {"seed": 3}, "rmse": 0.5}, argv=["b.py", "--seed", "3"])
     written = read_json(str(tmp_path / "m.json"))
-    assert written["rmse"] == 0.5 and written["run"]["config"] == {"seed": 3}
-    assert written["run"]["argv"] == ["b.py", "--seed", "3"]
+    assert written["rmse"] == 0.5 and written["run_record"]["config"] == {"seed": 3}
+    assert written["run_record"]["argv"] == ["b.py", "--seed", "3"]
+    # A run record's payload is cleaned as well; a payload key of that name is refused.
+    scratch = {"config": {"out": "/tmp/x/y", "cache": os.path.join(ROOT, "results", "c")}, "note": "under /tmp/x/y"}
+    write_json(str(tmp_path / "p.json"), scratch, argv=["b.py"])
+    written = read_json(str(tmp_path / "p.json"))
+    assert written["config"] == {"out": None, "cache": "results/c"} == written["run_record"]["config"]
+    assert written["note"] == "under $TMPDIR/x/y"
+    with pytest.raises(ValueError, match="run_record"):
+        write_json(str(tmp_path / "q.json"), {"run_record": 1}, argv=["b.py"])
+    write_json(str(tmp_path / "r.json"), {"out": "/tmp/x"})  # without argv: written as given
+    assert read_json(str(tmp_path / "r.json")) == {"out": "/tmp/x"}
 
 
 def _committed_docs():

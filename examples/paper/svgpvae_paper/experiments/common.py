@@ -14,6 +14,7 @@ import json
 import os
 import socket
 import subprocess
+import sys
 import time
 from typing import Callable, Iterable, List, Optional, Sequence, TypeVar
 
@@ -26,6 +27,8 @@ __all__ = [
     "RunClaim",
     "claimed_in_order",
     "waiting_postfix",
+    "RUN_RECORD",
+    "command_argv",
     "write_json",
     "read_json",
     "write_csv",
@@ -177,17 +180,34 @@ def _jsonable(obj):
     return str(obj)
 
 
-def write_json(path: str, payload, argv: Optional[Sequence[str]] = None) -> None:
+#: The key of the run record in a file written by :func:`write_json` with ``argv``.
+RUN_RECORD = "run_record"
+
+
+def command_argv(experiment: str, argv: Optional[Sequence[str]] = None) -> List[str]:
+    """The command line that reruns an experiment: ``["svgpvae", experiment, *argv]``.
+
+    :param argv: the experiment's own arguments (default ``sys.argv[1:]``, as its ``main`` reads them).
+    """
+    return ["svgpvae", experiment, *(sys.argv[1:] if argv is None else argv)]
+
+
+def write_json(path: str, payload, argv: Optional[Sequence[str]] = None, config: Optional[dict] = None) -> None:
     """Write ``payload`` atomically (a reader never sees a half-written file); numpy values become lists.
 
-    With ``argv`` (a command line), the file also gets ``"run"``: the
-    :func:`svgpvae_paper.records.run_record` of ``payload["config"]`` (command, commit, CPU,
-    versions; no absolute paths).
+    With ``argv`` (a command line, e.g. :func:`command_argv`) the file is a run record: it gets
+    ``"run_record"``, the :func:`svgpvae_paper.records.run_record` of ``config`` (default
+    ``payload["config"]``: command, commit, CPU model and core count, versions), and every absolute
+    machine path in ``payload`` is rewritten (:func:`svgpvae_paper.records.clean`: repository paths
+    become relative, scratch paths ``None``), so the file can be committed as it is.
     """
     if argv is not None:
-        from ..records import run_record
+        from ..records import clean, run_record
 
-        payload = {**payload, "run": run_record(payload.get("config", {}), argv)}
+        if RUN_RECORD in payload:
+            raise ValueError(f"write_json: the payload has a key {RUN_RECORD!r} of its own; rename it")
+        settings = payload.get("config", {}) if config is None else config
+        payload = {**clean(json.loads(json.dumps(payload, default=_jsonable))), RUN_RECORD: run_record(settings, argv)}
     directory = os.path.dirname(path)
     if directory:
         os.makedirs(directory, exist_ok=True)

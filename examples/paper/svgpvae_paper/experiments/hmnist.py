@@ -49,6 +49,7 @@ import numpy as np
 
 from .common import (
     SITE_PARAMETRIZATIONS,
+    command_argv,
     git_commit,
     is_positive_number,
     mean_sd,
@@ -336,8 +337,13 @@ def run_path(config: Config, method: str, seed: int) -> str:
     return os.path.join(config.out, "runs", run_key(f"{method}_seed{seed}", config.run_settings(method)) + ".json")
 
 
-def run_method(method: str, config: Config, seed: int, data=None, progress: bool = True) -> dict:
-    """Train (if learned) and evaluate one method for one seed; cached under ``<out>/runs``."""
+def run_method(
+    method: str, config: Config, seed: int, data=None, progress: bool = True, argv: Optional[Sequence[str]] = None
+) -> dict:
+    """Train (if learned) and evaluate one method for one seed; cached under ``<out>/runs``.
+
+    :param argv: the command line, recorded with the run (:func:`~.common.write_json`).
+    """
     path = run_path(config, method, seed)
     if os.path.exists(path):
         return read_json(path)
@@ -376,7 +382,7 @@ def run_method(method: str, config: Config, seed: int, data=None, progress: bool
     record["commit"] = git_commit()
     index = example_sequences(data.test.labels, config.show_sequences)
     record["examples"] = {"index": index, "imputed": imputed[index].round(3)}
-    write_json(path, record)
+    write_json(path, record, argv=argv, config=record["settings"])
     return record
 
 
@@ -494,9 +500,14 @@ def plot_sequences(records_by_method: Dict[str, dict], test, path: str, show: in
     return True
 
 
-def run(config: Config, progress: bool = True) -> dict:
+def run(config: Config, progress: bool = True, argv: Optional[Sequence[str]] = None) -> dict:
+    """Every method for every seed; ``config.json``, ``metrics.json``, ``table.csv`` and a figure in ``config.out``.
+
+    :param argv: the command line, recorded in every file written (default: none recorded).
+    """
     os.makedirs(config.out, exist_ok=True)
-    write_json(os.path.join(config.out, "config.json"), dict(dataclasses.asdict(config), commit=git_commit()))
+    settings = dataclasses.asdict(config)
+    write_json(os.path.join(config.out, "config.json"), dict(settings, commit=git_commit()), argv=argv, config=settings)
     records: List[dict] = []
     first_seed_records: Dict[str, dict] = {}
     # Only the first seed's test split is kept for the figure: holding its whole data set over
@@ -507,7 +518,7 @@ def run(config: Config, progress: bool = True) -> dict:
         for method in config.methods:
             if data is None and not os.path.exists(run_path(config, method, seed)):
                 data = load_data(config, seed)
-            record = run_method(method, config, seed, data=data, progress=progress)
+            record = run_method(method, config, seed, data=data, progress=progress, argv=argv)
             records.append(record)
             if seed == config.seeds[0]:
                 first_seed_records[method] = record
@@ -532,7 +543,7 @@ def run(config: Config, progress: bool = True) -> dict:
     if config.timing_frames:
         metrics["timing"] = time_epochs(config, config.timing_frames, progress=False)
         write_csv(os.path.join(config.out, "timing.csv"), metrics["timing"])
-    write_json(os.path.join(config.out, "metrics.json"), metrics)
+    write_json(os.path.join(config.out, "metrics.json"), metrics, argv=argv)
     rows = [{"method": m, **{k: f"{v['mean']:.4f} +- {v['sd']:.4f}" for k, v in s.items()}} for m, s in summary.items()]
     write_csv(os.path.join(config.out, "table.csv"), rows)
     figure = os.path.join(config.out, "sequences.png")
@@ -672,7 +683,7 @@ def main(argv: Optional[Sequence[str]] = None) -> dict:
         config = config_from_args(argv)
     except ValueError as error:
         raise SystemExit(f"hmnist: {error}")
-    return run(config, progress=not args.quiet)
+    return run(config, progress=not args.quiet, argv=command_argv("hmnist", argv))
 
 
 if __name__ == "__main__":

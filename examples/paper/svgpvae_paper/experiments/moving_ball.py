@@ -69,11 +69,10 @@ while it trains (``<run key>.claim``), and a process reuses the runs the other t
 import argparse
 import dataclasses
 import os
-import sys
 import time
-from typing import List
+from typing import List, Optional, Sequence
 
-from .common import SITE_PARAMETRIZATIONS, git_commit, write_csv, write_json
+from .common import SITE_PARAMETRIZATIONS, command_argv, git_commit, write_csv, write_json
 from .moving_ball_figures import (  # noqa: F401  (re-exported)
     COMMANDS,
     _caption,
@@ -110,10 +109,10 @@ from .moving_ball_runs import (  # noqa: F401  (re-exported)
 __all__ = ["Config", "QUICK", "train_run", "main"]
 
 
-def _write(out: str, name: str, rows: List[dict], payload: dict):
+def _write(out: str, name: str, rows: List[dict], payload: dict, argv: Optional[Sequence[str]] = None):
     os.makedirs(out, exist_ok=True)
     write_csv(os.path.join(out, f"{name}.csv"), rows)
-    write_json(os.path.join(out, f"{name}.json"), payload)
+    write_json(os.path.join(out, f"{name}.json"), payload, argv=argv)
 
 
 def parse_args(argv=None):
@@ -191,6 +190,7 @@ def parse_args(argv=None):
 
 def main(argv=None) -> dict:
     args = parse_args(argv)
+    command = command_argv("moving_ball", argv)
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     import tensorflow as tf
 
@@ -221,7 +221,7 @@ def main(argv=None) -> dict:
     rows = result.pop("rows")
     payload = {
         "command": args.command,
-        "argv": sys.argv if argv is None else list(argv),
+        "argv": command,
         "quick": args.quick,
         "config": dataclasses.asdict(cfg),
         "git_commit": git_commit(),
@@ -229,7 +229,7 @@ def main(argv=None) -> dict:
         "cache_dir": cache,
         **result,
     }
-    _write(out, args.command, rows, payload)
+    _write(out, args.command, rows, payload, argv=command)
     for name in ("rmse", "final_lengthscale", "test_elbo"):
         for key, st in payload.get(name, {}).items():
             print(f"{name:>17} {key:>14}: {st['mean']:.4f} +- {st['sd']:.4f} (n={st['n']})")

@@ -83,7 +83,7 @@ from gpflow_svgpvae.training import GECO, OptimizerGroups, train
 from svgpvae_paper.datasets.rotated_mnist import RotatedMNISTArrays as Data
 from svgpvae_paper.datasets.rotated_mnist import rotated_mnist
 
-from .common import git_commit, read_json, write_json
+from .common import command_argv, git_commit, read_json, write_json
 from .rotated_mnist_objects import object_table, place_new_objects
 from .rotated_mnist_report import (
     COMPLEXITY,
@@ -410,10 +410,19 @@ def load_runs(folder: str) -> List[dict]:
     return runs
 
 
-def _summarise(out: str, results: List[dict], models: Sequence[str], progress: bool, extra: Optional[dict] = None):
+def _summarise(
+    out: str,
+    results: List[dict],
+    models: Sequence[str],
+    progress: bool,
+    extra: Optional[dict] = None,
+    argv: Optional[Sequence[str]] = None,
+):
     rows = summary_rows(results, models)
     table = write_tables(out, rows, settings_line([r["spec"] for r in results]))
-    write_json(os.path.join(out, "metrics.json"), {"results": results, "summary": rows, **(extra or {})})
+    write_json(
+        os.path.join(out, "metrics.json"), {"results": results, "summary": rows, **(extra or {})}, argv=argv, config={}
+    )
     if progress:
         print(table, flush=True)
     return {"results": results, "summary": rows}
@@ -429,6 +438,7 @@ def run_cached(
     retrain: bool = False,
     artifacts: Optional[Callable[[object], Dict[str, np.ndarray]]] = None,
     images: bool = True,
+    argv: Optional[Sequence[str]] = None,
 ) -> dict:
     """:func:`run_model`, or its saved result if ``cfg.out/runs/`` holds a run with the same settings.
 
@@ -449,6 +459,8 @@ def run_cached(
         has no ``_images``: the run records committed under ``docs/results/`` are the
         ``.json`` files alone, and copied into ``runs/`` they let a sweep gather its
         figure without training those runs again.
+    :param argv: the command line, recorded in a newly written run file (``"run"``: command,
+        commit, CPU model and core count).
     """
     path = run_path(name, seed, cfg)
     runs_dir = os.path.dirname(path)
@@ -480,7 +492,7 @@ def run_cached(
     mean_imgs, sample_imgs = res.pop("_images")
     os.makedirs(runs_dir, exist_ok=True)
     np.savez(path + ".npz", mean=mean_imgs, sample=sample_imgs, **extra)
-    write_json(path + ".json", res)
+    write_json(path + ".json", res, argv=argv, config=res["spec"])
     if progress:
         print(
             f"{LABELS[name]} seed {seed}: test MSE mean {res['test_mse_mean']:.4f}, sample "
@@ -491,20 +503,22 @@ def run_cached(
     return {**res, "_images": (mean_imgs, sample_imgs), "_artifacts": extra, "cached": False}
 
 
-def run_table1(cfg: Config, progress: bool = True) -> dict:
+def run_table1(cfg: Config, progress: bool = True, argv: Optional[Sequence[str]] = None) -> dict:
     """Train every model for every seed; write config, metrics, tables and figures to ``cfg.out``.
 
     Each finished (model, seed) run is saved under ``runs/`` keyed by its
     settings; a rerun with the same settings loads it instead of training, so
     an interrupted table resumes, and seeds can be trained in separate
     processes and then gathered with one more ``table1`` call (or
-    :func:`summarise_folders`).
+    :func:`summarise_folders`). ``argv`` (the command line) is recorded in every file written.
     """
     unknown = [m for m in cfg.models if m not in MODELS]
     if unknown:
         raise ValueError(f"unknown models {unknown}; choose from {MODELS}")
     os.makedirs(cfg.out, exist_ok=True)
-    write_json(os.path.join(cfg.out, "config.json"), {**asdict(cfg), "git_commit": git_commit()})
+    write_json(
+        os.path.join(cfg.out, "config.json"), {**asdict(cfg), "git_commit": git_commit()}, argv=argv, config=asdict(cfg)
+    )
     data = load_data(cfg)
     if progress:
         print(data.ds.summary(), flush=True)
@@ -512,7 +526,7 @@ def run_table1(cfg: Config, progress: bool = True) -> dict:
     for seed in cfg.seeds:
         per_seed = {}
         for name in cfg.models:
-            res = run_cached(name, data, cfg, seed, progress=progress)
+            res = run_cached(name, data, cfg, seed, progress=progress, argv=argv)
             res.pop("_artifacts")
             mean_imgs, sample_imgs = res.pop("_images")
             per_seed[name] = mean_imgs
@@ -527,10 +541,12 @@ def run_table1(cfg: Config, progress: bool = True) -> dict:
             data.Y_test[: cfg.num_plot],
             {LABELS[n]: imgs for n, imgs in per_seed.items()},
         )
-    return _summarise(cfg.out, results, cfg.models, progress)
+    return _summarise(cfg.out, results, cfg.models, progress, argv=argv)
 
 
-def summarise_folders(folders: Sequence[str], out: str, progress: bool = True) -> dict:
+def summarise_folders(
+    folders: Sequence[str], out: str, progress: bool = True, argv: Optional[Sequence[str]] = None
+) -> dict:
     """Gather the finished runs of several ``table1`` results folders into one table in ``out``.
 
     Runs are identified by (model, seed, settings); the same run found twice is
@@ -548,7 +564,8 @@ def summarise_folders(folders: Sequence[str], out: str, progress: bool = True) -
         raise ValueError(f"no finished runs in {list(folders)}")
     results.sort(key=lambda r: (MODELS.index(r["model"]), r["seed"]))
     os.makedirs(out, exist_ok=True)
-    return _summarise(out, results, MODELS, progress, extra={"sources": list(folders), "git_commit": git_commit()})
+    extra = {"sources": list(folders), "git_commit": git_commit()}
+    return _summarise(out, results, MODELS, progress, extra=extra, argv=argv)
 
 
 # ------------------------------------------------------------------------------ CLI
@@ -611,8 +628,9 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: Optional[Sequence[str]] = None) -> dict:
     args = _parser().parse_args(argv)
+    command = command_argv("rotated_mnist", argv)
     if args.command == "summary":
-        return summarise_folders(args.folders, args.out, progress=not args.quiet)
+        return summarise_folders(args.folders, args.out, progress=not args.quiet, argv=command)
     quick = args.quick
     try:
         cfg = Config(
@@ -639,7 +657,7 @@ def main(argv: Optional[Sequence[str]] = None) -> dict:
         )
     except ValueError as error:  # Config's checks (e.g. --object-scale)
         raise SystemExit(f"rotated_mnist: {error}")
-    return run_table1(cfg, progress=not args.quiet)
+    return run_table1(cfg, progress=not args.quiet, argv=command)
 
 
 if __name__ == "__main__":

@@ -132,7 +132,7 @@ import numpy as np
 from svgpvae_paper.estimators import inducing_mean_bias
 from svgpvae_paper.experiments import rotated_mnist as rm
 
-from .common import git_commit, is_positive_number, mean_sd, pyplot, write_csv, write_json
+from .common import command_argv, git_commit, is_positive_number, mean_sd, pyplot, write_csv, write_json
 from .rotated_mnist_records import PAPER_MSE, cmd_bias, cmd_convergence
 from .rotated_mnist_sweeps import (
     NUM_ANGLES,
@@ -331,7 +331,7 @@ def _tsne_latents(ctx: SweepContext, cfg: rm.Config, data: rm.Data, seed: int) -
         return {"latents": means.numpy()}
 
     cfg = replace(cfg, out=os.path.join(ctx.cache, "tsne"))
-    res = rm.run_cached("svgpvae", data, cfg, seed, progress=False, artifacts=latents)
+    res = rm.run_cached("svgpvae", data, cfg, seed, progress=False, artifacts=latents, argv=ctx.argv)
     res.pop("_images", None)
     return res, res.pop("_artifacts")["latents"]
 
@@ -704,14 +704,15 @@ def main(argv: Optional[Sequence[str]] = None) -> dict:
     base, sweeps = _configure(args)
     out = args.out or os.path.join("results", "rotated_mnist_figures", args.command + ("_quick" if args.quick else ""))
     os.makedirs(out, exist_ok=True)
-    ctx = SweepContext(base, sweeps, args.cache, progress=not args.quiet)
+    command = command_argv("rotated_mnist_figures", argv)
+    ctx = SweepContext(base, sweeps, args.cache, progress=not args.quiet, argv=command)
     start = time.perf_counter()
     result = COMMAND_FUNCTIONS[args.command](ctx, out)
     wall = time.perf_counter() - start
     rows = result.pop("rows")
     payload = {
         "command": args.command,
-        "argv": list(sys.argv[1:] if argv is None else argv),
+        "argv": command[2:],
         "quick": args.quick,
         "out": out,
         "cache": args.cache,
@@ -723,7 +724,7 @@ def main(argv: Optional[Sequence[str]] = None) -> dict:
         "rows": rows,
     }
     write_csv(os.path.join(out, f"{args.command}.csv"), rows)
-    write_json(os.path.join(out, f"{args.command}.json"), payload)
+    write_json(os.path.join(out, f"{args.command}.json"), payload, argv=command)
     if not args.quiet:
         for s in payload.get("summary", []):
             if "test_mse_mean" in s and "epoch" in s:  # convergence

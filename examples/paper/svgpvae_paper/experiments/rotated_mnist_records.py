@@ -100,12 +100,16 @@ def cmd_bias(ctx: SweepContext, out: str) -> dict:
     return {"rows": rows, "summary": summary, "runs": runs, "bias_m": list(sw.bias_m), "bias_epochs": wanted}
 
 
-def _train_recording(cfg: rm.Config, data: rm.Data, seed: int, record: dict, on_epoch, record_path: str) -> dict:
+def _train_recording(
+    cfg: rm.Config, data: rm.Data, seed: int, record: dict, on_epoch, record_path: str, argv=None
+) -> dict:
     """Train the SVGP-VAE again (a finished run cannot replay ``on_epoch``) with ``on_epoch``
-    filling ``record``; save the record and return the run's result."""
-    record.update(spec=rm.run_spec("svgpvae", seed, cfg), git_commit=git_commit())
-    res = rm.run_cached("svgpvae", data, cfg, seed, progress=False, on_epoch=on_epoch, retrain=True)
-    write_json(record_path, record)
+    filling ``record``; save the record (with the run record of the command line ``argv``) and
+    return the run's result."""
+    spec = rm.run_spec("svgpvae", seed, cfg)
+    record.update(spec=spec, git_commit=git_commit())
+    res = rm.run_cached("svgpvae", data, cfg, seed, progress=False, on_epoch=on_epoch, retrain=True, argv=argv)
+    write_json(record_path, record, argv=argv, config=spec)
     return res
 
 
@@ -142,7 +146,7 @@ def _train_with_bias(
         if epoch + 1 in wanted:
             add(epoch + 1, model)
 
-    return record, _train_recording(cfg, data, seed, record, on_epoch, record_path)
+    return record, _train_recording(cfg, data, seed, record, on_epoch, record_path, argv=ctx.argv)
 
 
 # --------------------------------------------------------------------- convergence
@@ -159,7 +163,7 @@ def cmd_convergence(ctx: SweepContext, out: str) -> dict:
         record_path = _record_path(cfg, "svgpvae", seed)
         record = read_json(record_path) if os.path.exists(record_path) else None
         if record is None or not set(wanted) <= {int(e) for e in record["epochs"]}:
-            record, res = _train_with_curve(cfg, data, seed, wanted, record_path)
+            record, res = _train_with_curve(cfg, data, seed, wanted, record_path, argv=ctx.argv)
         else:
             res = rm.run_cached("svgpvae", data, cfg, seed, progress=False, images=False)
         res.pop("_images", None)
@@ -209,7 +213,7 @@ def cmd_convergence(ctx: SweepContext, out: str) -> dict:
 
 
 def _train_with_curve(
-    cfg: rm.Config, data: rm.Data, seed: int, wanted: Sequence[int], record_path: str
+    cfg: rm.Config, data: rm.Data, seed: int, wanted: Sequence[int], record_path: str, argv=None
 ) -> Tuple[dict, dict]:
     """Train the SVGP-VAE recording the test MSE (decoded mean and sample) after the epochs in
     ``wanted``; save the record and return it with the run's result."""
@@ -223,4 +227,4 @@ def _train_with_curve(
             record["test_mse_sample"].append(rm.mse(sample, data.Y_test))
             record["geco_lambda"].append(float(logs.get("geco_lambda", float("nan"))))
 
-    return record, _train_recording(cfg, data, seed, record, on_epoch, record_path)
+    return record, _train_recording(cfg, data, seed, record, on_epoch, record_path, argv=argv)

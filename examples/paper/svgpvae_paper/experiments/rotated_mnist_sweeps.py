@@ -90,8 +90,12 @@ QUICK = dict(
 class SweepContext:
     """What every command needs: base settings, sweep values, cache folder, progress, loaded data."""
 
-    def __init__(self, base: rm.Config, sweeps: Sweeps, cache: str, progress: bool):
+    def __init__(
+        self, base: rm.Config, sweeps: Sweeps, cache: str, progress: bool, argv: Optional[Sequence[str]] = None
+    ):
         self.base, self.sweeps, self.cache, self.progress = base, sweeps, cache, progress
+        #: the command line, recorded in the run files the sweeps write
+        self.argv = argv
         self._data: Dict[tuple, rm.Data] = {}
 
     @property
@@ -186,6 +190,7 @@ def run_sweep(
             progress=False,
             images=False,
             on_epoch=_epoch_postfix(bar, label, cfg.epochs) if ctx.progress else None,
+            argv=ctx.argv,
         )
         res.pop("_images", None)
         bar.update(1)

@@ -109,7 +109,7 @@ from svgpvae_paper.datasets.sprites import (
 from svgpvae_paper.kernels import sprites_kernel
 from svgpvae_paper.networks.sprites import sprites_decoder, sprites_encoder
 
-from .common import git_commit, write_json
+from .common import command_argv, git_commit, write_json
 from .sprites_generation import (  # re-exported: generation is part of the experiment's API
     EpochSelection,
     _mse,
@@ -250,8 +250,11 @@ def _build_model(cfg: Config, train_frames: np.ndarray, train_characters, train_
 
 
 # ----------------------------------------------------------------------------- run
-def run(cfg: Config, progress: bool = True) -> dict:
-    """Data, pretraining, training, test generation; writes config, metrics and the grid."""
+def run(cfg: Config, progress: bool = True, argv: Optional[Sequence[str]] = None) -> dict:
+    """Data, pretraining, training, test generation; writes config, metrics and the grid.
+
+    :param argv: the command line, recorded in ``config.json`` and ``metrics.json``.
+    """
     os.makedirs(cfg.out, exist_ok=True)
     t_start = time.perf_counter()
     np.random.seed(cfg.seed)
@@ -273,7 +276,8 @@ def run(cfg: Config, progress: bool = True) -> dict:
         "num_test_characters": int(len(ds.test_characters)),
         "data": "procedural SPRITES-like characters (svgpvae_paper.datasets.sprites), not the LPC sprites",
     }
-    write_json(os.path.join(cfg.out, "config.json"), {**asdict(cfg), "derived": derived, "git_commit": git_commit()})
+    settings = {**asdict(cfg), "derived": derived, "git_commit": git_commit()}
+    write_json(os.path.join(cfg.out, "config.json"), settings, argv=argv, config=asdict(cfg))
 
     t0 = time.perf_counter()
     train_frames = ds.frames_for(ds.train_characters[:, None], ds.train_poses, dtype=np.uint8)  # [C, P, 64, 64, 3]
@@ -512,7 +516,7 @@ def run(cfg: Config, progress: bool = True) -> dict:
         "paper": PAPER,
         "grid": os.path.basename(grid),  # in the run's folder (the folder may move)
     }
-    write_json(os.path.join(cfg.out, "metrics.json"), metrics)
+    write_json(os.path.join(cfg.out, "metrics.json"), metrics, argv=argv, config=asdict(cfg))
     if selection is not None:
         plot_epoch_selection(
             os.path.join(cfg.out, "epoch_selection.png"),
@@ -554,7 +558,7 @@ def run(cfg: Config, progress: bool = True) -> dict:
 # ----------------------------------------------------------------------------- CLI
 def main(argv: Optional[Sequence[str]] = None) -> dict:
     args = _parser().parse_args(argv)
-    return run(config_from_args(argv), progress=not args.quiet)
+    return run(config_from_args(argv), progress=not args.quiet, argv=command_argv("sprites", argv))
 
 
 if __name__ == "__main__":

@@ -29,7 +29,7 @@ from typing import Optional, Sequence
 
 import numpy as np
 
-from .common import git_commit, is_positive_number, write_json
+from .common import command_argv, git_commit, is_positive_number, write_json
 from .sprites_diagnostics import load_run
 from .sprites_generation import _mse, choose_context_scale, generate
 from .sprites_settings import run_context_scale
@@ -95,7 +95,9 @@ def main(argv: Optional[Sequence[str]] = None) -> dict:
         "test": test,
         "seconds": time.perf_counter() - t0,
     }
-    write_json(os.path.join(out, "metrics.json"), metrics)
+    write_json(
+        os.path.join(out, "metrics.json"), metrics, argv=command_argv("sprites_context_scale", argv), config=vars(args)
+    )
     return metrics
 
 

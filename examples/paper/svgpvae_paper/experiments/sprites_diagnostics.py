@@ -62,7 +62,7 @@ from svgpvae_paper.datasets.sprites.styles import _ATTRIBUTE_SIZES
 from svgpvae_paper.experiments import sprites as experiment
 from svgpvae_paper.networks.sprites import sprites_decoder, sprites_encoder
 
-from .common import git_commit, read_json, write_json
+from .common import command_argv, git_commit, read_json, write_json
 from .sprites_style import _cv_accuracy, format_style, pose_constant_fit, style_scores
 
 DECODER_VARIANTS = ("plain", "shift", "scale_shift", "mix", "mix_demodulated")
@@ -649,6 +649,7 @@ def main(argv: Optional[Sequence[str]] = None) -> dict:
         parser.error(f"--decoder-study-filters must be a positive integer; got {args.decoder_study_filters}")
     if args.decoder_study_score_every is not None and args.decoder_study_score_every < 1:
         parser.error(f"--decoder-study-score-every must be a positive integer; got {args.decoder_study_score_every}")
+    command = command_argv("sprites_diagnostics", argv)
     out = args.out or (os.path.join(args.run, "diagnostics") if args.run else "results/sprites_decoder_study")
     os.makedirs(out, exist_ok=True)
     say = (lambda *a: None) if args.quiet else (lambda *a: print(*a, flush=True))
@@ -664,11 +665,11 @@ def main(argv: Optional[Sequence[str]] = None) -> dict:
         t0 = time.perf_counter()
         metrics = {
             "git_commit": git_commit(),
-            "argv": list(argv) if argv is not None else sys.argv[1:],
+            "argv": command[2:],
             "decoder_from_true_codes": _decoder_studies(ds, args, cfg.seed, say),
         }
         metrics["seconds"] = time.perf_counter() - t0
-        write_json(os.path.join(out, "metrics.json"), metrics)
+        write_json(os.path.join(out, "metrics.json"), metrics, argv=command, config=vars(args))
         return metrics
     cfg, ds, train_frames, model = load_run(args.run)
     C, P = ds.train_poses.shape
@@ -746,7 +747,7 @@ def main(argv: Optional[Sequence[str]] = None) -> dict:
     if args.decoder_study_epochs > 0:
         metrics["decoder_from_true_codes"] = _decoder_studies(ds, args, cfg.seed, say)
     metrics["seconds"] = time.perf_counter() - t0
-    write_json(os.path.join(out, "metrics.json"), metrics)
+    write_json(os.path.join(out, "metrics.json"), metrics, argv=command, config=vars(args))
     return metrics
 
 

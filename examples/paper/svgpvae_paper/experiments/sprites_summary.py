@@ -32,7 +32,7 @@ import os
 import sys
 from typing import List, Optional, Sequence
 
-from .common import mean_sd, pyplot, read_json, write_json
+from .common import command_argv, mean_sd, pyplot, read_json, write_json
 
 #: The scored attributes, in the order of the table (``metrics.style_accuracy``'s names).
 ATTRIBUTES = ("skin", "hair_colour", "top_colour", "bottom_colour", "hair_shape")
@@ -344,7 +344,9 @@ def main(argv: Optional[Sequence[str]] = None) -> dict:
     except (FileNotFoundError, ValueError) as err:
         parser.error(str(err))
     os.makedirs(args.out, exist_ok=True)
-    write_json(os.path.join(args.out, "summary.json"), {"rows": rows, "target": TARGET})
+    command = command_argv("sprites_summary", argv)
+    settings = {"runs": args.runs, "labels": labels}
+    write_json(os.path.join(args.out, "summary.json"), {"rows": rows, "target": TARGET}, argv=command, config=settings)
     table = markdown_table(rows)
     with open(os.path.join(args.out, "summary.md"), "w") as f:
         f.write(table)
@@ -352,7 +354,7 @@ def main(argv: Optional[Sequence[str]] = None) -> dict:
     print(table, end="")
     curves = training_curves(args.runs, labels)
     if curves:
-        write_json(os.path.join(args.out, "training.json"), {"runs": curves})
+        write_json(os.path.join(args.out, "training.json"), {"runs": curves}, argv=command, config=settings)
         training = training_table(curves)
         with open(os.path.join(args.out, "training.md"), "w") as f:
             f.write(training)

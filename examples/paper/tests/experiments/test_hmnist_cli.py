@@ -29,12 +29,20 @@ def test_defaults_quick_and_long():
     assert "lengthscale" not in paper.run_settings("vae") and "num_inducing" in paper.run_settings("svgpvae")
 
 
-def test_quick_cli_fills_match_numpy_and_runs_are_cached(tmp_path, monkeypatch, capsys):
+def test_quick_cli_fills_match_numpy_and_runs_are_cached(tmp_path, monkeypatch, capsys, assert_run_record):
     out = str(tmp_path / "hmnist")
     args = TINY + ["--methods", "zero", "mean", "--out", out]
     metrics = experiment.main(args)
     for name in ("config.json", "metrics.json", "table.csv", "sequences.png"):
         assert os.path.exists(os.path.join(out, name)), name
+    # Every file records its command (the scratch --out is no repository path: dropped).
+    command = ["svgpvae", "hmnist", *args[:-1], None]
+    settings = json.load(open(os.path.join(out, "metrics.json")))["config"]
+    assert_run_record(os.path.join(out, "metrics.json"), command, {**settings, "out": None})
+    assert_run_record(os.path.join(out, "config.json"), command)
+    for f in os.listdir(os.path.join(out, "runs")):
+        run = json.load(open(os.path.join(out, "runs", f)))
+        assert_run_record(os.path.join(out, "runs", f), command, json.loads(json.dumps(run["settings"])))
     data = hmnist(**{k: v for k, v in experiment.config_from_args(args).data_settings().items() if k != "long"}, seed=3)
     truth, observed = data.test.Y.astype(float), data.test.mask > 0
     missing = ~observed

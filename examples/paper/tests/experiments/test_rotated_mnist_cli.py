@@ -12,25 +12,24 @@ from svgpvae_paper.experiments import rotated_mnist_figures as figures
 
 
 @pytest.mark.slow  # CLI smoke test (~31 s); `make test-all` (the default suite measured 592-659 s)
-def test_table1_quick_smoke_writes_all_outputs(tmp_path):
+def test_table1_quick_smoke_writes_all_outputs(tmp_path, assert_run_record):
     out = str(tmp_path / "rm")
-    result = rotated_mnist.main(
-        [
-            "table1",
-            "--quick",
-            "--epochs",
-            "1",
-            "--n-per-digit",
-            "12",
-            "--batch-size",
-            "64",
-            "--deep-svigp-eval-steps",
-            "2",
-            "--out",
-            out,
-            "--quiet",
-        ]
-    )
+    first_argv = [
+        "table1",
+        "--quick",
+        "--epochs",
+        "1",
+        "--n-per-digit",
+        "12",
+        "--batch-size",
+        "64",
+        "--deep-svigp-eval-steps",
+        "2",
+        "--out",
+        out,
+        "--quiet",
+    ]
+    result = rotated_mnist.main(first_argv)
     for name in ("config.json", "metrics.json", "table1.md", "table1.csv", "generated_seed0.png"):
         assert os.path.exists(os.path.join(out, name)), name
     for model in rotated_mnist.MODELS:
@@ -50,6 +49,14 @@ def test_table1_quick_smoke_writes_all_outputs(tmp_path):
     assert "| SVGP-VAE |" in open(os.path.join(out, "table1.md")).read()
     assert len(result["summary"]) == 4
     assert len(os.listdir(os.path.join(out, "runs"))) == 2 * len(rotated_mnist.MODELS)  # .json + .npz per run
+    # Every file written records the command (the scratch --out dropped) and, for a run, its settings.
+    command = ["svgpvae", "rotated_mnist", *[None if a == out else a for a in first_argv]]
+    assert_run_record(os.path.join(out, "metrics.json"), command)
+    assert_run_record(os.path.join(out, "config.json"), command)
+    for f in os.listdir(os.path.join(out, "runs")):
+        if f.endswith(".json"):
+            spec = json.load(open(os.path.join(out, "runs", f)))["spec"]
+            assert_run_record(os.path.join(out, "runs", f), command, spec)
 
     # The same command again reuses every finished run instead of training: identical numbers.
     again = rotated_mnist.main(

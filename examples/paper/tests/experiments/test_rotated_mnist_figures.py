@@ -8,6 +8,7 @@ run cache in ``tmp_path``.
 """
 
 import csv
+import glob
 import json
 import os
 
@@ -143,12 +144,20 @@ def test_init_object_scales_add_rescaled_runs(tmp_path):
 
 
 @pytest.mark.slow  # trains twice the quick data set (~25 s); `make test-all` keeps the default suite under 10 minutes
-def test_convergence_curve_at_the_best_eval_epoch_is_the_runs_test_mse(tmp_path):
+def test_convergence_curve_at_the_best_eval_epoch_is_the_runs_test_mse(tmp_path, assert_run_record):
     out = str(tmp_path / "convergence")
     payload = figures.main(
         ["convergence", "--quick", "--epochs", "2", "--out", out, "--cache", str(tmp_path / "cache"), "--quiet"]
     )
     assert os.path.getsize(os.path.join(out, "convergence.png")) > 0
+    # The figure's file, the run and the per-epoch record all record the command (scratch paths dropped).
+    command = ["svgpvae", "rotated_mnist_figures", "convergence", "--quick", "--epochs", "2"]
+    command += ["--out", None, "--cache", None, "--quiet"]
+    assert_run_record(os.path.join(out, "convergence.json"), command)
+    written = glob.glob(str(tmp_path / "cache" / "**" / "*.json"), recursive=True)
+    assert len(written) == 2  # the run and its per-epoch record
+    for path in written:
+        assert assert_run_record(path, command)["config"]["model"] == "svgpvae"
     rows, run = payload["rows"], payload["runs"][0]
     assert [r["epoch"] for r in rows] == [1, 2]
     # The run reports the test MSE of its best eval epoch's model; the curve scored the same model then.

@@ -62,13 +62,17 @@ def test_rows_carry_each_runs_numbers_then_the_first_runs_baseline_and_chance(tm
     assert table[-1] == "| chance |  | 0.17 | 0.17 | 0.17 | 0.17 | 0.20 |  |"
 
 
-def test_main_writes_table_json_and_figure_and_refuses_bad_input(tmp_path, capsys):
+def test_main_writes_table_json_and_figure_and_refuses_bad_input(tmp_path, capsys, assert_run_record):
     a = _run(tmp_path, "a", "svgpvae", 0.0064, _acc(0.75, 1.0, 0.91, 0.93, 1.0))
     out = str(tmp_path / "summary")
     result = sprites_summary.main([a, "--labels", "mix", "--out", out])
     assert [r["label"] for r in result["rows"]] == ["mix", "chance"]  # no baseline in this run's metrics
     with open(os.path.join(out, "summary.json")) as f:
         assert json.load(f)["rows"][0]["skin"] == 0.75
+    # scratch paths (the runs, --out) are dropped from the record and from the rows
+    assert_run_record(
+        os.path.join(out, "summary.json"), ["svgpvae", "sprites_summary", None, "--labels", "mix", "--out", None]
+    )
     with open(os.path.join(out, "summary.md")) as f:
         assert f.read() == capsys.readouterr().out
     assert os.path.getsize(os.path.join(out, "style_accuracy.png")) > 10_000
