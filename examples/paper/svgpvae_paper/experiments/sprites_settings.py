@@ -1,5 +1,6 @@
 """Settings of a SPRITES run (:class:`Config`, defaults: the paper's), the paper's figures
-(:data:`PAPER`), and the rules derived from them: the decoder's GP columns
+(:data:`PAPER`), the command line's defaults (:data:`BEST_SETTINGS`; :data:`PAPER_SETTINGS` with
+``--paper``), and the rules derived from them: the decoder's GP columns
 (:func:`decoder_gp_columns`) and a run's context weight (:func:`run_context_scale`); and the
 command line that sets them (:func:`config_from_args`)."""
 
@@ -15,6 +16,8 @@ from .common import SITE_PARAMETRIZATIONS, is_positive_number
 __all__ = [
     "Config",
     "PAPER",
+    "BEST_SETTINGS",
+    "PAPER_SETTINGS",
     "MODELS",
     "DECODER_GP_INPUTS",
     "LEARNING_RATE_DECAYS",
@@ -69,6 +72,38 @@ def run_context_scale(cfg: "Config", num_train_characters: int) -> float:
 
 
 PAPER = {"test_mse": 0.0079, "test_mse_sd": 0.0009, "seconds_per_epoch": 51.8, "hardware": "GPU (paper)"}
+
+#: The command's defaults (without ``--paper``): the settings of the best committed SPRITES result,
+#: two seeds (docs/results.md "Where SPRITES stands"; ``docs/results/sprites/mix_demod_f32_k002_e40_seed*/``),
+#: where the SVGP-VAE keeps the characters' colours and is at or below the CVAE in MSE: the decoder
+#: reads the style and pose vector and mixes its channels by the code (demodulated), 32 filters, a
+#: 64-dim style, GECO's kappa^2 = 0.002, the context weight chosen on validation characters, the
+#: model of the best validation epoch tested, 40 epochs after 20 of representation pretraining. The
+#: two options of the SVGP-VAE alone (``decoder_gp_inputs``, ``context_scale_grid``) are left out
+#: for ``--model cvae``, as its runs of that table were.
+BEST_SETTINGS = dict(
+    epochs=40,
+    pretrain_epochs=20,
+    style_dim=64,
+    decoder_gp_inputs="style_pose",
+    decoder_modulation="mix_demodulated",
+    filters=32,
+    kappa_squared=0.002,
+    context_scale_grid=(1000.0, 3000.0, 10000.0),
+    eval_every=5,
+)
+#: ``--paper``: the paper's protocol (the defaults of :class:`Config`).
+PAPER_SETTINGS = dict(
+    epochs=50,
+    pretrain_epochs=400,
+    style_dim=16,
+    decoder_gp_inputs=None,
+    decoder_modulation=None,
+    filters=16,
+    kappa_squared=0.0075,
+    context_scale_grid=None,
+    eval_every=None,
+)
 
 
 @dataclass
@@ -135,11 +170,18 @@ def _parser() -> argparse.ArgumentParser:
         "context frames, pose vector]; same networks, condition and GECO)",
     )
     p.add_argument(
+        "--paper",
+        action="store_true",
+        help="the paper's protocol (50 epochs, 400 pretraining epochs, 16 filters, 16-dim style, the decoder "
+        "on the code alone, kappa^2 = 0.0075, s = N/b, the last epoch's model) instead of the default, the "
+        "best committed settings (BEST_SETTINGS); options given explicitly still win",
+    )
+    p.add_argument(
         "--quick",
         action="store_true",
         help="24 characters (18 train), 3 epochs, 2 pretraining epochs, 6 characters per batch (~1-2 min)",
     )
-    p.add_argument("--epochs", type=int, default=None, help="training epochs (default 50; --quick: 3)")
+    p.add_argument("--epochs", type=int, default=None, help="training epochs (default 40; --paper: 50; --quick: 3)")
     p.add_argument("--num-characters", type=int, default=None, help="total characters (default 1296; --quick: 24)")
     p.add_argument(
         "--num-train-characters",
@@ -147,18 +189,26 @@ def _parser() -> argparse.ArgumentParser:
         default=None,
         help="training characters (default 1000 of 1296, else the same fraction)",
     )
-    p.add_argument("--pretrain-epochs", type=int, default=None, help="classifier pretraining (default 400; --quick: 2)")
+    p.add_argument(
+        "--pretrain-epochs",
+        type=int,
+        default=None,
+        help="classifier pretraining (default 20; --paper: 400; --quick: 2)",
+    )
     p.add_argument("--characters-per-batch", type=int, default=None, help="default 10 (x 50 poses = 500); --quick: 6")
     p.add_argument("--num-latent-gps", type=int, default=64, dest="latent_dim", help="latent channels L")
     p.add_argument("--num-inducing", type=int, default=72)
     p.add_argument(
-        "--style-dim", type=int, default=16, help="size of the representation network's style vector (default 16)"
+        "--style-dim",
+        type=int,
+        default=None,
+        help="size of the representation network's style vector (default 64; --paper: 16)",
     )
     p.add_argument(
         "--filters",
         type=int,
-        default=16,
-        help="conv filters per layer of the encoder and decoder (default 16, the paper's)",
+        default=None,
+        help="conv filters per layer of the encoder and decoder (default 32; --paper: 16)",
     )
     p.add_argument(
         "--style-reduction",
@@ -170,12 +220,13 @@ def _parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--decoder-modulation",
-        choices=[m for m in MODULATIONS if m],
+        choices=[m for m in MODULATIONS if m] + ["none"],
         default=None,
         help="feed the decoder's input to every decoder layer: shift, scale and shift (FiLM) or a "
         "full channel mix generated by it (mix: networks.LatentMixing; mix_demodulated: its "
         "kernel's columns scaled to unit length, so that it cannot amplify); "
-        "networks.sprites_decoder; not in the paper",
+        "networks.sprites_decoder; not in the paper (default mix_demodulated; --paper: none; "
+        "--decoder-modulation none: none)",
     )
     p.add_argument(
         "--palette-colours",
@@ -186,11 +237,11 @@ def _parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--decoder-gp-inputs",
-        choices=DECODER_GP_INPUTS,
+        choices=DECODER_GP_INPUTS + ("none",),
         default=None,
         help="the SVGP-VAE's decoder also reads these GP inputs beside the code, as the CVAE's decoder "
         "reads its condition (SVGPVAE(decoder_gp_columns=...); not in the paper; the style is then "
-        "mean-reduced by default)",
+        "mean-reduced by default; default style_pose; --paper or none: the code alone)",
     )
     p.add_argument(
         "--pose-bias",
@@ -213,7 +264,8 @@ def _parser() -> argparse.ArgumentParser:
         default=None,
         metavar="S",
         help="choose the context weight s among these by the generation MSE of held-out validation "
-        "characters (not training, not test; --num-validation-characters)",
+        "characters (not training, not test; --num-validation-characters; default 1000 3000 10000; "
+        "--paper, or --context-scale given: none)",
     )
     p.add_argument(
         "--num-validation-characters",
@@ -228,8 +280,8 @@ def _parser() -> argparse.ArgumentParser:
         metavar="K",
         help="score the generations of the validation characters every K epochs and after the last "
         "(the SVGP-VAE's at the best s of --context-scale-grid, else at the run's s), and test the "
-        "model of the epoch with the smallest validation MSE (default: no selection, the last "
-        "epoch's model)",
+        "model of the epoch with the smallest validation MSE (default 5; --paper: no selection, the last "
+        "epoch's model; 0: no selection)",
     )
     p.add_argument(
         "--site-parametrization",
@@ -245,7 +297,7 @@ def _parser() -> argparse.ArgumentParser:
         help="cosine: Adam's rate decays from --learning-rate to 0 over the run's steps (default: "
         "constant, the paper's; not in the paper)",
     )
-    p.add_argument("--kappa-squared", type=float, default=0.0075)
+    p.add_argument("--kappa-squared", type=float, default=None, help="GECO's kappa^2 (default 0.002; --paper: 0.0075)")
     p.add_argument("--geco-nu", type=float, default=1.0)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--data-seed", type=int, default=0)
@@ -268,16 +320,43 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
+def _resolve_presets(args: argparse.Namespace) -> None:
+    """Fill the options not given on the command line from :data:`BEST_SETTINGS` (or
+    :data:`PAPER_SETTINGS` with ``--paper``; ``--quick``'s epochs over both), in place; ``none``
+    and ``--eval-every 0`` switch an option of the best settings off."""
+    preset = dict(PAPER_SETTINGS if args.paper else BEST_SETTINGS)
+    if args.model != "svgpvae":  # the SVGP-VAE's own options
+        preset.update(decoder_gp_inputs=None, context_scale_grid=None)
+    if args.quick:
+        preset.update(epochs=3, pretrain_epochs=2)
+    if args.context_scale is not None:  # a fixed weight replaces the grid
+        preset["context_scale_grid"] = None
+    for name, value in preset.items():
+        if getattr(args, name) is None:
+            setattr(args, name, list(value) if isinstance(value, tuple) else value)
+    for name in ("decoder_gp_inputs", "decoder_modulation"):
+        if getattr(args, name) == "none":
+            setattr(args, name, None)
+    if args.eval_every == 0:
+        args.eval_every = None
+
+
 def config_from_args(argv: Optional[Sequence[str]] = None) -> Config:
+    """The :class:`Config` of a command line: :data:`BEST_SETTINGS` (:data:`PAPER_SETTINGS` with
+    ``--paper``), the ``--quick`` sizes, then every option given explicitly."""
     parser = _parser()
     args = parser.parse_args(argv)
+    explicit_gp_inputs = args.decoder_gp_inputs not in (None, "none")
+    if args.eval_every is not None and args.eval_every < 0:
+        parser.error(f"--eval-every must be a positive integer (0: no selection); got {args.eval_every}")
+    _resolve_presets(args)
     if args.palette_colours is not None and args.palette_colours < 1:
         parser.error(f"--palette-colours must be a positive integer; got {args.palette_colours}")
     if args.filters < 1:
         parser.error(f"--filters must be a positive integer; got {args.filters}")
     if args.style_dim < 1:
         parser.error(f"--style-dim must be a positive integer; got {args.style_dim}")
-    if args.decoder_gp_inputs is not None and args.model != "svgpvae":
+    if explicit_gp_inputs and args.model != "svgpvae":
         parser.error("--decoder-gp-inputs is an option of the SVGP-VAE (the CVAE's decoder reads its condition)")
     if args.context_scale_grid is not None:
         if args.model != "svgpvae":
@@ -286,8 +365,6 @@ def config_from_args(argv: Optional[Sequence[str]] = None) -> Config:
             parser.error("give --context-scale or --context-scale-grid, not both")
         if not all(map(is_positive_number, args.context_scale_grid)):
             parser.error(f"--context-scale-grid takes positive numbers; got {args.context_scale_grid}")
-    if args.eval_every is not None and args.eval_every < 1:
-        parser.error(f"--eval-every must be a positive integer; got {args.eval_every}")
     if args.num_validation_characters is not None and args.num_validation_characters < 1:
         parser.error(f"--num-validation-characters must be a positive integer; got {args.num_validation_characters}")
     if args.pose_bias is not None and not args.pose_bias > 0:
@@ -303,10 +380,10 @@ def config_from_args(argv: Optional[Sequence[str]] = None) -> Config:
     n_train = int(min(max(n_train, 1), n - 1))
     return Config(
         model=args.model,
-        epochs=args.epochs if args.epochs is not None else (3 if quick else 50),
+        epochs=args.epochs,
         num_characters=n,
         num_train_characters=n_train,
-        pretrain_epochs=args.pretrain_epochs if args.pretrain_epochs is not None else (2 if quick else 400),
+        pretrain_epochs=args.pretrain_epochs,
         characters_per_batch=args.characters_per_batch
         if args.characters_per_batch is not None
         else (6 if quick else 10),

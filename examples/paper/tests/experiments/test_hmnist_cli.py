@@ -13,8 +13,51 @@ from svgpvae_paper.experiments import hmnist as experiment
 TINY = ["--quick", "--quiet", "--seeds", "3"]
 
 
+def test_default_command_is_the_best_committed_result_and_paper_the_papers_protocol():
+    """Without options the command runs the settings of the best committed table
+    (docs/results/hmnist_fixed_inducing_e50/config.json); ``--paper`` the first table's
+    (docs/results/hmnist/config.json); explicit options win over both presets."""
+    root = os.path.join(os.path.dirname(__file__), "..", "..", "..", "..", "docs", "results")
+    keys = ("num_latent", "hidden", "num_inducing", "lengthscale", "epochs", "batch_sequences", "learning_rate")
+    keys += ("shared_channels", "kl_warmup_epochs", "site_parametrization", "fixed_inducing", "methods", "seeds")
+    for argv, folder in (([], "hmnist_fixed_inducing_e50"), (["--paper"], "hmnist")):
+        committed = json.load(open(os.path.join(root, folder, "config.json")))
+        config = experiment.config_from_args(argv)
+        # options added after a table ran are absent from its config: they had their paper values
+        absent = {"shared_channels": 0, "kl_warmup_epochs": 0.0, "site_parametrization": "variance"}
+        absent["fixed_inducing"] = False
+        for key in keys:
+            value = getattr(config, key)
+            expected = committed.get(key, absent.get(key))
+            assert (list(value) if isinstance(value, tuple) else value) == expected, (argv, key)
+        assert config.data_settings() == {k: committed[k] for k in config.data_settings()}
+    best = experiment.config_from_args([])
+    assert best.run_settings("svgpvae")["fixed_inducing"] is True
+    assert experiment.config_from_args(["--no-fixed-inducing"]).fixed_inducing is False
+    explicit = experiment.config_from_args(["--paper", "--epochs", "7", "--site-parametrization", "natural"])
+    assert (explicit.epochs, explicit.site_parametrization, explicit.lengthscale) == (7, "natural", 2.0)
+    # one learned kernel per channel replaces the default's shared prior unless both are asked for
+    assert experiment.config_from_args(["--channel-lengthscales", "0.3", "30"]).shared_channels == 0
+    # the long preset: the five-seed long table's settings (docs/results/hmnist_long_5seeds/)
+    long = experiment.config_from_args(["--long"])
+    assert (long.num_frames, long.num_inducing, long.frames_per_sequence, long.epochs) == (100, 34, 50, 10)
+    assert (long.shared_channels, long.lengthscale, long.site_parametrization, long.fixed_inducing) == (
+        8,
+        2.0,
+        "natural",
+        False,
+    )
+    long_paper = experiment.config_from_args(["--long", "--paper"])
+    assert (long_paper.num_inducing, long_paper.frames_per_sequence, long_paper.epochs) == (20, 20, 10)
+    assert (long_paper.shared_channels, long_paper.site_parametrization) == (0, "variance")
+    # --quick keeps the best settings' structure at its 4 channels: half of them shared
+    quick = experiment.config_from_args(["--quick"])
+    assert (quick.num_latent, quick.shared_channels, quick.kl_warmup_epochs, quick.epochs) == (4, 2, 0.5, 1)
+    assert experiment.config_from_args(["--quick", "--paper"]).shared_channels == 0
+
+
 def test_defaults_quick_and_long():
-    paper = experiment.config_from_args([])
+    paper = experiment.config_from_args(["--paper"])
     assert (paper.num_train_per_class, paper.num_test_per_class, paper.sequences_per_digit, paper.num_frames) == (
         400,
         100,
@@ -22,7 +65,7 @@ def test_defaults_quick_and_long():
         10,
     )
     assert paper.seeds == (0, 1, 2, 3, 4) and paper.lengthscale == 2.0 and paper.methods == experiment.METHODS
-    long = experiment.config_from_args(["--long"])
+    long = experiment.config_from_args(["--long", "--paper"])
     assert long.long and long.num_frames == 100 and long.frames_per_sequence == 20
     assert experiment.config_from_args(["--timing"]).timing_frames == (10, 50, 100, 200)
     # Only what a run depends on enters its cache key.
@@ -101,7 +144,7 @@ def test_shared_channels_kernel_and_warmup_settings():
     the keys of the runs cached before they existed."""
     import gpflow
 
-    paper = experiment.config_from_args([])
+    paper = experiment.config_from_args(["--paper"])
     assert "shared_channels" not in paper.run_settings("gpvae") and "kl_warmup_epochs" not in paper.run_settings("vae")
     config = experiment.config_from_args(
         ["--quick", "--shared-channels", "3", "--lengthscale", "0.5", "--kl-warmup-epochs", "2"]
@@ -135,7 +178,7 @@ def test_site_parametrization_reaches_the_gp_models_only():
     def head(model):
         return [layer for layer in model.encoder.layers if isinstance(layer, GaussianSiteHead)][0]
 
-    assert "site_parametrization" not in experiment.config_from_args([]).run_settings("gpvae")
+    assert "site_parametrization" not in experiment.config_from_args(["--paper"]).run_settings("gpvae")
     config = experiment.config_from_args(["--quick", "--site-parametrization", "natural"])
     assert config.run_settings("svgpvae")["site_parametrization"] == "natural"
     assert "site_parametrization" not in config.run_settings("vae")
@@ -167,7 +210,7 @@ def test_num_latent_and_hidden_options_set_every_learned_models_widths():
 def test_fixed_inducing_keeps_the_inducing_times_on_the_frames():
     """``--fixed-inducing``: the SVGP-VAE's inducing times stay at their evenly spaced start
     through training (trained, Adam moves them), and only the SVGP-VAE's key changes."""
-    assert "fixed_inducing" not in experiment.config_from_args([]).run_settings("svgpvae")
+    assert "fixed_inducing" not in experiment.config_from_args(["--paper"]).run_settings("svgpvae")
     config = experiment.config_from_args(["--quick", "--fixed-inducing", "--num-inducing", "4"])
     assert config.run_settings("svgpvae")["fixed_inducing"] is True
     assert "fixed_inducing" not in config.run_settings("gpvae")
@@ -176,7 +219,9 @@ def test_fixed_inducing_keeps_the_inducing_times_on_the_frames():
     grid = np.linspace(0.0, config.num_frames - 1.0, 4)
     moved = {}
     for fixed in (True, False):
-        cfg = experiment.config_from_args(["--quick", "--num-inducing", "4"] + (["--fixed-inducing"] if fixed else []))
+        cfg = experiment.config_from_args(
+            ["--quick", "--num-inducing", "4"] + (["--fixed-inducing"] if fixed else ["--no-fixed-inducing"])
+        )
         model = experiment.build_model("svgpvae", cfg, seed=0)
         experiment.train_model(model, "svgpvae", cfg, arrays, seed=0, progress=False)
         inducing = model.inducing_variable

@@ -301,3 +301,38 @@ def test_runs_claimed_by_another_process_are_left_to_it(tmp_path, monkeypatch):
         other.kill()
     assert trained == [("gpvae", 1)]
     assert [(r["seed"], r["cached"]) for r in runs] == [(0, True), (1, False)]
+
+
+def test_default_command_is_the_recipe_of_the_committed_grid_and_paper_the_papers_protocol():
+    """The command's defaults train as the committed recipe grid did
+    (docs/results/moving_ball_recipe_grid/, whose command set only the steps, the widths and the
+    GP part's rate; the rate is now the default); ``--paper`` is the paper's protocol; explicit
+    options win over both."""
+    root = os.path.join(os.path.dirname(__file__), "..", "..", "..", "..", "docs", "results")
+    committed = json.load(open(os.path.join(root, "moving_ball_recipe_grid", "rmse_vs_m.json")))["config"]
+    cfg = mb.config_from_args(
+        mb.parse_args(["runs", "--steps", "3000", "--hidden", "256", "256", "--record-every", "50"])
+    )
+    for field in dataclasses.fields(mb.Config):
+        if field.name in committed and field.name not in ("seeds", "m_values", "models"):
+            value = getattr(cfg, field.name)
+            assert (list(value) if isinstance(value, tuple) else value) == committed[field.name], field.name
+    assert (cfg.site_parametrization, cfg.network_init) == ("variance", "glorot")
+    assert mb.config_from_args(mb.parse_args(["runs"])) == mb.Config()
+    paper = mb.config_from_args(mb.parse_args(["runs", "--paper"]))
+    assert (paper.steps, tuple(paper.hidden), paper.network_init, paper.learning_rate) == (
+        25_000,
+        (500,),
+        "truncated_normal",
+        1e-3,
+    )
+    assert (paper.gp_learning_rate, paper.init_lengthscale, paper.kernel_hold_steps, paper.decoder_bias) == (
+        None,
+        1.0,
+        0,
+        "zeros",
+    )
+    explicit = mb.config_from_args(mb.parse_args(["runs", "--paper", "--kernel-hold-steps", "500", "--hidden", "64"]))
+    assert (explicit.kernel_hold_steps, tuple(explicit.hidden), explicit.decoder_bias) == (500, (64,), "zeros")
+    quick_paper = mb.config_from_args(mb.parse_args(["runs", "--paper", "--quick"]))
+    assert (quick_paper.steps, tuple(quick_paper.hidden), quick_paper.kernel_hold_steps) == (400, (128, 128), 0)

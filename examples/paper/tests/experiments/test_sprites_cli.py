@@ -12,11 +12,48 @@ from gpflow.keras import tf_keras
 from svgpvae_paper.experiments import sprites
 
 
+def test_default_command_is_the_best_committed_run_and_paper_the_papers_protocol():
+    """Without options the command runs the settings of the best committed runs (the two-seed
+    table; their config.json, the seed and output folder aside), for the SVGP-VAE and the CVAE;
+    ``--paper`` gives :class:`Config`'s defaults (the paper's); explicit options win over both."""
+    import dataclasses
+    import json
+    import os
+
+    root = os.path.join(os.path.dirname(__file__), "..", "..", "..", "..", "docs", "results", "sprites")
+    for argv, folder in (
+        ([], "mix_demod_f32_k002_e40_seed1"),
+        (["--model", "cvae"], "cvae_mix_demod_f32_k002_e40_seed1"),
+    ):
+        committed = json.load(open(os.path.join(root, folder, "config.json")))
+        config = dataclasses.asdict(sprites.config_from_args(argv + ["--seed", "1"]))
+        for key in set(config) - {"out", "notes"}:
+            value = config[key]
+            assert (list(value) if isinstance(value, tuple) else value) == committed[key], (folder, key)
+    paper = dataclasses.asdict(sprites.config_from_args(["--paper"]))
+    assert paper == dataclasses.asdict(sprites.Config())
+    explicit = sprites.config_from_args(["--paper", "--filters", "32", "--eval-every", "5"])
+    assert (explicit.filters, explicit.eval_every, explicit.kappa_squared) == (32, 5, 0.0075)
+    off = sprites.config_from_args(["--decoder-gp-inputs", "none", "--decoder-modulation", "none", "--eval-every", "0"])
+    assert (off.decoder_gp_inputs, off.decoder_modulation, off.eval_every, off.style_reduction) == (
+        None,
+        None,
+        None,
+        "sum",
+    )
+    # a fixed context weight replaces the default grid
+    fixed = sprites.config_from_args(["--context-scale", "1"])
+    assert (fixed.context_scale, fixed.context_scale_grid) == (1.0, None)
+    with pytest.raises(SystemExit):
+        sprites.config_from_args(["--model", "cvae", "--decoder-gp-inputs", "style"])
+
+
 def test_quick_defaults_and_paper_defaults():
     quick = sprites.config_from_args(["--quick"])
     assert (quick.num_characters, quick.num_train_characters, quick.epochs, quick.pretrain_epochs) == (24, 18, 3, 2)
     assert quick.num_reconstruction_frames == 300
-    paper = sprites.config_from_args([])
+    assert sprites.config_from_args(["--quick", "--epochs", "5"]).epochs == 5
+    paper = sprites.config_from_args(["--paper"])
     assert (paper.num_characters, paper.num_train_characters, paper.epochs) == (1296, 1000, 50)
     assert (paper.num_latent, paper.num_inducing, paper.characters_per_batch, paper.kappa_squared) == (
         64,
@@ -28,12 +65,12 @@ def test_quick_defaults_and_paper_defaults():
     assert paper.num_reconstruction_frames == 1000
     assert sprites.config_from_args(["--num-characters", "130"]).num_train_characters == 100
     assert (paper.model, paper.palette_colours, paper.pose_bias) == ("svgpvae", None, None)  # the paper's networks
-    changed = sprites.config_from_args(["--model", "cvae", "--palette-colours", "8", "--pose-bias", "0.5"])
+    changed = sprites.config_from_args(["--paper", "--model", "cvae", "--palette-colours", "8", "--pose-bias", "0.5"])
     assert (changed.model, changed.palette_colours, changed.pose_bias) == ("cvae", 8, 0.5)
     assert changed.style_reduction == "mean"  # the CVAE's decoder sees the style's size
     assert sprites.config_from_args(["--model", "cvae", "--style-reduction", "sum"]).style_reduction == "sum"
-    assert paper.filters == 16 and sprites.config_from_args(["--filters", "32"]).filters == 32
-    assert paper.style_dim == 16 and sprites.config_from_args(["--style-dim", "64"]).style_dim == 64
+    assert paper.filters == 16 and sprites.config_from_args(["--paper", "--filters", "32"]).filters == 32
+    assert paper.style_dim == 16 and sprites.config_from_args(["--paper", "--style-dim", "64"]).style_dim == 64
     for bad in (["--palette-colours", "0"], ["--pose-bias", "-1"], ["--filters", "0"], ["--style-dim", "0"]):
         with pytest.raises(SystemExit):  # argparse's one-line error, no traceback
             sprites.config_from_args(bad)
@@ -44,6 +81,7 @@ def test_quick_cli_smoke_writes_config_metrics_and_grid(tmp_path):
     out = str(tmp_path / "sprites")
     metrics = sprites.main(
         [
+            "--paper",
             "--quick",
             "--num-characters",
             "6",
@@ -339,7 +377,7 @@ def test_inducing_span_counts_the_bilinear_functions():
 
 
 def test_decoder_gp_inputs_option_and_its_refusals():
-    assert sprites.config_from_args([]).decoder_gp_inputs is None  # the paper's decoder reads the code alone
+    assert sprites.config_from_args(["--paper"]).decoder_gp_inputs is None  # the paper's decoder reads the code alone
     reading = sprites.config_from_args(["--decoder-gp-inputs", "style_pose"])
     assert reading.decoder_gp_inputs == "style_pose"
     assert reading.style_reduction == "mean"  # the decoder sees the style's size: 50 training, 36 context frames
@@ -548,7 +586,7 @@ def test_context_scale_grid_option_and_its_refusals():
         ).num_validation_characters
         == 9
     )
-    assert sprites.config_from_args([]).context_scale_grid is None
+    assert sprites.config_from_args(["--paper"]).context_scale_grid is None
     for bad in (
         ["--model", "cvae", "--context-scale-grid", "1"],
         ["--context-scale", "3", "--context-scale-grid", "1"],
@@ -655,10 +693,10 @@ def test_epoch_selection_scores_every_k_epochs_and_restores_the_best_epochs_para
 
 
 def test_eval_every_option_and_its_refusals():
-    assert sprites.config_from_args([]).eval_every is None
+    assert sprites.config_from_args(["--paper"]).eval_every is None
     cfg = sprites.config_from_args(["--eval-every", "2", "--model", "cvae"])
     assert cfg.eval_every == 2 and cfg.num_validation_characters == 100
-    for bad in (["--eval-every", "0"], ["--eval-every", "2", "--num-validation-characters", "0"]):
+    for bad in (["--eval-every", "-1"], ["--eval-every", "2", "--num-validation-characters", "0"]):
         with pytest.raises(SystemExit):
             sprites.config_from_args(bad)
 

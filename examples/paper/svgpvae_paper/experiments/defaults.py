@@ -1,0 +1,319 @@
+r"""Library defaults against their alternatives: ``svgpvae defaults [--quick] [--seeds 0 1]``.
+
+Each training choice the experiments found to matter is measured on its own against the
+library's current default, everything else at the default, on two generated imputation
+problems, with the MSE on the held-out (hidden) entries as the score:
+
+* ``imputation``: the sequences of ``docs/imputation.pct.py`` (its generator, copied here): 10
+  sensor channels from 2 latent SE-GP paths, irregular time stamps, 20-40 frames per sequence;
+  15% of the entries, 8% of the frames and one sensor outage per sequence hidden. The model is
+  the notebook's: ``mlp_encoder``/``mlp_decoder`` with 64 x 64 units, L = 2, Matern52 with
+  lengthscale 1.5, 12 inducing times, trainable Gaussian noise, Adam 3e-3, batches of 10.
+* ``moving_ball``: :func:`~gpflow_svgpvae.datasets.moving_ball` videos (16 x 16 binary frames,
+  30 frames, true lengthscale 2), 30% of the pixels of every frame hidden at random; Bernoulli
+  decoder, 128 x 128 units, L = 2, RBF kernel (variance held at 1, lengthscale 6), 15 inducing
+  times, Adam 1e-3; score: the squared error of the imputed pixel probabilities.
+
+The choices (``--choices``; each a one-line change of the training setup):
+
+* ``site``: the encoder's natural-parameter site head (``site_parametrization="natural"``)
+  instead of mean and variance;
+* ``bias``: the decoder's output bias at the observed entries' mean
+  (:func:`~gpflow_svgpvae.networks.set_output_bias`) instead of zeros;
+* ``warmup``: KL warm-up over the first 20% of the steps (``ELBO(warmup_steps=...)``);
+* ``hold``: the kernel held at its initial values for the first 20% of the steps
+  (:func:`~gpflow_svgpvae.training.gp_optimizer_groups`);
+* ``gp_lr``: the GP part (kernel, inducing inputs) at 10 x the networks' Adam rate;
+* ``fixed_inducing``: the inducing inputs held where they start (evenly spaced over the times).
+
+Writes ``metrics.json`` (every run, and per dataset and choice the mean and sd over the seeds,
+the alternative's mean against the default's) and ``table.md`` to ``--out``.
+"""
+
+import argparse
+import dataclasses
+import os
+import sys
+import time
+from typing import Dict, List, Optional, Sequence
+
+import numpy as np
+
+from .common import git_commit, mean_sd, write_json
+
+__all__ = ["Config", "CHOICES", "DATASETS", "imputation_data", "moving_ball_data", "run_one", "run", "main"]
+
+CHOICES = ("site", "bias", "warmup", "hold", "gp_lr", "fixed_inducing")
+DATASETS = ("imputation", "moving_ball")
+
+
+@dataclasses.dataclass
+class Config:
+    """Settings of the comparison (defaults: the full run; :data:`QUICK` for a smoke run)."""
+
+    datasets: Sequence[str] = DATASETS
+    choices: Sequence[str] = CHOICES
+    seeds: Sequence[int] = (0, 1)
+    imputation_sequences: int = 150
+    imputation_epochs: int = 60
+    ball_videos: int = 200
+    ball_epochs: int = 30
+    out: str = "results/defaults"
+
+
+QUICK = dict(imputation_sequences=40, imputation_epochs=3, ball_videos=20, ball_epochs=2, seeds=(0,))
+
+
+# ------------------------------------------------------------------------------ data
+def imputation_data(num_sequences: int, seed: int):
+    """``(X [V, T, 1], Y [V, T, D] with NaN hidden, frames [V, T], Y_true, hidden)``: the
+    generator of ``docs/imputation.pct.py`` (there with seed 0 and V = 150)."""
+    rng = np.random.default_rng(seed)
+    V = num_sequences
+    T_MIN, T_MAX, D, L_TRUE, NOISE = 20, 40, 10, 2, 0.05
+    lengths = rng.integers(T_MIN, T_MAX + 1, size=V)
+    T = int(lengths.max())
+    A = rng.normal(size=(L_TRUE, D)) * 1.2
+    b = rng.normal(size=D) * 0.3
+    use_sin = np.arange(D) % 3 == 2
+
+    def sensors(z):
+        h = z @ A + b
+        return np.where(use_sin, np.sin(h), np.tanh(h))
+
+    def se_gp_paths(t, lengthscale=1.5):
+        K = np.exp(-0.5 * (t[:, None] - t[None, :]) ** 2 / lengthscale**2) + 1e-6 * np.eye(len(t))
+        return np.linalg.cholesky(K) @ rng.normal(size=(len(t), L_TRUE))
+
+    X = np.zeros((V, T, 1))
+    Y_true = np.zeros((V, T, D))
+    frames = np.zeros((V, T), np.float32)
+    for v, n in enumerate(lengths):
+        t = np.cumsum(rng.uniform(0.1, 0.4, size=n))
+        t -= t[0]
+        X[v, :n, 0] = t
+        X[v, n:, 0] = t[-1]
+        Y_true[v, :n] = sensors(se_gp_paths(t)) + NOISE * rng.normal(size=(n, D))
+        frames[v, :n] = 1.0
+    hidden = rng.uniform(size=(V, T, D)) < 0.15
+    hidden |= (rng.uniform(size=(V, T)) < 0.08)[..., None]
+    outage_channel = rng.integers(D, size=V)
+    outage = np.zeros_like(hidden)
+    for v, n in enumerate(lengths):
+        width = n // 4
+        start = rng.integers(2, n - width - 1)
+        outage[v, start : start + width, outage_channel[v]] = True
+    hidden |= outage
+    real = np.broadcast_to(frames[..., None] > 0, Y_true.shape)
+    hidden &= real
+    Y = np.where(real & ~hidden, Y_true, np.nan).astype(np.float32)
+    return X, Y, frames, Y_true, hidden
+
+
+def moving_ball_data(num_videos: int, seed: int, hidden_fraction: float = 0.3):
+    """``(X [V, T, 1], Y [V, T, P] with NaN hidden, frames [V, T] of ones, Y_true, hidden)``:
+    16 x 16 moving-ball videos with ``hidden_fraction`` of the pixels hidden at random."""
+    from gpflow_svgpvae.datasets import moving_ball
+
+    data = moving_ball(num_videos, image_size=16, radius=2.0, pixels_per_unit=3.2, seed=seed)
+    Y_true = np.asarray(data.videos, np.float64)  # [V, T, S * S]
+    V, T = Y_true.shape[:2]
+    hidden = np.random.default_rng(seed + 1000).uniform(size=Y_true.shape) < hidden_fraction
+    Y = np.where(hidden, np.nan, Y_true).astype(np.float32)
+    X = np.broadcast_to(np.arange(T, dtype=np.float64)[None, :, None], (V, T, 1)).copy()
+    return X, Y, np.ones((V, T), np.float32), Y_true, hidden
+
+
+# ---------------------------------------------------------------------------- models
+def _setup(dataset: str, cfg: Config):
+    if dataset == "imputation":
+        return dict(
+            hidden=(64, 64),
+            L=2,
+            lengthscale=1.5,
+            kernel="matern52",
+            num_inducing=12,
+            likelihood="gaussian",
+            learning_rate=3e-3,
+            batch_size=10,
+            epochs=cfg.imputation_epochs,
+            num=cfg.imputation_sequences,
+        )
+    if dataset == "moving_ball":
+        return dict(
+            hidden=(128, 128),
+            L=2,
+            lengthscale=6.0,
+            kernel="rbf",
+            num_inducing=15,
+            likelihood="bernoulli",
+            learning_rate=1e-3,
+            batch_size=10,
+            epochs=cfg.ball_epochs,
+            num=cfg.ball_videos,
+        )
+    raise ValueError(f"dataset must be one of {DATASETS}; got {dataset!r}")
+
+
+def run_one(dataset: str, choice: Optional[str], seed: int, cfg: Config) -> dict:
+    """Train one model (``choice`` None: every library default) and score its imputation of the
+    hidden entries; the data are drawn with ``seed`` and the networks seeded by it."""
+    import gpflow
+    from gpflow.keras import tf_keras
+
+    import gpflow_svgpvae as gv
+    from gpflow_svgpvae.networks import mlp_decoder, mlp_encoder, set_output_bias
+    from gpflow_svgpvae.training import ELBO, gp_optimizer_groups, train
+
+    s = _setup(dataset, cfg)
+    make = imputation_data if dataset == "imputation" else moving_ball_data
+    X, Y, frames, Y_true, hidden = make(s["num"], seed)
+    D = Y.shape[-1]
+    tf_keras.utils.set_random_seed(int(seed))
+    site = "natural" if choice == "site" else "variance"
+    encoder = mlp_encoder(2 * D, s["L"], hidden_units=s["hidden"], site_parametrization=site)
+    decoder = mlp_decoder(s["L"], D, hidden_units=s["hidden"])
+    if choice == "bias":
+        observed_mean = np.nanmean(Y.reshape(-1, D), axis=0)
+        set_output_bias(decoder, observed_mean[None, :], s["likelihood"])
+    if s["kernel"] == "matern52":
+        kernel = gpflow.kernels.Matern52(lengthscales=s["lengthscale"])
+        likelihood = gv.Gaussian(0.05, trainable=True)
+    else:
+        kernel = gpflow.kernels.SquaredExponential(lengthscales=s["lengthscale"])
+        gpflow.set_trainable(kernel.variance, False)
+        likelihood = "bernoulli"
+    Z = np.linspace(float(X.min()), float(X.max()), s["num_inducing"])[:, None]
+    model = gv.SVGPVAE(encoder, decoder, kernel, Z, likelihood, missing_values="nan", encoder_sees_mask=True, seed=seed)
+    if choice == "fixed_inducing":
+        gpflow.set_trainable(model.inducing_variable, False)
+    steps = s["epochs"] * -(-len(X) // s["batch_size"])
+    rate = s["learning_rate"]
+    if choice == "hold":
+        optimizer = gp_optimizer_groups(model, rate, kernel_hold_steps=max(1, steps // 5))
+    elif choice == "gp_lr":
+        optimizer = gp_optimizer_groups(model, rate, gp_learning_rate=10 * rate)
+    else:
+        optimizer = tf_keras.optimizers.Adam(rate)
+    objective = ELBO(warmup_steps=max(1, steps // 5)) if choice == "warmup" else ELBO()
+    start = time.perf_counter()
+    history = train(
+        model,
+        (X, Y, frames),
+        epochs=s["epochs"],
+        batch_size=s["batch_size"],
+        seed=seed,
+        progress=False,
+        optimizer=optimizer,
+        objective=objective,
+    )
+    seconds = time.perf_counter() - start
+    imputed = model.impute((X, Y, frames))
+    imputed = np.asarray(imputed, np.float64)
+    mse = float(np.mean((imputed[hidden] - Y_true[hidden]) ** 2))
+    return {
+        "dataset": dataset,
+        "choice": choice or "default",
+        "seed": int(seed),
+        "mse": mse,
+        "final_elbo": float(history["elbo"][-1]),
+        "steps": int(steps),
+        "seconds": seconds,
+        "num_hidden": int(hidden.sum()),
+    }
+
+
+# ---------------------------------------------------------------------------- report
+def summarise(records: List[dict]) -> Dict[str, dict]:
+    """Per dataset and choice: mean and sd of the MSE over seeds, and the alternative against the
+    default on the same seeds (ratio of means; per seed the differences)."""
+    out: Dict[str, dict] = {}
+    for dataset in dict.fromkeys(r["dataset"] for r in records):
+        rows = [r for r in records if r["dataset"] == dataset]
+        base = {r["seed"]: r["mse"] for r in rows if r["choice"] == "default"}
+        table = {}
+        for choice in dict.fromkeys(r["choice"] for r in rows):
+            mine = {r["seed"]: r["mse"] for r in rows if r["choice"] == choice}
+            entry = {"mse": mean_sd(mine.values())}
+            common = sorted(set(mine) & set(base))
+            if choice != "default" and common:
+                entry["ratio_to_default"] = float(
+                    np.mean([mine[s] for s in common]) / np.mean([base[s] for s in common])
+                )
+                entry["difference_per_seed"] = [mine[s] - base[s] for s in common]
+            table[choice] = entry
+        out[dataset] = table
+    return out
+
+
+def table_markdown(summary: Dict[str, dict]) -> str:
+    lines = [
+        "| dataset | setting | MSE on hidden entries (mean ± sd) | per seed | / default |",
+        "|---|---|---|---|---|",
+    ]
+    for dataset, table in summary.items():
+        for choice, entry in table.items():
+            m = entry["mse"]
+            ratio = f"{entry['ratio_to_default']:.3f}" if "ratio_to_default" in entry else "–"
+            per_seed = ", ".join(f"{v:.4f}" for v in m["values"])
+            lines.append(f"| {dataset} | {choice} | {m['mean']:.4f} ± {m['sd']:.4f} | {per_seed} | {ratio} |")
+    return "\n".join(lines) + "\n"
+
+
+def run(cfg: Config, argv: Sequence[str], progress: bool = True) -> dict:
+    os.makedirs(cfg.out, exist_ok=True)
+    records = []
+    partial = os.path.join(cfg.out, "runs.json")
+    for dataset in cfg.datasets:
+        for seed in cfg.seeds:
+            for choice in (None, *cfg.choices):
+                record = run_one(dataset, choice, seed, cfg)
+                records.append(record)
+                write_json(partial, {"records": records})
+                if progress:
+                    print(
+                        f"{dataset:12s} seed {seed} {record['choice']:15s} mse {record['mse']:.5f} "
+                        f"({record['seconds']:.0f} s)",
+                        flush=True,
+                    )
+    summary = summarise(records)
+    metrics = {"summary": summary, "records": records, "config": dataclasses.asdict(cfg), "commit": git_commit()}
+    write_json(os.path.join(cfg.out, "metrics.json"), metrics, argv=["svgpvae", "defaults", *argv])
+    with open(os.path.join(cfg.out, "table.md"), "w") as f:
+        f.write(table_markdown(summary))
+    if progress:
+        print(table_markdown(summary))
+    return metrics
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="python -m svgpvae_paper.experiments.defaults", description=__doc__.split("\n\n")[0]
+    )
+    p.add_argument("--quick", action="store_true", help="tiny smoke run")
+    p.add_argument("--datasets", nargs="+", choices=DATASETS, default=None)
+    p.add_argument("--choices", nargs="+", choices=CHOICES, default=None)
+    p.add_argument("--seeds", type=int, nargs="+", default=None)
+    p.add_argument("--out", default=None, help="results folder (default results/defaults[_quick])")
+    p.add_argument("--quiet", action="store_true")
+    return p
+
+
+def config_from_args(argv: Optional[Sequence[str]] = None) -> Config:
+    args = _parser().parse_args(argv)
+    settings: dict = dict(QUICK) if args.quick else {}
+    for name in ("datasets", "choices", "seeds"):
+        if getattr(args, name) is not None:
+            settings[name] = tuple(getattr(args, name))
+    settings["out"] = args.out or ("results/defaults_quick" if args.quick else "results/defaults")
+    return Config(**settings)
+
+
+def main(argv: Optional[Sequence[str]] = None) -> dict:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    args = _parser().parse_args(argv)
+    return run(config_from_args(argv), argv, progress=not args.quiet)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
