@@ -229,18 +229,18 @@ def test_long_form_elbo_equals_kl_form(problem):
     gen = np.random.default_rng(7)
     S = 100_000
     long_form, mc_variance, cross = log_p, 0.0, 0.0
-    for l in range(L):
-        mu, A, _ = numpy_posterior(Kmm, Kmb, y[:b, l], v[:b, l], N / b)
+    for j in range(L):
+        mu, A, _ = numpy_posterior(Kmm, Kmb, y[:b, j], v[:b, j], N / b)
         mean, var = numpy_marginals(Kmm, Kmb, np.full(b, 1.2), mu, A)
         # Hensman's bound of the latent minibatch, data term scaled by N/b, closed form.
-        expected_loglik = -0.5 * (np.log(2 * np.pi * v[:b, l]) + ((y[:b, l] - mean) ** 2 + var) / v[:b, l])
+        expected_loglik = -0.5 * (np.log(2 * np.pi * v[:b, j]) + ((y[:b, j] - mean) ** 2 + var) / v[:b, j])
         hensman = (N / b) * expected_loglik.sum() - numpy_kl(mu, A, Kmm)
         # E_q[log q~(z | y)] by sampling u ~ N(mu, A), then f_i | u ~ N(k_i Kmm^-1 u, k_ii - q_ii).
         u = mu + gen.standard_normal((S, len(Z))) @ np.linalg.cholesky(A).T
         G = np.linalg.solve(Kmm, Kmb)
         cond_var = 1.2 - np.sum(Kmb * G, 0)
         f = u @ G + np.sqrt(cond_var) * gen.standard_normal((S, b))
-        log_q = np.sum(-0.5 * (np.log(2 * np.pi * v[:b, l]) + (y[:b, l] - f) ** 2 / v[:b, l]), axis=1)
+        log_q = np.sum(-0.5 * (np.log(2 * np.pi * v[:b, j]) + (y[:b, j] - f) ** 2 / v[:b, j]), axis=1)
         long_form += -log_q.mean() + (b / N) * hensman
         mc_variance += log_q.var() / S
         cross += log_q.mean()

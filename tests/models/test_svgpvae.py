@@ -48,9 +48,9 @@ def test_elbo_matches_numpy_with_gaussian_decoder(rng):
     Kmm = rbf(Z, Z, 0.9, 1.5) + model.jitter * np.eye(len(Z))
     Kmb = rbf(Z, X[:b], 0.9, 1.5)
     m, v, expected_kl = np.zeros((b, L)), np.zeros((b, L)), 0.0
-    for l in range(L):
-        mu, A, _ = numpy_posterior(Kmm, Kmb, means[:b, l], variances[:b, l], N / b)
-        m[:, l], v[:, l] = numpy_marginals(Kmm, Kmb, np.full(b, 0.9), mu, A)
+    for j in range(L):
+        mu, A, _ = numpy_posterior(Kmm, Kmb, means[:b, j], variances[:b, j], N / b)
+        m[:, j], v[:, j] = numpy_marginals(Kmm, Kmb, np.full(b, 0.9), mu, A)
         expected_kl += numpy_kl(mu, A, Kmm)
     # E[(y - zW)^2] = (y - mW)^2 + sum_l v_l W_l^2 per pixel
     sq = (Y[:b] - m @ W) ** 2 + v @ (W**2)
