@@ -3,7 +3,6 @@
 import json
 import os
 import subprocess
-import time
 
 import pytest
 
@@ -89,7 +88,6 @@ def _committed_docs():
 
 
 def test_committed_records_hold_no_machine_path():
-    start = time.perf_counter()
     files = _committed_docs()
     if not files:
         pytest.skip("no docs/ in this checkout")
@@ -101,4 +99,3 @@ def test_committed_records_hold_no_machine_path():
         if found:
             offenders[f] = found[:3]
     assert offenders == {}
-    assert time.perf_counter() - start < 5.0
