@@ -69,6 +69,40 @@ def test_elbo_matches_numpy_with_gaussian_decoder(rng):
     assert abs(model.elbo(batch).numpy() - ((N / b) * expected_rec - expected_kl)) < 5 * (N / b) * se
 
 
+def test_separate_kernels_predictive_and_kl_of_the_model_match_numpy(rng):
+    """An SVGP-VAE with ``SeparateIndependent`` kernels (each channel its own variance and
+    lengthscale) and separate inducing inputs: ``predict_f`` conditioned on all data (s = 1), the
+    cached posterior streamed in chunks, and ``prior_kl`` of a minibatch (s = N/b) equal the notes'
+    formulas per channel in numpy."""
+    from gpflow.inducing_variables import InducingPoints, SeparateIndependentInducingVariables
+
+    N, b, L, K = 15, 6, 3, 2
+    X = np.sort(rng.uniform(0, 5, size=(N, 1)), axis=0)
+    means, variances = rng.normal(size=(N, L)), rng.uniform(0.2, 1.0, size=(N, L))
+    Y = np.c_[np.arange(N), rng.normal(size=(N, K - 1))]
+    params = [(0.6 + 0.5 * j, 0.7 + 0.6 * j) for j in range(L)]
+    kernel = gpflow.kernels.SeparateIndependent(
+        [gpflow.kernels.SquaredExponential(variance=a, lengthscales=c) for a, c in params]
+    )
+    Zs = [np.linspace(0, 5, 4)[:, None] + 0.2 * j for j in range(L)]
+    iv = SeparateIndependentInducingVariables([InducingPoints(z) for z in Zs])
+    model = gv.SVGPVAE(FixedSites(means, variances), LinearDecoder(rng.normal(size=(L, K))), kernel, iv, num_data=N)
+    Xnew = np.linspace(-0.5, 5.5, 7)[:, None]
+    mean, var = model.predict_f(Xnew, (X, Y))
+    chunked_mean, chunked_var = model.posterior((X, Y), batch_size=4).predict_f(Xnew)
+    kl = 0.0
+    for j, (a, c) in enumerate(params):
+        Kmm = rbf(Zs[j], Zs[j], a, c) + model.jitter * np.eye(4)
+        mu, A, _ = numpy_posterior(Kmm, rbf(Zs[j], X, a, c), means[:, j], variances[:, j], 1.0)
+        m_r, v_r = numpy_marginals(Kmm, rbf(Zs[j], Xnew, a, c), np.full(7, a), mu, A)
+        for got_m, got_v in ((mean, var), (chunked_mean, chunked_var)):
+            np.testing.assert_allclose(np.asarray(got_m)[:, j], m_r, rtol=1e-8, atol=1e-10)
+            np.testing.assert_allclose(np.asarray(got_v)[:, j], v_r, rtol=1e-8, atol=1e-10)
+        mu_b, A_b, _ = numpy_posterior(Kmm, rbf(Zs[j], X[:b], a, c), means[:b, j], variances[:b, j], N / b)
+        kl += numpy_kl(mu_b, A_b, Kmm)
+    np.testing.assert_allclose(model.prior_kl(X[:b], Y[:b]).numpy(), kl, rtol=1e-8)
+
+
 def test_prior_kl_and_inducing_posterior_use_model_parts(tiny_model, tiny):
     X, Y = tiny
     q_mu, q_sqrt = tiny_model.inducing_posterior(X[:10], Y[:10])  # s = 1
