@@ -125,11 +125,25 @@ def test_mapped_inputs_and_inducing_inputs_share_kernel_space(rng):
     k = periodic_linear_kernel(angle_dims=angle_dims, object_dims=obj_dims)
     Z = init_inducing_per_view(np.linspace(0, 2 * np.pi, 4, endpoint=False), 2, ov.vectors.numpy(), seed=0)
     X = np.stack([rng.uniform(0, 6, 10), rng.integers(0, n_obj, 10)], axis=1)
+    weights = rng.standard_normal((8, 10))
     with tf.GradientTape() as tape:
         Kuf = k(Z, ov(X))
-        s = tf.reduce_sum(Kuf)
+        s = tf.reduce_sum(weights * Kuf)
     assert Kuf.shape == (8, 10)
-    assert tape.gradient(s, ov.vectors.unconstrained_variable) is not None
+    grad = tf.convert_to_tensor(tape.gradient(s, ov.vectors.unconstrained_variable)).numpy()  # a gather: sparse
+
+    def objective(table):
+        return float(tf.reduce_sum(weights * k(Z, ObjectVectors(n_obj, Q, initial_vectors=table)(X))))
+
+    table, h = ov.vectors.numpy(), 1e-6
+    numeric = np.zeros_like(table)
+    for i in np.ndindex(table.shape):
+        step = np.zeros_like(table)
+        step[i] = h
+        numeric[i] = (objective(table + step) - objective(table - step)) / (2 * h)
+    np.testing.assert_allclose(grad, numeric, rtol=1e-6, atol=1e-9)
+    seen = np.isin(np.arange(n_obj), X[:, 1].astype(int))
+    assert np.all(np.abs(grad[seen]).sum(1) > 0) and np.all(grad[~seen] == 0)  # only looked-up rows move
 
 
 # --------------------------------------------------------------------------- initialisations

@@ -88,13 +88,42 @@ def test_cosine_linear_rejects_ard_and_bad_epsilon():
         CosineLinear(epsilon=0.0)
 
 
-def test_cosine_linear_variance_gradient(rng):
+def _central_difference(f, x, h=1e-6):
+    """d f / d x by central differences, element by element (float64)."""
+    x = np.array(x, dtype=np.float64)
+    grad = np.zeros_like(x)
+    for i in np.ndindex(x.shape):
+        step = np.zeros_like(x)
+        step[i] = h
+        grad[i] = (f(x + step) - f(x - step)) / (2 * h)
+    return grad
+
+
+def test_cosine_linear_gradients_match_finite_differences(rng):
+    """The gradient of a weighted sum of K with respect to the variance's unconstrained
+    parameter and to the inputs agrees with central differences (float64)."""
     X = rng.standard_normal((5, 3))
+    weights = rng.standard_normal((5, 5))
     k = CosineLinear(variance=2.0)
-    with tf.GradientTape() as tape:
-        s = tf.reduce_sum(k(X))
-    g = tape.gradient(s, k.variance.unconstrained_variable)
-    assert g is not None and np.isfinite(g.numpy())
+    raw = k.variance.unconstrained_variable
+    X_tf = tf.constant(X)
+    with tf.GradientTape(persistent=True) as tape:
+        tape.watch(X_tf)
+        s = tf.reduce_sum(weights * k(X_tf))
+    g_raw, g_X = tape.gradient(s, raw).numpy(), tape.gradient(s, X_tf).numpy()
+
+    def at_raw(value):
+        original = raw.numpy()
+        raw.assign(value)
+        out = float(tf.reduce_sum(weights * k(X)))
+        raw.assign(original)
+        return out
+
+    np.testing.assert_allclose(g_raw, _central_difference(at_raw, raw.numpy()), rtol=1e-6)
+    np.testing.assert_allclose(
+        g_X, _central_difference(lambda x: float(tf.reduce_sum(weights * k(x))), X), rtol=1e-5, atol=1e-8
+    )
+    assert np.abs(g_X).max() > 1e-2  # a non-trivial gradient
 
 
 # --------------------------------------------------------------------------- periodic x linear
@@ -153,14 +182,20 @@ def test_periodic_linear_trainability():
     assert len(k.trainable_parameters) == 2
 
 
-def test_periodic_lengthscale_is_half_tfp_exp_sin_squared(rng):
+def test_periodic_linear_lengthscale_is_half_tfp_exp_sin_squared(rng):
+    """Our kernel's periodic factor uses GPflow's convention, in which the lengthscale is half
+    TFP's ExpSinSquared ``length_scale``:
+    with object vectors of unit inner product the kernel is TFP's kernel at twice our lengthscale."""
     a = rng.uniform(0, 2 * np.pi, size=(7, 1))
-    l_tfp = 1.6
+    ell, variance = 0.8, 1.3
+    X = np.c_[a, np.ones((7, 1))]  # [angle, object vector (1)]
+    ours = periodic_linear_kernel(angle_dims=[0], object_dims=[1], lengthscales=ell, variance=variance)
     tfp_k = tfp.math.psd_kernels.ExpSinSquared(
-        amplitude=np.float64(1.0), length_scale=np.float64(l_tfp), period=np.float64(2 * np.pi)
+        amplitude=np.float64(np.sqrt(variance)), length_scale=np.float64(2 * ell), period=np.float64(2 * np.pi)
     )
-    gp_k = gpflow.kernels.Periodic(gpflow.kernels.SquaredExponential(lengthscales=l_tfp / 2), period=2 * np.pi)
-    np.testing.assert_allclose(gp_k(a).numpy(), tfp_k.matrix(a, a).numpy(), rtol=1e-12)
+    np.testing.assert_allclose(ours(X).numpy(), tfp_k.matrix(a, a).numpy(), rtol=1e-12)
+    wrong = tfp.math.psd_kernels.ExpSinSquared(np.float64(np.sqrt(variance)), np.float64(ell), np.float64(2 * np.pi))
+    assert np.max(np.abs(ours(X).numpy() - wrong.matrix(a, a).numpy())) > 1e-2
 
 
 # --------------------------------------------------------------------------------- Cauchy

@@ -55,8 +55,8 @@ def _missing_entries(values, truth, mask, *, name: str, allow_samples: bool):
     """Select the missing entries (``mask == 0``) of ``values`` and ``truth``.
 
     :param values: ``truth``-shaped array, or (``allow_samples``) ``[S, *truth.shape]``.
-    :returns: ``(values_missing, truth_missing)``, float64, of shapes ``[S, M]``
-        (``S = 1`` without a sample axis) and ``[M]``, ``M`` the number of
+    :returns: ``(values_missing, truth_missing)``, float64, of shapes ``[S, n]``
+        (``S = 1`` without a sample axis) and ``[n]``, ``n`` the number of
         missing entries.
     :raises ValueError: if ``truth`` is empty, ``mask`` does not have its shape
         or holds values other than 0/1, the trailing shape of ``values`` is not
@@ -113,9 +113,9 @@ def missing_bernoulli_nll(probabilities, truth, mask, *, eps: float = 1e-6) -> f
         raise ValueError(f"eps must be in (0, 0.5); got {eps}")
     p, y = _missing_entries(probabilities, truth, mask, name="probabilities", allow_samples=True)
     p = np.clip(p, eps, 1.0 - eps)
-    log_lik = y * np.log(p) + (1.0 - y) * np.log1p(-p)  # [S, M]
+    log_lik = y * np.log(p) + (1.0 - y) * np.log1p(-p)  # [S, n]
     num_samples = log_lik.shape[0]
-    peak = np.max(log_lik, axis=0)  # [M], finite thanks to the clipping
+    peak = np.max(log_lik, axis=0)  # [n], finite thanks to the clipping
     log_mean = peak + np.log(np.sum(np.exp(log_lik - peak), axis=0)) - np.log(num_samples)
     return float(-np.mean(log_mean))
 

@@ -82,9 +82,10 @@ class LatentVariableAutoencoder(BayesianModel, ExternalDataTrainingLossMixin, ab
     :param num_data: the size of the training set, for GPflow's minibatch scaling: the number
         of points of one latent dataset (data ``X [N, D]``), or of sequences (data
         ``X [V, T, D]``); ``None``: each batch is the whole training set (no scaling).
-    :param sequence_length: for sequence data, the number of frames :math:`T` of every
-        sequence, when batches may hold fewer (a minibatch of frames: each sequence's
-        reconstruction is then scaled by :math:`T/b`); ``None``: sequences are given whole.
+    :param sequence_length: for sequence data, the number of frames :math:`N` of every
+        sequence, when batches may hold :math:`b < N` of them (the ``T`` axis of a batch; each
+        sequence's reconstruction is then scaled by :math:`N/b`); ``None``: sequences are given
+        whole (:math:`b = N = T`).
     :param num_samples: Monte Carlo samples of :math:`z` per point for the
         reconstruction term.
     :param seed: seed of the Monte Carlo draws (the draw counter is saved in checkpoints).

@@ -111,7 +111,8 @@ class GPVAE(VideoGPAutoencoder):
         ``SeparateIndependent``).
     :param likelihood: decoder likelihood.
     :param num_data: the number of training videos (``None``: each batch is the training set).
-    :param sequence_length: frames per video :math:`T`, if fixed: every training batch must then hold whole videos.
+    :param sequence_length: the number of frames :math:`N` of every video, if fixed: every training
+        batch must then hold whole videos (:math:`T = N` frames each).
     :param num_latent_gps: :math:`L` (checked against the encoder when given).
     :param jitter: added to :math:`K + \tilde D` before the Cholesky (default 0: the
         site variances, bounded below by the encoder head, regularise it).

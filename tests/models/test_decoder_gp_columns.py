@@ -116,7 +116,8 @@ def _networks(seed):
 
 def test_a_decoder_that_ignores_the_columns_gives_the_numbers_of_the_plain_model(rng):
     """Same encoder, same decoder layers behind a slice that drops the columns: ELBO, gradients,
-    predictions and imputations equal the plain model's exactly."""
+    predictions and imputations equal the plain model's (to float32 round-off: two graphs, and no
+    bitwise promise across runs without op determinism)."""
     encoder, decoder = _networks(0)
     inputs = tf_keras.Input([L + 2])
     ignoring = tf_keras.Model(inputs, decoder(tf_keras.layers.Lambda(lambda t: t[:, :L])(inputs)))
@@ -125,7 +126,7 @@ def test_a_decoder_that_ignores_the_columns_gives_the_numbers_of_the_plain_model
     X = _inputs(rng)
     Y = rng.uniform(size=(N, K))
     data = (X[:12], Y[:12])
-    np.testing.assert_array_equal(plain.elbo(data, seed=1).numpy(), reading.elbo(data, seed=1).numpy())
+    np.testing.assert_allclose(plain.elbo(data, seed=1).numpy(), reading.elbo(data, seed=1).numpy(), rtol=1e-7)
 
     def gradients(model):
         with tf.GradientTape() as tape:
@@ -133,15 +134,17 @@ def test_a_decoder_that_ignores_the_columns_gives_the_numbers_of_the_plain_model
         return tape.gradient(loss, decoder.trainable_variables + encoder.trainable_variables)
 
     for a, b in zip(gradients(plain), gradients(reading)):
-        np.testing.assert_array_equal(a.numpy(), b.numpy())
+        np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-5, atol=1e-6)
     Xnew = _inputs(rng, 5)
     for a, b in zip(
         plain.posterior((X, Y)).predict_y(Xnew, num_samples=2, seed=4),
         reading.posterior((X, Y)).predict_y(Xnew, num_samples=2, seed=4),
     ):
-        np.testing.assert_array_equal(a.numpy(), b.numpy())
+        np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-5, atol=1e-6)
     mask = rng.uniform(size=Y.shape) > 0.3
-    np.testing.assert_array_equal(plain.impute((X, Y, mask)).numpy(), reading.impute((X, Y, mask)).numpy())
+    np.testing.assert_allclose(
+        plain.impute((X, Y, mask)).numpy(), reading.impute((X, Y, mask)).numpy(), rtol=1e-6, atol=1e-7
+    )
 
 
 def test_gradients_reach_the_decoder_through_the_columns(rng):

@@ -113,8 +113,8 @@ def test_nan_pixels_are_a_clear_error_on_every_path():
 
 @pytest.fixture(scope="module")
 def xla_nan_run(tmp_path_factory):
-    """One XLA training epoch over data with a NaN pixel, checkpointing to a directory
-    (shared by the two tests below: XLA compilation is the slow part)."""
+    """One XLA training epoch over data with a NaN pixel in its second batch, checkpointing
+    after every step (shared by the two tests below: XLA compilation is the slow part)."""
     X, Y = tiny_data()
     Y = Y.copy()
     Y[23, 4] = np.nan  # second batch of 20
@@ -129,6 +129,7 @@ def xla_nan_run(tmp_path_factory):
             progress=False,
             jit_compile=True,
             checkpoint_dir=checkpoint_dir,
+            checkpoint_every_steps=1,
         )
     except Exception as error:  # noqa: BLE001 - inspected by the tests
         return error, checkpoint_dir
@@ -144,15 +145,16 @@ def test_xla_nan_pixels_raise_at_the_end_of_the_epoch(xla_nan_run):
 
 
 def test_xla_nan_epoch_is_not_checkpointed(xla_nan_run):
-    """No checkpoint holds weights reached through a non-finite loss (a restart would
-    resume from them): the loop checks the loss before every save."""
+    """No checkpoint holds weights reached through a non-finite loss (a restart would resume
+    from them): the loop checks the loss before every save. The first step's checkpoint is
+    written; the second step's (after the NaN batch) is not."""
     _, checkpoint_dir = xla_nan_run
     latest = tf.train.latest_checkpoint(checkpoint_dir)
-    if latest is None:
-        return  # nothing saved: fine
-    restored = make_tiny_model(seed=9)
+    assert latest is not None and latest.endswith("-1"), latest
+    restored, initial = make_tiny_model(seed=9), make_tiny_model()
     tf.train.Checkpoint(model=restored).restore(latest).expect_partial()
     assert _finite(restored), f"{os.path.basename(latest)} holds non-finite weights"
+    assert restored.kernel.lengthscales.numpy() != initial.kernel.lengthscales.numpy()  # one step was made
 
 
 def test_posterior_prediction_rejects_non_finite_inputs():

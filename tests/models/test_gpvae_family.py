@@ -392,6 +392,6 @@ def test_one_prediction_interface_for_every_video_model(rng):
         first, samples = model.predict_y(None, (X, Y), num_samples=3, seed=7)
         again = model.predict_y(None, (X, Y), num_samples=3, seed=7)[1]
         assert samples.shape == (3,) + tuple(decoded.shape), name
-        np.testing.assert_array_equal(samples, again)  # seeded
+        np.testing.assert_allclose(samples, again, rtol=1e-6, atol=1e-7)  # seeded (float32 decoder)
         with pytest.raises(ValueError, match="data"):
             model.predict_f(None)

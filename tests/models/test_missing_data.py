@@ -307,7 +307,8 @@ def test_encoder_sees_mask_as_extra_channels():
     assert np.isfinite(model.objective_terms((X[:20], Y[:20])).elbo().numpy())  # a mask of ones
     images = tf.zeros([2, 5, 5, 3])
     assert model.encoder_inputs(images).shape == (2, 5, 5, 6)
-    with pytest.raises(Exception):  # the encoder of width K does not accept 2K
+    # An encoder built for width K receives [Y, mask] of width 2K: Keras names both widths.
+    with pytest.raises(ValueError, match=rf"expected shape=\(None, {K}\), found shape=\(20, {2 * K}\)"):
         make_tiny_model(encoder_sees_mask=True).objective_terms((X[:20], Y[:20], mask[:20]))
 
 
@@ -364,24 +365,47 @@ def test_geco_constraint_uses_observed_entries_only(tiny_model):
 
 
 def test_train_keras_and_datasets_take_masked_batches():
+    """NaN as missing (arrays or a dataset) trains exactly as the zero-filled arrays with their
+    mask: the loop with GECO, the loop with validation data, and Keras ``fit``, each against an
+    identical twin given the explicit arrays. The batches carry no NaN."""
     X, Y, mask = _masked_tiny(n=40)
     Y_nan = np.where(mask > 0, Y, np.nan).astype(np.float32)
-    model = make_tiny_model()
-    history = train(model, (X, Y_nan, mask), epochs=1, batch_size=20, progress=False, objective=GECO(0.01))
-    assert all(np.isfinite(history["loss"])) and all(np.isfinite(history["geco_constraint"]))
+    Y0 = np.where(mask > 0, Y, 0).astype(np.float32)
+
+    def close(a, b):
+        assert sorted(a) == sorted(b)
+        for key in a:
+            np.testing.assert_allclose(a[key], b[key], rtol=1e-5, err_msg=key)
+
+    runs = []
+    for Yx in (Y_nan, Y0):
+        model = make_tiny_model()
+        runs.append(train(model, (X, Yx, mask), epochs=2, batch_size=20, progress=False, objective=GECO(0.01)))
+    close(*runs)
+    assert runs[0]["geco_lambda"][-1] != 1.0  # the multiplier was updated from the observed entries
     # NaN -> mask once at the data boundary: the batches carry no NaN.
     dataset = make_dataset((X, Y_nan), batch_size=20, missing_values="nan")
     for Xb, Yb, Mb in dataset:
         assert np.all(np.isfinite(Yb.numpy())) and set(np.unique(Mb.numpy())) <= {0.0, 1.0}
-    _, Y0, M0 = masked_arrays(X, Y_nan, mask)
+    _, Y0_, M0 = masked_arrays(X, Y_nan, mask)
     np.testing.assert_array_equal(M0, mask)
-    np.testing.assert_array_equal(Y0, np.where(mask > 0, Y, 0))
-    history = train(model, dataset, epochs=1, progress=False, validation_data=(X, Y_nan, mask))
-    assert np.isfinite(history["val_elbo"][0])
-    keras_model = model.as_training_model()
-    keras_model.compile(optimizer="adam")
-    logs = keras_model.fit(dataset, epochs=1, verbose=0).history
-    assert np.isfinite(logs["loss"][0])
+    np.testing.assert_array_equal(Y0_, Y0)
+    datasets = {  # fresh datasets: the shuffle order moves on with every pass
+        "nan": lambda: make_dataset((X, Y_nan), batch_size=20, missing_values="nan"),
+        "explicit": lambda: make_dataset((X, Y0, mask), batch_size=20),
+    }
+    runs = [
+        train(make_tiny_model(), datasets[name](), epochs=1, progress=False, validation_data=val)
+        for name, val in (("nan", (X, Y_nan, mask)), ("explicit", (X, Y0, mask)))
+    ]
+    close(*runs)
+    assert "val_elbo" in runs[0]
+    fits = []
+    for name in ("nan", "explicit"):
+        keras_model = make_tiny_model().as_training_model()
+        keras_model.compile(optimizer="adam")
+        fits.append(keras_model.fit(datasets[name](), epochs=1, verbose=0).history)
+    close(*fits)
     # A frame mask [V, T] broadcasts over the pixels.
     _, _, frames = masked_arrays(X.reshape(4, 10, 1), Y.reshape(4, 10, -1), np.ones((4, 10)))
     assert frames.shape == (4, 10, Y.shape[-1])

@@ -317,3 +317,38 @@ def test_a_sequential_encoder_ending_in_the_site_head_gets_advice():
     )
     with pytest.raises(ValueError, match="Sequential ending in a layer with two outputs.*functional API"):
         model.elbo((X[:10], Y[:10]))
+
+
+# ------------------------------------------------------------------ validation and evaluate
+class _ELBOAtValidation(tf_keras.callbacks.Callback):
+    """Records the model's own ``elbo`` of the validation data just before Keras evaluates it."""
+
+    def __init__(self, model, data):
+        super().__init__()
+        self.gpflow_model, self.data, self.values = model, data, []
+
+    def on_test_begin(self, logs=None):
+        self.values.append(float(self.gpflow_model.elbo(self.data)))  # the next draw; no counter step
+
+
+def test_fit_validation_and_evaluate_report_the_models_elbo():
+    """``fit(validation_data=...)``'s ``val_elbo`` / ``val_loss`` and ``evaluate``'s ``elbo`` / ``loss``
+    are the model's own ``elbo`` of the same data (one batch), at the state Keras evaluates:
+    ``elbo(data)`` uses the draw that the next evaluation makes, in inference mode (float32
+    networks, eager against compiled: a relative 1e-6)."""
+    X, Y = tiny_data()
+    model = make_tiny_model()
+    view = _view(model)
+    val = (X[40:], Y[40:])
+    probe = _ELBOAtValidation(model, val)
+    history = view.fit(_dataset(X[:40], Y[:40]), epochs=2, verbose=0, validation_data=_dataset(*val), callbacks=[probe])
+    assert len(probe.values) == 2
+    np.testing.assert_allclose(history.history["val_elbo"], probe.values, rtol=1e-6)
+    np.testing.assert_allclose(history.history["val_loss"], -np.array(probe.values), rtol=1e-6)
+    assert probe.values[0] != probe.values[1]  # the model trained in between
+    expected = float(model.elbo(val))
+    logs = view.evaluate(_dataset(*val), verbose=0, return_dict=True)
+    np.testing.assert_allclose([logs["elbo"], -logs["loss"]], [expected, expected], rtol=1e-6)
+    np.testing.assert_allclose(logs["reconstruction"] - logs["kl"], expected, rtol=1e-6)
+    # The evaluation made its draw: the next elbo uses a new one.
+    assert float(model.elbo(val)) != expected

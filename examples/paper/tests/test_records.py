@@ -3,7 +3,6 @@
 import json
 import os
 import subprocess
-import time
 
 import pytest
 
@@ -99,7 +98,6 @@ def _committed_docs():
 
 
 def test_committed_records_hold_no_machine_path():
-    start = time.perf_counter()
     files = _committed_docs()
     if not files:
         pytest.skip("no docs/ in this checkout")
@@ -111,4 +109,3 @@ def test_committed_records_hold_no_machine_path():
         if found:
             offenders[f] = found[:3]
     assert offenders == {}
-    assert time.perf_counter() - start < 5.0
