@@ -1,5 +1,6 @@
 """Training: objectives (ELBO, GECO), the shared step, the compiled loop and the Keras view."""
 
+from .checkpoints import check_checkpoint, restore_checkpoint
 from .keras import KerasTrainingModel
 from .loop import make_dataset, train
 from .objectives import ELBO, GECO
@@ -18,4 +19,6 @@ __all__ = [
     "KerasTrainingModel",
     "training_step",
     "evaluation_terms",
+    "check_checkpoint",
+    "restore_checkpoint",
 ]
