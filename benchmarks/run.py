@@ -4,7 +4,7 @@
 Usage::
 
     python benchmarks/run.py [--quick] [--out DIR] \
-        [all|ratio|gpblock|networks|speed|precision|scaling|posterior|gppvae|paths|sprites|startup]
+        [all|ratio|gpblock|networks|speed|precision|scaling|posterior|gppvae|paths|sprites|startup|guard]
 
 Every measurement runs in a child process of this script (``run.py _child
 TASK SPEC``) so that TensorFlow's thread settings and the peak RSS belong to
@@ -21,6 +21,10 @@ Tasks (see benchmarks/README.md for the numbers measured here):
   same conv networks, likelihood and batch size on rotated MNIST
   (N = 4050, L = 16, m = 32, b = 256), plus the GP block alone (forward and
   backward) per step; the ratio is printed last.
+* ``guard``: the cost of the guarded training step (no update from a non-finite loss, term,
+  network output or gradient): the Table-1 SVGP-VAE trained with the package's step and with
+  the same step without the guard (``svgpvae_paper.bench.unguarded_training_step``), epochs
+  alternated in one process (ABBA), in two processes with the order swapped.
 * ``gpblock``: the GP block of one training step alone (object-vector lookup,
   kernels, statistics, posterior, KL, predictive; forward and backward, b = 256,
   m = 32, L = 16, Q = 8) at the rotated-MNIST setting: CPU ms per step (median
@@ -79,6 +83,7 @@ TASKS = (
     "paths",
     "sprites",
     "startup",
+    "guard",
 )
 
 
@@ -279,6 +284,37 @@ def run_ratio(quick: bool, cache: str):
     text += (
         f"\n\nratio SVGP-VAE / VAE (median of {len(ratios)} paired epochs): {summary['ratio']:.3f} wall, "
         f"{summary['cpu_ratio']:.3f} CPU"
+    )
+    return dict(summary=summary, runs=results), text
+
+
+def run_guard(quick: bool, cache: str):
+    rounds = 3 if quick else 10
+    results = [
+        child("guard", dict(cache=cache, rounds=rounds, order=order))
+        for order in ((["guarded", "unguarded"],) if quick else (["guarded", "unguarded"], ["unguarded", "guarded"]))
+    ]
+    merged = {k: [t for r in results for t in r[k]] for k in ("guarded", "unguarded", "guarded_cpu", "unguarded_cpu")}
+    ratios = [a / b for a, b in zip(merged["guarded"], merged["unguarded"])]
+    cpu_ratios = [a / b for a, b in zip(merged["guarded_cpu"], merged["unguarded_cpu"])]
+    summary = dict(
+        guarded_s_per_epoch=_med(merged["guarded"]),
+        unguarded_s_per_epoch=_med(merged["unguarded"]),
+        guarded_cpu_s_per_epoch=_med(merged["guarded_cpu"]),
+        unguarded_cpu_s_per_epoch=_med(merged["unguarded_cpu"]),
+        ratio=_med(ratios),
+        cpu_ratio=_med(cpu_ratios),
+        epochs_timed=len(ratios),
+        steps_per_epoch=results[0]["steps_per_epoch"],
+    )
+    rows = [
+        ["guarded (the package's step)", summary["guarded_s_per_epoch"], summary["guarded_cpu_s_per_epoch"]],
+        ["unguarded", summary["unguarded_s_per_epoch"], summary["unguarded_cpu_s_per_epoch"]],
+    ]
+    text = table(["step", "SVGP-VAE s/epoch (median)", "CPU s/epoch (median)"], rows)
+    text += (
+        f"\n\nguarded / unguarded (median of {len(ratios)} paired epochs): {summary['ratio']:.4f} wall, "
+        f"{summary['cpu_ratio']:.4f} CPU"
     )
     return dict(summary=summary, runs=results), text
 
@@ -701,6 +737,7 @@ DRIVERS = dict(
     paths=run_paths,
     sprites=run_sprites,
     startup=run_startup,
+    guard=run_guard,
 )
 
 
@@ -894,6 +931,22 @@ def _task_pair(B, spec):
                         )
                     )
             out["gp_block"] = gp
+    return out
+
+
+def _task_guard(B, spec):
+    """The Table-1 SVGP-VAE with the guarded and the unguarded step (same seed, same initial
+    weights, separate optimisers), epochs alternated."""
+    data = B.rotated_mnist_data(spec.get("cache"))
+    steppers = {}
+    for kind in spec["order"]:
+        model = B.build("svgpvae", data)
+        step = None if kind == "guarded" else B.unguarded_training_step
+        steppers[kind] = B.Stepper(model, B.dataset(data, 256), step_function=step)
+    for s in steppers.values():  # warm-up epoch (tracing)
+        s.epoch()
+    out = B.alternate(steppers, spec["rounds"], warmup=0)
+    out["steps_per_epoch"] = steppers["guarded"].steps_per_epoch
     return out
 
 

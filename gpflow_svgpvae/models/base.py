@@ -15,7 +15,8 @@ is written once, in :meth:`ELBOTerms.elbo`. The training objectives (plain/beta 
 
 import abc
 import contextlib
-from typing import NamedTuple, Optional, Tuple, Union
+import threading
+from typing import List, NamedTuple, Optional, Tuple, Union
 
 import gpflow
 import tensorflow as tf
@@ -30,7 +31,44 @@ from ..transforms import flatten_leading
 from . import data as data_boundary
 from .data import Batch, positive_count
 
-__all__ = ["LatentVariableAutoencoder", "ELBOTerms", "ConditionedModel", "CONTEXT_PREDICT_Y_SHAPES"]
+__all__ = [
+    "LatentVariableAutoencoder",
+    "ELBOTerms",
+    "ConditionedModel",
+    "CONTEXT_PREDICT_Y_SHAPES",
+    "recording_network_outputs",
+]
+
+# Per thread: each replica of a tf.distribute step traces in its own thread.
+_RECORDING = threading.local()
+
+
+@contextlib.contextmanager
+def recording_network_outputs():
+    """Collect ``(role, tensor)`` for every network output of the model code run inside
+    (``"encoder means"``, ``"encoder variances"``, ``"decoder output"``), in this thread.
+
+    The training step checks them with the loss and the gradients and, while it records,
+    :meth:`LatentVariableAutoencoder.decode` leaves its finiteness check to the step (which then
+    makes no update and restores what the forward pass wrote, such as the draw counter).
+    """
+    outputs: List[Tuple[str, tf.Tensor]] = []
+    stack = _RECORDING.__dict__.setdefault("stack", [])
+    stack.append(outputs)
+    try:
+        yield outputs
+    finally:
+        stack.pop()
+
+
+def _record(role: str, tensor: tf.Tensor) -> None:
+    stack = _RECORDING.__dict__.get("stack")
+    if stack:
+        stack[-1].append((role, tensor))
+
+
+def _recording() -> bool:
+    return bool(_RECORDING.__dict__.get("stack"))
 
 
 class ELBOTerms(NamedTuple):
@@ -303,6 +341,8 @@ class LatentVariableAutoencoder(BayesianModel, ExternalDataTrainingLossMixin, ab
             raise ValueError(
                 f"The encoder must return [b, L] means and variances; got {means.shape} and {variances.shape}."
             )
+        _record("encoder means", means)
+        _record("encoder variances", variances)
         means = assert_finite(means, "The encoder returned non-finite means.")
         variances = assert_finite(variances, "The encoder returned non-finite variances.")
         variances = assert_positive(
@@ -367,13 +407,25 @@ class LatentVariableAutoencoder(BayesianModel, ExternalDataTrainingLossMixin, ab
 
     def decode(self, Z: tf.Tensor, training: Optional[bool] = None, condition: Optional[tf.Tensor] = None) -> tf.Tensor:
         """Decoder output (likelihood parameters) for latent codes ``Z [b, L]``; with a
-        ``condition [b, C]`` the decoder reads ``[Z, condition]`` (width ``L + C``)."""
+        ``condition [b, C]`` the decoder reads ``[Z, condition]`` (width ``L + C``).
+
+        :raises tf.errors.InvalidArgumentError: (when the numerical checks are on) if the decoder
+            returns NaN or inf; inside a training step the step's guard checks it instead.
+        """
         Z = tf.cast(Z, self._network_dtype(self.decoder))
         if condition is not None:
             Z = tf.concat([Z, tf.cast(condition, Z.dtype)], axis=-1)
         out = self.decoder(Z, training=training) if _accepts_training(self.decoder) else self.decoder(Z)
         # A mixed-precision decoder returns 16-bit floats: predictions and the likelihood get float32 or wider.
-        return tf.cast(out, tf.float32) if out.dtype in (tf.bfloat16, tf.float16) else out
+        out = tf.cast(out, tf.float32) if out.dtype in (tf.bfloat16, tf.float16) else out
+        if _recording():  # a training step checks it with the gradients, before any update
+            _record("decoder output", out)
+            return out
+        return assert_finite(
+            out,
+            "The decoder returned non-finite values (NaN or inf) for finite latent codes: check its "
+            "weights (e.g. after a diverged training run) and its last layer.",
+        )
 
     def decode_predictions(
         self,

@@ -1,5 +1,6 @@
 """Training: objectives (ELBO, GECO), the shared step, the compiled loop and the Keras view."""
 
+from .checkpoints import check_checkpoint, restore_checkpoint
 from .keras import ImputationValidationCallback, KerasTrainingModel
 from .loop import make_dataset, train
 from .objectives import ELBO, GECO
@@ -21,4 +22,6 @@ __all__ = [
     "select",
     "training_step",
     "evaluation_terms",
+    "check_checkpoint",
+    "restore_checkpoint",
 ]

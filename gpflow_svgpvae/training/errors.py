@@ -23,6 +23,11 @@ _CHECK_NUMERICS = re.compile(r"(?P<message>.*) : Tensor had (?P<what>NaN|Inf|NaN
 _FUNCTION_NODE = re.compile(r"\{\{function_node [^}]*\}\}\s*")
 _NODE = re.compile(r"\s*\[\[\{\{node [^}]*\}\}\]\].*$", re.S)
 _OP = re.compile(r"\s*\[Op:[^\]]*\]\s*$")
+# Several replicas (tf.distribute) fail together: "2 root error(s) found. (0) INVALID_ARGUMENT: ... (1) ...".
+_ROOT_ERRORS = re.compile(
+    r"^\s*\d+ root error\(s\) found\.\s*\(0\) [A-Z_]+:\s*(?P<first>.*?)(?=\n\s*\(1\) |\n\d+ successful operations|\Z)",
+    re.S,
+)
 
 
 def _without_frames(text: str) -> str:
@@ -42,7 +47,11 @@ def core_message(error: BaseException) -> Optional[str]:
     wrapping to remove (the error's message is already its own)."""
     text = error.message if isinstance(error, tf.errors.OpError) else str(error)
     if isinstance(error, tf.errors.OpError):
-        core = _OP.sub("", _NODE.sub("", _FUNCTION_NODE.sub("", _without_frames(text)))).strip()
+        core = _without_frames(text)
+        first = _ROOT_ERRORS.match(core)
+        if first:  # the first replica's error (the others report the same check)
+            core = first.group("first")
+        core = _OP.sub("", _NODE.sub("", _FUNCTION_NODE.sub("", core))).strip()
         match = _ASSERTION.match(core)
         if match:
             core = match.group("message").strip()

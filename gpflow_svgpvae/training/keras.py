@@ -11,10 +11,11 @@ import numpy as np
 import tensorflow as tf
 from gpflow.keras import tf_keras
 
+from .checkpoints import check_checkpoint
 from .errors import errors_first
 from .objectives import as_objective
 from .optimizers import OptimizerGroups, as_optimizer, build_optimizer_for
-from .step import LOG_KEYS, evaluation_terms, training_step
+from .step import FINITE_KEY, LOG_KEYS, evaluation_terms, training_step
 
 __all__ = ["KerasTrainingModel", "ImputationValidationCallback"]
 
@@ -145,6 +146,14 @@ class KerasTrainingModel(tf_keras.Model):
         options = options if isinstance(options, tf.train.CheckpointOptions) else None
         self.save_weights(filepath, overwrite=overwrite, save_format="tf", options=options)
 
+    def load_weights(self, filepath, *args, **kwargs):
+        """Keras ``load_weights`` of a checkpoint written by :meth:`save`, refused whole (a
+        ``ValueError`` naming the mismatched parts, nothing restored) when it does not fit the model."""
+        path = os.fspath(filepath)
+        if not str(path).endswith((".h5", ".keras")) and (tf.io.gfile.exists(path + ".index") or os.path.isdir(path)):
+            path = check_checkpoint(path, root=self)
+        return super().load_weights(path, *args, **kwargs)
+
     def call(self, inputs, training=None):
         """Returns the ELBO of a batch ``(X, Y)`` (or ``(X, Y, mask)`` for models with missing data)."""
         return self.model.objective_terms(inputs, training=training).elbo()
@@ -155,7 +164,13 @@ class KerasTrainingModel(tf_keras.Model):
         return {key: tracker.result() for key, tracker in self._trackers.items()}
 
     def train_step(self, data):
-        return self._record(training_step(self.model, self.objective, self.optimizer, data))
+        """The package's guarded step: a step with a non-finite loss, term, network output or
+        gradient makes no update and stops ``fit`` with an error naming it (with
+        ``compile(jit_compile=True)`` the step is still not applied, but XLA cannot compile the
+        assertion that stops ``fit``: use ``train(..., jit_compile=True)``, which checks on the host)."""
+        logs = training_step(self.model, self.objective, self.optimizer, data)
+        logs.pop(FINITE_KEY)
+        return self._record(logs)
 
     def test_step(self, data):
         return self._record(evaluation_terms(self.model, self.objective, data))

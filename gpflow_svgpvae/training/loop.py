@@ -18,10 +18,11 @@ from tqdm.auto import tqdm
 from .. import numerics
 from ..imputation import ImputationValidation, _observed_layout
 from ..models.data import positive_count
+from .checkpoints import RunSettings, check_checkpoint, check_run_settings
 from .errors import errors_first
 from .objectives import as_objective
 from .optimizers import OptimizerGroups, as_optimizer, build_optimizer_for
-from .step import evaluation_terms, training_step
+from .step import FINITE_KEY, evaluation_terms, non_finite_message, training_step
 
 __all__ = ["train", "make_dataset", "masked_arrays"]
 
@@ -125,11 +126,15 @@ def _checks(enabled: bool):
         numerics.set_numerical_checks(previous)
 
 
-def _raise_if_non_finite(loss_sum, epoch: int) -> None:
-    if not np.isfinite(float(loss_sum.numpy())):
+def _raise_if_not_applied(model, finite, where: str) -> None:
+    """The host's check of a step compiled with XLA (which cannot compile the step's assertion)."""
+    finite = finite.numpy()
+    if not finite.all():
         raise FloatingPointError(
-            f"The training loss became non-finite in epoch {epoch}; with jit_compile=True the "
-            "per-step checks are off: rerun without XLA to locate the failing matrix or input."
+            f"{non_finite_message(model, finite)}\n\n(Step {where}, compiled with XLA (jit_compile=True): the loss, "
+            "the terms, the networks' outputs and the gradients are checked as without XLA, but the runtime "
+            "assertions inside the model (NaN or inf inputs, a failed Cholesky with the matrix named) are not "
+            "compiled; rerun without jit_compile to have them name the failing input or matrix.)"
         )
 
 
@@ -176,9 +181,9 @@ def train(
         ``[(Adam(1e-2), [model.kernel, model.inducing_variable]), (Adam(1e-3), None)]``.
     :param objective: :class:`~gpflow_svgpvae.training.ELBO` (default) or
         :class:`~gpflow_svgpvae.training.GECO`.
-    :param jit_compile: compile the step with XLA. Runtime assertions (NaN
-        inputs, failed Cholesky) cannot be compiled, so the loop checks the
-        loss for finiteness at the end of each epoch instead.
+    :param jit_compile: compile the step with XLA. The step's guard (below) holds as without
+        XLA, but the runtime assertions inside the model (NaN inputs, a failed Cholesky with the
+        matrix named) cannot be compiled: a failure then shows as non-finite terms or gradients.
     :param validation_data: scored after every ``validate_every``-th epoch (and the last) and logged
         with a ``val_`` prefix: ``(X, Y[, mask])`` arrays or a ``tf.data.Dataset`` (the ELBO terms,
         ``val_loss``, ``val_elbo``, ...), or an
@@ -226,6 +231,10 @@ def train(
         positive whole number, and for bad arrays (see the model's ``check_arrays``: masks other
         than 0/1 or of the wrong shape, non-finite observed values, Bernoulli targets outside
         ``[0, 1]``).
+    :raises tf.errors.InvalidArgumentError: (``FloatingPointError`` with ``jit_compile=True``) at the
+        first step whose loss, logged terms, network outputs or gradients are not all finite;
+        that step makes no update (variables, optimiser and objective state unchanged) and the
+        message names what went non-finite and the epoch and batch (1-based).
     :warns UserWarning: when nothing in the arrays is observed, or when a resumed checkpoint
         leaves zero steps to run.
     """
@@ -282,6 +291,7 @@ def train(
         # Logged values are all-reduced, hence identical on every replica.
         return {k: strategy.experimental_local_results(v)[0] for k, v in logs.items()}
 
+    # The step raises from inside when not applied; compiled with XLA it cannot (see the loop below).
     step = tf.function(
         lambda batch: strategy.run(training_step, args=(model, objective, optimizer, batch)),
         jit_compile=jit_compile,
@@ -292,7 +302,9 @@ def train(
     best = None if validation_data is None else BestWeights(minimise)
     manager = None
     if checkpoint_dir is not None:
-        tracked = dict(model=model, optimizer=optimizer, objective=objective, step=global_step)
+        # The run's settings go into its checkpoints: a resume with others is refused.
+        run = RunSettings(batch_size=batch_size or -1, steps_per_epoch=steps_per_epoch)
+        tracked = dict(model=model, optimizer=optimizer, objective=objective, step=global_step, run=run)
         if best is not None:
             tracked["best"] = best  # the best-so-far weights and the patience counter resume too
         if not distributed:
@@ -300,8 +312,14 @@ def train(
         checkpoint = tf.train.Checkpoint(**tracked)
         checkpoint_dir = os.fspath(checkpoint_dir)
         latest = tf.train.latest_checkpoint(checkpoint_dir)
-        if latest:
-            checkpoint.restore(latest)
+        if latest:  # checked whole first: a checkpoint that does not fit changes nothing
+            check_run_settings(
+                latest,
+                dict(batch_size=lambda v: "a tf.data.Dataset (no batch_size)" if v < 0 else f"batch_size={v}"),
+                batch_size=batch_size or -1,
+                steps_per_epoch=steps_per_epoch,
+            )
+            checkpoint.restore(check_checkpoint(latest, root=checkpoint))
         # Every worker of a multi-worker strategy must take part in saving, but only
         # the chief may write to checkpoint_dir; the others write to private folders.
         write_dir = checkpoint_dir
@@ -338,6 +356,9 @@ def train(
     with _checks(not jit_compile), errors_first(position):
         while done < total_steps and not (best is not None and bool(best.stopped.numpy())):
             logs = first_replica(step(next(iterator)))
+            finite = logs.pop(FINITE_KEY)
+            if jit_compile:
+                _raise_if_not_applied(model, finite, position())
             for key, value in logs.items():
                 sums[key] = sums.get(key, 0.0) + tf.cast(value, tf.float64)
             count += 1
@@ -346,16 +367,12 @@ def train(
             bar.update(1)
             end_of_epoch = done % steps_per_epoch == 0
             epoch = (done - 1) // steps_per_epoch
-            if end_of_epoch:
-                _raise_if_non_finite(sums["loss"], epoch)
             save = manager is not None and (
                 (checkpoint_every_steps and done % int(checkpoint_every_steps) == 0)
                 or (end_of_epoch and (done // steps_per_epoch) % checkpoint_every == 0)
                 or done == total_steps
             )
             if save and not end_of_epoch:  # at the end of an epoch: after its validation, below
-                # Never save a state reached through a non-finite loss.
-                _raise_if_non_finite(sums["loss"], epoch)
                 manager.save(checkpoint_number=done)  # type: ignore[union-attr]  # save implies a manager
             if not end_of_epoch:
                 continue
@@ -376,7 +393,6 @@ def train(
                     best.update(model, _monitored(epoch_logs, monitor), epoch + 1, patience)
                 save = save or (manager is not None and bool(best.stopped.numpy()))
             if save:
-                _raise_if_non_finite(sums["loss"], epoch)
                 manager.save(checkpoint_number=done)  # type: ignore[union-attr]  # save implies a manager
             sums, count = {}, 0
             for key, value in epoch_logs.items():

@@ -233,6 +233,7 @@ class Stepper:
         lr: float = 1e-3,
         checks: Optional[bool] = None,
         after_epoch=None,
+        step_function=None,
     ):
         import tensorflow as tf
         from gpflow.keras import tf_keras
@@ -250,8 +251,9 @@ class Stepper:
         self.checks = (not self.jit) if checks is None else bool(checks)
         self.after_epoch = after_epoch
         self.cpu_times: List[float] = []
+        step_function = training_step if step_function is None else step_function
         self._step = tf.function(
-            lambda batch: training_step(self.model, self.objective, self.optimizer, batch), jit_compile=self.jit
+            lambda batch: step_function(self.model, self.objective, self.optimizer, batch), jit_compile=self.jit
         )
 
     def steps(self, n: int) -> float:
@@ -284,6 +286,27 @@ class Stepper:
         t, c = time.perf_counter(), time.process_time()
         self.steps(n)
         return time.perf_counter() - t, time.process_time() - c
+
+
+def unguarded_training_step(model, objective, optimizer, batch):
+    """The package's training step without its guard (the finiteness flags and the ``tf.cond``
+    around the update): the reference of the ``guard`` benchmark, never for training."""
+    import tensorflow as tf
+
+    from gpflow_svgpvae.training.step import _logs, _split_batch
+
+    data, Y = _split_batch(model, batch)
+    with tf.GradientTape() as tape:
+        terms = model.objective_terms(data, training=True)
+        loss, extra = objective.loss(terms, Y)
+    variables = model.trainable_variables
+    gradients = tape.gradient(loss, variables)
+    pairs = [(g, v) for g, v in zip(gradients, variables) if g is not None]
+    with tf.control_dependencies([loss]):
+        optimizer.apply_gradients(pairs)
+        objective.after_step()
+    logs, _ = _logs(loss, terms, extra)
+    return logs
 
 
 def alternate(steppers: Dict[str, "Stepper"], rounds: int, warmup: int = 1) -> Dict[str, List[float]]:
