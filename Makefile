@@ -5,12 +5,12 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: install example test test-all check clean
+.PHONY: install example test test-all check docs clean
 
 $(STAMP): pyproject.toml constraints.txt examples/paper/pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -c constraints.txt -e ".[test]" -e examples/paper
+	$(PY) -m pip install --quiet -c constraints.txt -e ".[test,docs]" -e examples/paper
 	touch $(STAMP)
 
 install: $(STAMP)
@@ -36,5 +36,9 @@ check: $(STAMP)
 	$(PY) -m ruff check .
 	$(PY) -m mypy
 
+# The API reference (Sphinx, docs/api) into build/docs; a warning fails the build.
+docs: $(STAMP)
+	$(PY) -m sphinx -W --keep-going -b html docs/api build/docs
+
 clean:
-	rm -rf $(VENV) build *.egg-info
+	rm -rf $(VENV) build docs/api/generated *.egg-info

@@ -65,6 +65,14 @@ class KerasTrainingModel(tf_keras.Model):
             self._tracker(key)
 
     def compile(self, optimizer="adam", **kwargs):
+        """Keras' ``compile`` without a ``loss`` (the loss is the model's objective).
+
+        :param optimizer: a ``tf_keras`` optimizer (or its name), or an
+            :class:`~gpflow_svgpvae.training.optimizers.OptimizerGroups` / a list of
+            ``(optimizer, variables)`` pairs, one optimizer per group of variables.
+        :param kwargs: the other arguments of ``tf_keras.Model.compile`` (not ``loss``).
+        :raises ValueError: if ``loss`` is given.
+        """
         if "loss" in kwargs:
             raise ValueError("The loss is the model's objective; do not pass `loss` to compile().")
         self._ensure_trackers()
@@ -149,9 +157,13 @@ class KerasTrainingModel(tf_keras.Model):
         return {key: tracker.result() for key, tracker in self._trackers.items()}
 
     def train_step(self, data):
+        """One optimiser step on the objective of the batch ``data``; returns the running means of
+        the logs (``loss``, ``elbo``, ``reconstruction``, ``kl`` and the objective's own keys)."""
         return self._record(training_step(self.model, self.objective, self.optimizer, data))
 
     def test_step(self, data):
+        """The objective's terms of the batch ``data`` without an update (``evaluate`` and
+        ``fit(validation_data=...)``); returns the running means of the logs."""
         return self._record(evaluation_terms(self.model, self.objective, data))
 
 

@@ -9,6 +9,7 @@ from ..tracing import not_autographed
 
 __all__ = ["training_step", "evaluation_terms", "LOG_KEYS"]
 
+#: The keys every training and evaluation step logs (objectives add their own ``log_keys``).
 LOG_KEYS = ("loss", "elbo", "reconstruction", "kl")
 
 
