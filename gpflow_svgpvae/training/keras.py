@@ -202,6 +202,10 @@ class ImputationValidationCallback(tf_keras.callbacks.Callback):
         self.validation, self.every = validation, int(every)
 
     def on_epoch_end(self, epoch, logs=None):
+        """After every ``every``-th epoch, adds ``val_<key>`` of ``validation(model)`` to ``logs``.
+
+        :raises TypeError: if ``validation`` does not return a dict.
+        """
         if logs is None or (epoch + 1) % self.every:
             return
         scores = self.validation(getattr(self.model, "model", self.model))
