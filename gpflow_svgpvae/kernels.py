@@ -102,6 +102,8 @@ class CosineLinear(Kernel):
 
     @inherit_check_shapes
     def K(self, X: TensorType, X2: Optional[TensorType] = None) -> tf.Tensor:
+        r""":math:`\sigma^2\,\hat x^\top \hat x'` of the normalised inputs, ``[batch..., N, N]``
+        (``[batch..., N, batch2..., N2]`` with ``X2``)."""
         Xn = self.normalise(X)  # [batch..., N, D]
         if X2 is None:
             return self.variance * tf.matmul(Xn, Xn, transpose_b=True)  # [batch..., N, N]
@@ -110,6 +112,7 @@ class CosineLinear(Kernel):
 
     @inherit_check_shapes
     def K_diag(self, X: TensorType) -> tf.Tensor:
+        r""":math:`\sigma^2\,\hat x^\top \hat x`, ``[batch..., N]``."""
         # Equal to the diagonal of K(X) (== variance except for zero vectors).
         Xn = self.normalise(X)
         return self.variance * tf.reduce_sum(tf.square(Xn), axis=-1)  # [batch..., N]
@@ -232,6 +235,7 @@ class Cauchy(gpflow.kernels.IsotropicStationary):
 
     @inherit_check_shapes
     def K_r2(self, r2: TensorType) -> tf.Tensor:
+        r""":math:`\sigma^2 / (1 + r^2)` of the squared scaled distances ``r2`` (any shape)."""
         # r2 is the squared distance already scaled by the lengthscales: r^2 / l^2.
         return self.variance / (1.0 + r2)
 

@@ -228,6 +228,8 @@ class SVGPVAEPosterior(tf.Module):
 
     @property
     def whitened(self) -> amortized.WhitenedPosterior:
+        """The cached :math:`q(u)` as :class:`~gpflow_svgpvae.amortized.WhitenedPosterior` factors
+        (what :func:`~gpflow_svgpvae.amortized.latent_marginals` reads)."""
         return amortized.WhitenedPosterior(self.prior_chol, self.upper_chol, self.whitened_mean)
 
     def inducing_distribution(self):

@@ -139,10 +139,12 @@ class MovingBallData:
 
     @property
     def num_videos(self) -> int:
+        """:math:`V`, the number of videos."""
         return self.videos.shape[0]
 
     @property
     def num_frames(self) -> int:
+        """:math:`T`, the number of frames per video."""
         return self.videos.shape[1]
 
     @property

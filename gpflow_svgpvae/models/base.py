@@ -645,9 +645,18 @@ class ConditionedModel:
             )
 
     def predict_f(self, Xnew, data=None):
+        """The model's ``predict_f(Xnew, data)`` with the bound data: latent mean and variance at ``Xnew``.
+
+        :raises ValueError: if ``data`` is given (the bound data are all it conditions on).
+        """
         self._only_bound(data)
         return self.model.predict_f(Xnew, self.data)
 
     def predict_y(self, Xnew, data=None, num_samples: Optional[int] = None, seed: int = 0):
+        """The model's ``predict_y(Xnew, data, num_samples, seed)`` with the bound data: decoded
+        predictions at ``Xnew`` (and ``[S, ...]`` decoded samples with ``num_samples``).
+
+        :raises ValueError: if ``data`` is given.
+        """
         self._only_bound(data)
         return self.model.predict_y(Xnew, self.data, num_samples=num_samples, seed=seed)

@@ -150,6 +150,8 @@ class DeepSVIGP(LatentVariableAutoencoder):
         return self._latent(Xnew, full_cov=full_cov)
 
     def prior_kl(self) -> tf.Tensor:
+        r""":math:`\mathrm{KL}[q(u)\,\|\,p(u)]` of the whitened ``q(u) = N(q_mu, q_sqrt q_sqrt^T)``
+        against :math:`N(0, I)`, summed over the :math:`L` channels (a scalar)."""
         return gauss_kl(self.q_mu, self.q_sqrt)
 
     def objective_terms(self, data, training: Optional[bool] = True):

@@ -39,6 +39,7 @@ from ..tracing import not_autographed
 
 __all__ = ["fit_object_vectors", "OBJECTIVES"]
 
+#: The objectives :func:`fit_object_vectors` can fit new object vectors with.
 OBJECTIVES = ("expected_log_likelihood", "decoded_mean")
 
 # predict_latents(X_gp [n, D], *latent_args) -> (mean [n, L], var [n, L])

@@ -431,6 +431,7 @@ class InducingVideoAutoencoder(VideoGPAutoencoder):
 
     @property
     def num_inducing(self) -> int:
+        """:math:`M`, the number of inducing inputs (shared by all videos and channels)."""
         return int(self.inducing_variable.Z.shape[0])
 
     def _gp_inducing_variable(self):

@@ -66,6 +66,7 @@ class RepeatUpsampling2D(tf_keras.layers.Layer):
         self.factor = int(factor)
 
     def call(self, inputs):
+        """``inputs [b, h, w, c]`` with each pixel repeated ``f x f`` times: ``[b, f h, f w, c]``."""
         f = self.factor
         shape = tf.shape(inputs)
         b, h, w, c = shape[0], shape[1], shape[2], shape[3]
@@ -213,6 +214,8 @@ class UpsamplingConv2D(_ConvLikeLayer):
         self._windows, self._shift = phase_windows(self.kernel_size, self.factor)
 
     def call(self, inputs):
+        """``inputs [b, H, W, C] -> [b, f H, f W, F]``: the activation of the convolution of the
+        ``f``-fold nearest-neighbour upsampled map, plus bias (see the class docstring)."""
         f, F = self.factor, self.filters
         kernel = tf.cast(self.kernel, self.compute_dtype)
         windows = tf.constant(self._windows, dtype=kernel.dtype)  # [f, R_w, k]
@@ -258,6 +261,8 @@ class DepthwiseSumConv2D(_ConvLikeLayer):
         super().__init__(filters, kernel_size, activation=activation, **kwargs)
 
     def call(self, inputs):
+        r"""``inputs [b, H, W, C] -> [b, H, W, F]``: the activation of
+        :math:`\sum_c k_{cf} \star x_c + \text{bias}_f`."""
         kernel = tf.cast(self.kernel, self.compute_dtype)
         C, F = kernel.shape[2], self.filters
         # kernel [k, k, C, F] read as a depthwise kernel with channel multiplier F

@@ -73,6 +73,8 @@ class GaussianSiteHead(tf_keras.layers.Layer):
         self.dense = tf_keras.layers.Dense(2 * self.num_latent_gps, kernel_initializer=self.kernel_initializer)
 
     def call(self, features):
+        """The sites of ``features [..., F]``: ``(means [..., L], variances [..., L])`` by the
+        formulas of the class docstring, in the layer's compute dtype."""
         out = self.dense(features)
         first, raw = out[..., : self.num_latent_gps], out[..., self.num_latent_gps :]
         if self.parametrization == "variance":

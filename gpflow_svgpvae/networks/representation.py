@@ -55,6 +55,7 @@ __all__ = [
     "pretrain_representation",
 ]
 
+#: How :func:`aggregate_by_group` combines the frame features of a group.
 REDUCTIONS = ("sum", "mean")
 
 
@@ -163,6 +164,7 @@ class StyleRepresentation(gpflow.Module):
 
     @property
     def output_dim(self) -> Optional[int]:
+        """:math:`d`, the width of a style vector (``None`` before the network is built)."""
         shape = getattr(self.network, "output_shape", None)
         return None if shape is None else int(shape[-1])
 

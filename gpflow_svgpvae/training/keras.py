@@ -69,6 +69,14 @@ class KerasTrainingModel(tf_keras.Model):
             self._tracker(key)
 
     def compile(self, optimizer="adam", **kwargs):
+        """Keras' ``compile`` without a ``loss`` (the loss is the model's objective).
+
+        :param optimizer: a ``tf_keras`` optimizer (or its name), or an
+            :class:`~gpflow_svgpvae.training.optimizers.OptimizerGroups` / a list of
+            ``(optimizer, variables)`` pairs, one optimizer per group of variables.
+        :param kwargs: the other arguments of ``tf_keras.Model.compile`` (not ``loss``).
+        :raises ValueError: if ``loss`` is given.
+        """
         if "loss" in kwargs:
             raise ValueError("The loss is the model's objective; do not pass `loss` to compile().")
         self._ensure_trackers()
@@ -173,6 +181,8 @@ class KerasTrainingModel(tf_keras.Model):
         return self._record(logs)
 
     def test_step(self, data):
+        """The objective's terms of the batch ``data`` without an update (``evaluate`` and
+        ``fit(validation_data=...)``); returns the running means of the logs."""
         return self._record(evaluation_terms(self.model, self.objective, data))
 
 
@@ -205,6 +215,10 @@ class ImputationValidationCallback(tf_keras.callbacks.Callback):
         self.validation, self.every = validation, int(every)
 
     def on_epoch_end(self, epoch, logs=None):
+        """After every ``every``-th epoch, adds ``val_<key>`` of ``validation(model)`` to ``logs``.
+
+        :raises TypeError: if ``validation`` does not return a dict.
+        """
         if logs is None or (epoch + 1) % self.every:
             return
         scores = self.validation(getattr(self.model, "model", self.model))

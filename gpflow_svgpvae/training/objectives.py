@@ -151,6 +151,13 @@ class GECO(gpflow.Module):
         return sse / tf.maximum(count, 1.0) - self.kappa_squared
 
     def loss(self, terms, Y):
+        r"""This replica's share of :math:`\tfrac{b}{N}\mathrm{KL} + \lambda\,(C + \mathrm{sg}(C_{ma} - C))`
+        (the shares of ``R`` replicas sum to the global loss); updates :math:`C_{ma}`.
+
+        :param terms: the batch's objective terms (KL, scale, decoded means, mask).
+        :param Y: the batch's observations, as the decoder's outputs.
+        :return: ``(loss, logs)`` with the constraint :math:`C`, :math:`C_{ma}` and :math:`\lambda`.
+        """
         R = terms.num_replicas
         local_sse, local_count = self._squared_error(Y, terms.decoded, terms.mask)
         (count,) = distribute.sum_across_replicas([local_count])
@@ -166,6 +173,8 @@ class GECO(gpflow.Module):
         return loss, dict(zip(self.log_keys, (C, C_ma, lam)))
 
     def after_step(self) -> None:
+        r""":math:`\lambda \leftarrow \mathrm{clip}(\lambda \exp(\nu C_{ma}), \lambda_{\min}, \lambda_{\max})`,
+        after each optimiser step."""
         low, high = self.lambda_bounds
         updated = self.lagrange_multiplier * tf.exp(self.nu * self.constraint_ma)
         self.lagrange_multiplier.assign(tf.clip_by_value(updated, low, high))

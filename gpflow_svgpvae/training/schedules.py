@@ -58,6 +58,7 @@ class DelayedStart(tf_keras.optimizers.schedules.LearningRateSchedule):
         return tf.where(step < start, tf.zeros_like(rate), rate)
 
     def get_config(self):
+        """``{"learning_rate": ..., "start_step": ...}`` (a schedule as its Keras serialisation)."""
         rate = self.learning_rate
         if isinstance(rate, tf_keras.optimizers.schedules.LearningRateSchedule):
             rate = tf_keras.optimizers.schedules.serialize(rate)

@@ -30,6 +30,7 @@ from ..tracing import not_autographed
 
 __all__ = ["training_step", "evaluation_terms", "LOG_KEYS", "FINITE_KEY", "non_finite_message", "step_checks"]
 
+#: The keys every training and evaluation step logs (objectives add their own ``log_keys``).
 LOG_KEYS = ("loss", "elbo", "reconstruction", "kl")
 
 #: Key of the step's finiteness flags (one per entry of :func:`step_checks`) in the logs of
