@@ -175,13 +175,13 @@ def _observed_layout(data):
     if not isinstance(data, (tuple, list)) or len(data) not in (2, 3):
         raise TypeError(
             "data must be the training arrays as train takes them: (X, Y) with NaN for missing entries, "
-            "(X, Y, mask), or sequences (X [V, T, Q], Y [V, T, ...], frames [V, T]); got "
+            "(X, Y, mask), or sequences (X [V, T, D], Y [V, T, ...], frames [V, T]); got "
             f"{type(data).__name__}" + (f" of length {len(data)}" if isinstance(data, (tuple, list)) else "")
         )
     X, Y = np.asarray(data[0]), np.asarray(data[1])
     if X.ndim not in (2, 3):
         raise ValueError(
-            f"X must have shape [N, Q] (one latent dataset) or [V, T, Q] (sequences); got shape {list(X.shape)}"
+            f"X must have shape [N, D] (one latent dataset) or [V, T, D] (sequences); got shape {list(X.shape)}"
         )
     lead = X.ndim - 1
     if Y.ndim < X.ndim or Y.shape[:lead] != X.shape[:lead]:
@@ -222,13 +222,13 @@ def hold_out_entries(data, fraction: float = 0.1, seed: int = 0, *, num_samples:
     conditioning on ``train_data``. Entries that were missing or padded are never drawn.
 
     So that no latent dataset is left with nothing to condition on, one observed entry of
-    every sequence (``X [V, T, Q]``; of every point, for ``X [N, Q]``), drawn at random, is
+    every sequence (``X [V, T, D]``; of every point, for ``X [N, D]``), drawn at random, is
     never hidden; a sequence (point) that had nothing observed stays so.
 
     :param data: the training data as :func:`~gpflow_svgpvae.training.train` takes them:
         ``(X, Y)`` with NaN for missing entries (a model built with ``missing_values="nan"``),
         ``(X, Y, mask)`` with ``mask`` of ``Y``'s shape or one flag per point/frame (e.g. the
-        frame mask ``[V, T]`` of padded sequences ``X [V, T, Q]``, ``Y [V, T, ...]``).
+        frame mask ``[V, T]`` of padded sequences ``X [V, T, D]``, ``Y [V, T, ...]``).
     :param fraction: in ``(0, 1)``, of the observed entries to hide.
     :param seed: seed of the draw (same data and seed, same split).
     :param num_samples: latent samples the validation's NLL averages over (see
@@ -257,7 +257,7 @@ def hold_out_entries(data, fraction: float = 0.1, seed: int = 0, *, num_samples:
         )
     rng = np.random.default_rng(seed)
     flat_observed = np.flatnonzero(observed)
-    group_size = int(np.prod(Y.shape[1:], dtype=np.int64))  # entries per sequence (per point for X [N, Q])
+    group_size = int(np.prod(Y.shape[1:], dtype=np.int64))  # entries per sequence (per point for X [N, D])
     # One random observed entry per sequence (point) is kept: the first of each group in a random order.
     order = rng.permutation(flat_observed)
     _, first = np.unique(order // group_size, return_index=True)

@@ -275,7 +275,7 @@ def test_hold_out_entries_refuses_bad_input(rng):
         hold_out_entries((X, Y, frames * 2))
     with pytest.raises(ValueError, match=r"Y must have shape \[V, T, ...\]"):
         hold_out_entries((X, Y[:3]))
-    with pytest.raises(ValueError, match=r"X must have shape \[N, Q\]"):
+    with pytest.raises(ValueError, match=r"X must have shape \[N, D\]"):
         hold_out_entries((X[..., 0, None, None], Y))
     with pytest.raises(ValueError, match="rounds to no held-out entry: raise fraction"):
         hold_out_entries((X, Y), 1e-4)

@@ -150,16 +150,20 @@ def test_every_runnable_experiment_module_is_listed():
 
 
 def test_readme_and_docs_commands_name_listed_subcommands():
-    """Every ``svgpvae <experiment> [<command>]`` in README.md and docs/*.md exists (and the
-    README's ``# also: ...`` lists name commands of the same experiment)."""
+    """Every ``svgpvae <experiment> [<command>]`` in README.md, docs/*.md and the research package's
+    README exists (and its ``# also: ...`` lists name commands of the same experiment); ``svgpvae
+    --help`` is the command's own help."""
     # A command starts a line, a code span, or follows ``bin/``; ``--models svgpvae`` is not one.
     pattern = re.compile(r"(?:^|`|bin/)svgpvae[ \t]+([^`#\n]*)(?:#\s*also:([^\n]*))?", re.M)
     seen = set()
-    for path in [os.path.join(ROOT, "README.md")] + sorted(glob.glob(os.path.join(ROOT, "docs", "*.md"))):
+    readmes = [os.path.join(ROOT, "README.md"), os.path.join(ROOT, "examples", "paper", "README.md")]
+    for path in readmes + sorted(glob.glob(os.path.join(ROOT, "docs", "*.md"))):
         with open(path) as f:
             for match in pattern.finditer(f.read()):
                 words = match.group(1).split()
-                where = f"{os.path.basename(path)}: svgpvae {match.group(1).strip()}"
+                where = f"{os.path.relpath(path, ROOT)}: svgpvae {match.group(1).strip()}"
+                if words == ["--help"]:
+                    continue
                 assert words and words[0] in cli.SUBCOMMANDS, where
                 commands = cli.SUBCOMMANDS[words[0]].commands
                 if commands and len(words) > 1 and not words[1].startswith("-"):
@@ -171,7 +175,7 @@ def test_readme_and_docs_commands_name_listed_subcommands():
                 for also in (match.group(2) or "").split(","):
                     if also.strip() and not also.strip().startswith("("):
                         assert also.split()[0] in commands, f"{where}: also {also.strip()}"
-    # The README's experiment block is found (the pattern did not silently miss it).
+    # The research README's experiment block is found (the pattern did not silently miss it).
     assert {
         ("moving_ball", "rmse_vs_m"),
         ("rotated_mnist", "table1"),
