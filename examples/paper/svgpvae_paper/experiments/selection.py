@@ -309,6 +309,29 @@ def run(
     return payload
 
 
+def merge(parts: Sequence[str], out: str, argv: Optional[Sequence[str]] = None) -> Dict:
+    """One ``metrics.json`` in ``out`` from the ``metrics.json`` of runs made in parallel (one per
+    dataset): their runs, a summary over all of them, and each part's own run record."""
+    from .common import read_json
+
+    loaded = [read_json(os.path.join(part, "metrics.json")) for part in parts]
+    grids = {json_key(p["config"]["grid"]) for p in loaded}
+    if len(grids) != 1:
+        raise ValueError("the parts were run with different grids; merge only runs of one grid.")
+    grid = loaded[0]["config"]["grid"]
+    config = dict(loaded[0]["config"], datasets=[d for p in loaded for d in p["config"]["datasets"]], parts=list(parts))
+    runs = [r for p in loaded for r in p["runs"]]
+    payload = dict(config=config, runs=runs, summary=summarise(runs, grid), part_runs=[p["run"] for p in loaded])
+    write_json(os.path.join(out, "metrics.json"), payload, argv=argv)
+    return payload
+
+
+def json_key(obj) -> str:
+    import json
+
+    return json.dumps(obj, sort_keys=True)
+
+
 def main(argv: Optional[Sequence[str]] = None) -> Dict:
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -322,11 +345,14 @@ def main(argv: Optional[Sequence[str]] = None) -> Dict:
     parser.add_argument("--widths", nargs="+", type=int, default=list(GRID["width"]))
     parser.add_argument("--learning-rates", nargs="+", type=float, default=list(GRID["learning_rate"]))
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--merge", nargs="+", metavar="FOLDER", help="merge these folders' metrics.json into --out")
     args = parser.parse_args(argv)
+    command = ["python", "-m", "svgpvae_paper.experiments.selection"] + argv
+    if args.merge:
+        return merge(args.merge, args.out, argv=command)
     tf.config.threading.set_intra_op_parallelism_threads(args.threads)
     tf.config.threading.set_inter_op_parallelism_threads(args.threads)
     grid = dict(num_latent_gps=args.latents, width=args.widths, learning_rate=args.learning_rates)
-    command = ["python", "-m", "svgpvae_paper.experiments.selection"] + argv
     return run(args.out, args.datasets, args.seeds, args.epochs, args.patience, args.fraction, grid, argv=command)
 
 
