@@ -326,6 +326,42 @@ def merge(parts: Sequence[str], out: str, argv: Optional[Sequence[str]] = None) 
     return payload
 
 
+def report(paths: Sequence[str]) -> str:
+    """Markdown tables of the runs in the ``metrics.json`` files at ``paths``: per dataset and seed the
+    test MSE of the selected candidate, of its refit, of the best candidate in hindsight, of the
+    notebook's former fixed settings and of linear interpolation; then every candidate's scores."""
+    from .common import read_json
+
+    runs = [r for path in paths for r in read_json(path)["runs"]]
+    lines = [
+        "| dataset | seed | selected (L, width, lr) | best epoch | selected | refit on all | best in hindsight "
+        "| fixed L=2, 64, 3e-3 | linear interpolation | val/test rank corr. |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in runs:
+        c = r["selected"]["candidate"]
+        corr = _rank_correlation([x["val_mse"] for x in r["table"]], [x["test_mse"] for x in r["table"]])
+        lines.append(
+            f"| {r['dataset']} | {r['seed']} | {c['num_latent_gps']}, {c['width']}, {c['learning_rate']:g} "
+            f"| {r['selected']['best_epoch']} | {r['selected']['test_mse']:.4f} | {r['refit']['mse']:.4f} "
+            f"| {r['best_in_hindsight']['test_mse']:.4f} | {r['notebook_fixed_settings']['mse']:.4f} "
+            f"| {r['baselines']['linear_interpolation_mse']:.4f} | {'-' if corr is None else f'{corr:.2f}'} |"
+        )
+    lines += [
+        "",
+        "| dataset | seed | L | width | lr | val MSE | test MSE | best epoch | s |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in runs:
+        for x in r["table"]:
+            c = x["candidate"]
+            lines.append(
+                f"| {r['dataset']} | {r['seed']} | {c['num_latent_gps']} | {c['width']} | {c['learning_rate']:g} "
+                f"| {x['val_mse']:.4f} | {x['test_mse']:.4f} | {x['best_epoch']} | {x['seconds']:.0f} |"
+            )
+    return "\n".join(lines)
+
+
 def json_key(obj) -> str:
     import json
 
@@ -346,7 +382,11 @@ def main(argv: Optional[Sequence[str]] = None) -> Dict:
     parser.add_argument("--learning-rates", nargs="+", type=float, default=list(GRID["learning_rate"]))
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--merge", nargs="+", metavar="FOLDER", help="merge these folders' metrics.json into --out")
+    parser.add_argument("--report", nargs="+", metavar="JSON", help="print markdown tables of these metrics files")
     args = parser.parse_args(argv)
+    if args.report:
+        print(report(args.report))
+        return {}
     command = ["python", "-m", "svgpvae_paper.experiments.selection"] + argv
     if args.merge:
         return merge(args.merge, args.out, argv=command)
