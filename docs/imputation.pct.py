@@ -50,7 +50,7 @@ from gpflow_svgpvae.training import select, train
 
 QUICK = os.environ.get("QUICK", "0") == "1"
 EPOCHS = 15 if QUICK else 300  # at most; early stopping ends sooner
-PATIENCE = 5 if QUICK else 30
+PATIENCE = 5 if QUICK else 10
 tf_keras.utils.set_random_seed(0)
 rng = np.random.default_rng(0)
 
@@ -222,7 +222,7 @@ if QUICK:
 else:
     grid = [
         dict(num_latent_gps=L, width=width, learning_rate=lr)
-        for L in (4, 16)
+        for L in (2, 4, 16)
         for width in (64, 128)
         for lr in (1e-3, 3e-3)
     ]

@@ -359,6 +359,26 @@ def report(paths: Sequence[str]) -> str:
                 f"| {r['dataset']} | {r['seed']} | {c['num_latent_gps']} | {c['width']} | {c['learning_rate']:g} "
                 f"| {x['val_mse']:.4f} | {x['test_mse']:.4f} | {x['best_epoch']} | {x['seconds']:.0f} |"
             )
+    # Runs of one dataset and seed from several files (grids run apart, e.g. a further L): one split, one
+    # test set, so their candidates compare directly; the selection over the union of the grids.
+    groups: Dict[tuple, List[Dict]] = {}
+    for r in runs:
+        groups.setdefault((r["dataset"], r["seed"]), []).append(r)
+    if any(len(g) > 1 for g in groups.values()):
+        lines += [
+            "",
+            "| dataset | seed | candidates | selected over the union (L, width, lr) | its test MSE "
+            "| best in hindsight |",
+            "|---|---|---|---|---|---|",
+        ]
+        for (name, seed), group in groups.items():
+            rows = [x for r in group for x in r["table"]]
+            chosen = min(rows, key=lambda x: x["val_mse"])
+            c = chosen["candidate"]
+            lines.append(
+                f"| {name} | {seed} | {len(rows)} | {c['num_latent_gps']}, {c['width']}, {c['learning_rate']:g} "
+                f"| {chosen['test_mse']:.4f} | {min(x['test_mse'] for x in rows):.4f} |"
+            )
     return "\n".join(lines)
 
 
