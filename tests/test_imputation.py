@@ -206,12 +206,13 @@ def _layouts(rng):
         "nan": (X, Y),
         "nan_frames": (X, Y, frames),
         "entry_mask": (X, np.nan_to_num(Y), ~np.isnan(Y)),
+        "nan_under_mask": (X, Y, (~np.isnan(Y)).astype(np.float32)),  # NaN only where the mask is 0
         "no_nan": (points_X, points_Y),
         "points_mask": (points_X, points_Y, entry_mask),
     }
 
 
-@pytest.mark.parametrize("layout", ["nan", "nan_frames", "entry_mask", "no_nan", "points_mask"])
+@pytest.mark.parametrize("layout", ["nan", "nan_frames", "entry_mask", "nan_under_mask", "no_nan", "points_mask"])
 def test_hold_out_entries_hides_round_fraction_of_the_observed_entries(rng, layout):
     from gpflow_svgpvae.imputation import hold_out_entries
 

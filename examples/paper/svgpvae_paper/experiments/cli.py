@@ -82,6 +82,7 @@ SUBCOMMANDS: Dict[str, Experiment] = {
     "sprites_context_scale": Experiment("a finished sprites run's context weight, chosen on validation characters", {}),
     "sprites_summary": Experiment("one accuracy table and figure from several finished sprites runs (RUN ...)", {}),
     "hmnist": Experiment("imputation on Healing MNIST (--long: T = 100; --timing: s/epoch vs T)", {}),
+    "selection": Experiment("model selection for imputation: select's grid scored on held-out and on test entries", {}),
     "defaults": Experiment(
         "the library's training defaults against their alternatives (generated imputation data)", {}
     ),

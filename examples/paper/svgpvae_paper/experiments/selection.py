@@ -309,6 +309,85 @@ def run(
     return payload
 
 
+def merge(parts: Sequence[str], out: str, argv: Optional[Sequence[str]] = None) -> Dict:
+    """One ``metrics.json`` in ``out`` from the ``metrics.json`` of runs made in parallel (one per
+    dataset): their runs, a summary over all of them, and each part's own run record."""
+    from .common import read_json
+
+    loaded = [read_json(os.path.join(part, "metrics.json")) for part in parts]
+    grids = {json_key(p["config"]["grid"]) for p in loaded}
+    if len(grids) != 1:
+        raise ValueError("the parts were run with different grids; merge only runs of one grid.")
+    grid = loaded[0]["config"]["grid"]
+    config = dict(loaded[0]["config"], datasets=[d for p in loaded for d in p["config"]["datasets"]], parts=list(parts))
+    runs = [r for p in loaded for r in p["runs"]]
+    payload = dict(config=config, runs=runs, summary=summarise(runs, grid), part_runs=[p["run"] for p in loaded])
+    write_json(os.path.join(out, "metrics.json"), payload, argv=argv)
+    return payload
+
+
+def report(paths: Sequence[str]) -> str:
+    """Markdown tables of the runs in the ``metrics.json`` files at ``paths``: per dataset and seed the
+    test MSE of the selected candidate, of its refit, of the best candidate in hindsight, of the
+    notebook's former fixed settings and of linear interpolation; then every candidate's scores."""
+    from .common import read_json
+
+    runs = [r for path in paths for r in read_json(path)["runs"]]
+    lines = [
+        "| dataset | seed | selected (L, width, lr) | best epoch | selected | refit on all | best in hindsight "
+        "| fixed L=2, 64, 3e-3 | linear interpolation | val/test rank corr. |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in runs:
+        c = r["selected"]["candidate"]
+        corr = _rank_correlation([x["val_mse"] for x in r["table"]], [x["test_mse"] for x in r["table"]])
+        lines.append(
+            f"| {r['dataset']} | {r['seed']} | {c['num_latent_gps']}, {c['width']}, {c['learning_rate']:g} "
+            f"| {r['selected']['best_epoch']} | {r['selected']['test_mse']:.4f} | {r['refit']['mse']:.4f} "
+            f"| {r['best_in_hindsight']['test_mse']:.4f} | {r['notebook_fixed_settings']['mse']:.4f} "
+            f"| {r['baselines']['linear_interpolation_mse']:.4f} | {'-' if corr is None else f'{corr:.2f}'} |"
+        )
+    lines += [
+        "",
+        "| dataset | seed | L | width | lr | val MSE | test MSE | best epoch | s |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in runs:
+        for x in r["table"]:
+            c = x["candidate"]
+            lines.append(
+                f"| {r['dataset']} | {r['seed']} | {c['num_latent_gps']} | {c['width']} | {c['learning_rate']:g} "
+                f"| {x['val_mse']:.4f} | {x['test_mse']:.4f} | {x['best_epoch']} | {x['seconds']:.0f} |"
+            )
+    # Runs of one dataset and seed from several files (grids run apart, e.g. a further L): one split, one
+    # test set, so their candidates compare directly; the selection over the union of the grids.
+    groups: Dict[tuple, List[Dict]] = {}
+    for r in runs:
+        groups.setdefault((r["dataset"], r["seed"]), []).append(r)
+    if any(len(g) > 1 for g in groups.values()):
+        lines += [
+            "",
+            "| dataset | seed | candidates | selected over the union (L, width, lr) | its test MSE "
+            "| best in hindsight |",
+            "|---|---|---|---|---|---|",
+        ]
+        for (name, seed), group in groups.items():
+            rows = [x for r in group for x in r["table"]]
+            chosen = min(rows, key=lambda x: x["val_mse"])
+            c = chosen["candidate"]
+            lines.append(
+                f"| {name} | {seed} | {len(rows)} | {c['num_latent_gps']}, {c['width']}, {c['learning_rate']:g} "
+                f"| {chosen['test_mse']:.4f} | {min(x['test_mse'] for x in rows):.4f} |"
+            )
+    return "\n".join(lines)
+
+
+def json_key(obj) -> str:
+    import json
+
+    return json.dumps(obj, sort_keys=True)
+
+
 def main(argv: Optional[Sequence[str]] = None) -> Dict:
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -322,11 +401,18 @@ def main(argv: Optional[Sequence[str]] = None) -> Dict:
     parser.add_argument("--widths", nargs="+", type=int, default=list(GRID["width"]))
     parser.add_argument("--learning-rates", nargs="+", type=float, default=list(GRID["learning_rate"]))
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--merge", nargs="+", metavar="FOLDER", help="merge these folders' metrics.json into --out")
+    parser.add_argument("--report", nargs="+", metavar="JSON", help="print markdown tables of these metrics files")
     args = parser.parse_args(argv)
+    if args.report:
+        print(report(args.report))
+        return {}
+    command = ["python", "-m", "svgpvae_paper.experiments.selection"] + argv
+    if args.merge:
+        return merge(args.merge, args.out, argv=command)
     tf.config.threading.set_intra_op_parallelism_threads(args.threads)
     tf.config.threading.set_inter_op_parallelism_threads(args.threads)
     grid = dict(num_latent_gps=args.latents, width=args.widths, learning_rate=args.learning_rates)
-    command = ["python", "-m", "svgpvae_paper.experiments.selection"] + argv
     return run(args.out, args.datasets, args.seeds, args.epochs, args.patience, args.fraction, grid, argv=command)
 
 
