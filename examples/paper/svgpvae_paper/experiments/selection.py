@@ -390,7 +390,9 @@ def json_key(obj) -> str:
 
 def main(argv: Optional[Sequence[str]] = None) -> Dict:
     argv = list(sys.argv[1:] if argv is None else argv)
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m svgpvae_paper.experiments.selection", description=__doc__.splitlines()[0]
+    )
     parser.add_argument("--out", default=os.path.join("docs", "results", "selection"))
     parser.add_argument("--datasets", nargs="+", default=["sequences", "bumps"], choices=["sequences", "bumps"])
     parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1])
