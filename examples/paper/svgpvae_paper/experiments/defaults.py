@@ -24,7 +24,9 @@ The choices (``--choices``; each a one-line change of the training setup):
 * ``hold``: the kernel held at its initial values for the first 20% of the steps
   (:func:`~gpflow_svgpvae.training.gp_optimizer_groups`);
 * ``gp_lr``: the GP part (kernel, inducing inputs) at 10 x the networks' Adam rate;
-* ``fixed_inducing``: the inducing inputs held where they start (evenly spaced over the times).
+* ``fixed_inducing``: the inducing inputs held where they start (evenly spaced over the times);
+* ``widths_500``: the MLPs at the library's default widths (500, 500) instead of the setting's;
+* ``latent_8``: L = 8 latent channels instead of the setting's 2 (the data's true number).
 
 ``--datasets hmnist_quick moving_ball_quick`` adds the SVGP-VAE of two experiments' quick modes,
 scored by their own metrics, for the choices they can express (:data:`EXPERIMENT_CHOICES`).
@@ -47,7 +49,7 @@ from .common import git_commit, mean_sd, write_json
 
 __all__ = ["Config", "CHOICES", "DATASETS", "imputation_data", "moving_ball_data", "run_one", "run", "main"]
 
-CHOICES = ("site", "bias", "warmup", "hold", "gp_lr", "fixed_inducing")
+CHOICES = ("site", "bias", "warmup", "hold", "gp_lr", "fixed_inducing", "widths_500", "latent_8")
 DATASETS = ("imputation", "moving_ball", "hmnist_quick", "moving_ball_quick")
 #: The choices each experiment's quick mode can express (as its own options); the others are skipped there.
 EXPERIMENT_CHOICES = {
@@ -236,8 +238,10 @@ def run_one(dataset: str, choice: Optional[str], seed: int, cfg: Config) -> dict
     D = Y.shape[-1]
     tf_keras.utils.set_random_seed(int(seed))
     site = "natural" if choice == "site" else "variance"
-    encoder = mlp_encoder(2 * D, s["L"], hidden_units=s["hidden"], site_parametrization=site)
-    decoder = mlp_decoder(s["L"], D, hidden_units=s["hidden"])
+    widths = (500, 500) if choice == "widths_500" else s["hidden"]
+    L = 8 if choice == "latent_8" else s["L"]
+    encoder = mlp_encoder(2 * D, L, hidden_units=widths, site_parametrization=site)
+    decoder = mlp_decoder(L, D, hidden_units=widths)
     if choice == "bias":
         observed_mean = np.nanmean(Y.reshape(-1, D), axis=0)
         set_output_bias(decoder, observed_mean[None, :], s["likelihood"])
