@@ -24,7 +24,13 @@ The choices (``--choices``; each a one-line change of the training setup):
 * ``hold``: the kernel held at its initial values for the first 20% of the steps
   (:func:`~gpflow_svgpvae.training.gp_optimizer_groups`);
 * ``gp_lr``: the GP part (kernel, inducing inputs) at 10 x the networks' Adam rate;
-* ``fixed_inducing``: the inducing inputs held where they start (evenly spaced over the times).
+* ``fixed_inducing``: the inducing inputs held where they start (evenly spaced over the times);
+* ``widths_500``: the MLPs at the library's default widths (500, 500) instead of the setting's;
+* ``latent_8``: L = 8 latent channels instead of the setting's 2 (the data's true number).
+
+``--datasets hmnist_quick moving_ball_quick`` adds the SVGP-VAE of two experiments' quick modes,
+scored by their own metrics, for the choices they can express (:data:`EXPERIMENT_CHOICES`).
+``--gather DIR ...`` combines finished folders into one.
 
 Writes ``metrics.json`` (every run, and per dataset and choice the mean and sd over the seeds,
 the alternative's mean against the default's) and ``table.md`` to ``--out``.
@@ -43,15 +49,20 @@ from .common import git_commit, mean_sd, write_json
 
 __all__ = ["Config", "CHOICES", "DATASETS", "imputation_data", "moving_ball_data", "run_one", "run", "main"]
 
-CHOICES = ("site", "bias", "warmup", "hold", "gp_lr", "fixed_inducing")
-DATASETS = ("imputation", "moving_ball")
+CHOICES = ("site", "bias", "warmup", "hold", "gp_lr", "fixed_inducing", "widths_500", "latent_8")
+DATASETS = ("imputation", "moving_ball", "hmnist_quick", "moving_ball_quick")
+#: The choices each experiment's quick mode can express (as its own options); the others are skipped there.
+EXPERIMENT_CHOICES = {
+    "hmnist_quick": ("site", "warmup", "fixed_inducing"),
+    "moving_ball_quick": ("site", "bias", "hold", "gp_lr"),
+}
 
 
 @dataclasses.dataclass
 class Config:
     """Settings of the comparison (defaults: the full run; :data:`QUICK` for a smoke run)."""
 
-    datasets: Sequence[str] = DATASETS
+    datasets: Sequence[str] = ("imputation", "moving_ball")
     choices: Sequence[str] = CHOICES
     seeds: Sequence[int] = (0, 1)
     imputation_sequences: int = 150
@@ -155,6 +166,60 @@ def _setup(dataset: str, cfg: Config):
     raise ValueError(f"dataset must be one of {DATASETS}; got {dataset!r}")
 
 
+def run_experiment_quick(dataset: str, choice: Optional[str], seed: int, cfg: Config) -> dict:
+    """One SVGP-VAE of an experiment's quick mode at the library's defaults (``choice`` None) or with
+    one choice changed, scored by the experiment's metric: HMNIST's MSE on the missing pixels
+    (``svgpvae hmnist --quick --paper --methods svgpvae``), the moving ball's affine-aligned path
+    RMSE (``svgpvae moving_ball runs --quick --models svgpvae:15`` with the recipe off: lengthscale
+    from 1, no hold, zero bias, the GP part at the networks' rate)."""
+    start = time.perf_counter()
+    if dataset == "hmnist_quick":
+        from . import hmnist
+
+        flags = {
+            None: [],
+            "site": ["--site-parametrization", "natural"],
+            "warmup": ["--kl-warmup-epochs", "0.2"],
+            "fixed_inducing": ["--fixed-inducing"],
+        }[choice]
+        out = os.path.join(cfg.out, "hmnist_quick_runs")
+        argv = ["--quick", "--paper", "--methods", "svgpvae", "--seeds", str(seed), "--out", out] + flags
+        config = hmnist.config_from_args(argv)
+        record = hmnist.run_method("svgpvae", config, seed, progress=False)
+        score, metric = float(record["mse"]), "mse_missing_pixels"
+    elif dataset == "moving_ball_quick":
+        from . import moving_ball_runs as mb
+
+        settings = dict(
+            mb.QUICK, init_lengthscale=1.0, kernel_hold_steps=0, decoder_bias="zeros", gp_learning_rate=None
+        )
+        settings.update(
+            {
+                None: {},
+                "site": {"site_parametrization": "natural"},
+                "bias": {"decoder_bias": "data"},
+                "hold": {"init_lengthscale": 6.0, "kernel_hold_steps": 80},
+                "gp_lr": {"gp_learning_rate": 1e-2},
+            }[choice]
+        )
+        mcfg = mb.Config(**settings)
+        run = mb.train_run("svgpvae", mcfg, seed, m=15, cache_dir=os.path.join(cfg.out, "moving_ball_quick_runs"))
+        score, metric = float(run["rmse"]), "path_rmse"
+        argv = ["moving_ball runs --quick --models svgpvae:15", f"--seeds {seed}", repr(settings)]
+    else:
+        raise ValueError(f"not an experiment's quick mode: {dataset!r}")
+    return {
+        "dataset": dataset,
+        "choice": choice or "default",
+        "seed": int(seed),
+        "mse" if metric.startswith("mse") else "rmse": score,
+        "score": score,
+        "metric": metric,
+        "settings": " ".join(argv),
+        "seconds": time.perf_counter() - start,
+    }
+
+
 def run_one(dataset: str, choice: Optional[str], seed: int, cfg: Config) -> dict:
     """Train one model (``choice`` None: every library default) and score its imputation of the
     hidden entries; the data are drawn with ``seed`` and the networks seeded by it."""
@@ -165,14 +230,18 @@ def run_one(dataset: str, choice: Optional[str], seed: int, cfg: Config) -> dict
     from gpflow_svgpvae.networks import mlp_decoder, mlp_encoder, set_output_bias
     from gpflow_svgpvae.training import ELBO, gp_optimizer_groups, train
 
+    if dataset in EXPERIMENT_CHOICES:
+        return run_experiment_quick(dataset, choice, seed, cfg)
     s = _setup(dataset, cfg)
     make = imputation_data if dataset == "imputation" else moving_ball_data
     X, Y, frames, Y_true, hidden = make(s["num"], seed)
     D = Y.shape[-1]
     tf_keras.utils.set_random_seed(int(seed))
     site = "natural" if choice == "site" else "variance"
-    encoder = mlp_encoder(2 * D, s["L"], hidden_units=s["hidden"], site_parametrization=site)
-    decoder = mlp_decoder(s["L"], D, hidden_units=s["hidden"])
+    widths = (500, 500) if choice == "widths_500" else s["hidden"]
+    L = 8 if choice == "latent_8" else s["L"]
+    encoder = mlp_encoder(2 * D, L, hidden_units=widths, site_parametrization=site)
+    decoder = mlp_decoder(L, D, hidden_units=widths)
     if choice == "bias":
         observed_mean = np.nanmean(Y.reshape(-1, D), axis=0)
         set_output_bias(decoder, observed_mean[None, :], s["likelihood"])
@@ -216,11 +285,22 @@ def run_one(dataset: str, choice: Optional[str], seed: int, cfg: Config) -> dict
         "choice": choice or "default",
         "seed": int(seed),
         "mse": mse,
+        "score": mse,
+        "metric": "mse_hidden_entries",
         "final_elbo": float(history["elbo"][-1]),
         "steps": int(steps),
         "seconds": seconds,
         "num_hidden": int(hidden.sum()),
     }
+
+
+def mean_fill_mse(dataset: str, seed: int, cfg: Config) -> float:
+    """The MSE on the hidden entries of filling each channel (pixel) with its observed mean."""
+    s = _setup(dataset, cfg)
+    make = imputation_data if dataset == "imputation" else moving_ball_data
+    X, Y, frames, Y_true, hidden = make(s["num"], seed)
+    fill = np.broadcast_to(np.nanmean(Y.reshape(-1, Y.shape[-1]), axis=0), Y.shape)
+    return float(np.mean((fill[hidden] - Y_true[hidden]) ** 2))
 
 
 # ---------------------------------------------------------------------------- report
@@ -230,11 +310,11 @@ def summarise(records: List[dict]) -> Dict[str, dict]:
     out: Dict[str, dict] = {}
     for dataset in dict.fromkeys(r["dataset"] for r in records):
         rows = [r for r in records if r["dataset"] == dataset]
-        base = {r["seed"]: r["mse"] for r in rows if r["choice"] == "default"}
+        base = {r["seed"]: r["score"] for r in rows if r["choice"] == "default"}
         table = {}
         for choice in dict.fromkeys(r["choice"] for r in rows):
-            mine = {r["seed"]: r["mse"] for r in rows if r["choice"] == choice}
-            entry = {"mse": mean_sd(mine.values())}
+            mine = {r["seed"]: r["score"] for r in rows if r["choice"] == choice}
+            entry = {"metric": rows[0]["metric"], "score": mean_sd(mine.values())}
             common = sorted(set(mine) & set(base))
             if choice != "default" and common:
                 entry["ratio_to_default"] = float(
@@ -248,15 +328,17 @@ def summarise(records: List[dict]) -> Dict[str, dict]:
 
 def table_markdown(summary: Dict[str, dict]) -> str:
     lines = [
-        "| dataset | setting | MSE on hidden entries (mean ± sd) | per seed | / default |",
-        "|---|---|---|---|---|",
+        "| dataset | setting | metric | mean ± sd | per seed | / default (same seeds) |",
+        "|---|---|---|---|---|---|",
     ]
     for dataset, table in summary.items():
         for choice, entry in table.items():
-            m = entry["mse"]
+            m = entry["score"]
             ratio = f"{entry['ratio_to_default']:.3f}" if "ratio_to_default" in entry else "–"
-            per_seed = ", ".join(f"{v:.4f}" for v in m["values"])
-            lines.append(f"| {dataset} | {choice} | {m['mean']:.4f} ± {m['sd']:.4f} | {per_seed} | {ratio} |")
+            per_seed = ", ".join(f"{v:.5f}" for v in m["values"])
+            lines.append(
+                f"| {dataset} | {choice} | {entry['metric']} | {m['mean']:.5f} ± {m['sd']:.5f} | {per_seed} | {ratio} |"
+            )
     return "\n".join(lines) + "\n"
 
 
@@ -266,7 +348,8 @@ def run(cfg: Config, argv: Sequence[str], progress: bool = True) -> dict:
     partial = os.path.join(cfg.out, "runs.json")
     for dataset in cfg.datasets:
         for seed in cfg.seeds:
-            for choice in (None, *cfg.choices):
+            allowed = EXPERIMENT_CHOICES.get(dataset, CHOICES)
+            for choice in (None, *[c for c in cfg.choices if c in allowed]):
                 record = run_one(dataset, choice, seed, cfg)
                 records.append(record)
                 write_json(partial, {"records": records})
@@ -286,6 +369,40 @@ def run(cfg: Config, argv: Sequence[str], progress: bool = True) -> dict:
     return metrics
 
 
+def gather(folders: Sequence[str], out: str, argv: Sequence[str], progress: bool = True) -> dict:
+    """One ``metrics.json`` and ``table.md`` from the records of several finished folders (e.g. one
+    process per dataset), each folder's own run record kept under ``sources``."""
+    from .common import read_json
+
+    records, sources = [], {}
+    for folder in folders:
+        metrics = read_json(os.path.join(folder, "metrics.json"))
+        for record in metrics["records"]:
+            record.setdefault("score", record.get("mse"))
+            record.setdefault("metric", "mse_hidden_entries")
+            records.append(record)
+        sources[os.path.basename(os.path.normpath(folder))] = {k: metrics.get(k) for k in ("config", "commit", "run")}
+    summary = summarise(records)
+    baselines: Dict[str, dict] = {}
+    for dataset in ("imputation", "moving_ball"):
+        seeds = sorted({r["seed"] for r in records if r["dataset"] == dataset})
+        if seeds:
+            baselines[dataset] = {"mean_fill": mean_sd(mean_fill_mse(dataset, seed, Config()) for seed in seeds)}
+    payload = {
+        "summary": summary,
+        "baselines": baselines,
+        "records": records,
+        "sources": sources,
+        "config": {"folders": list(folders)},
+    }
+    write_json(os.path.join(out, "metrics.json"), payload, argv=["svgpvae", "defaults", *argv])
+    with open(os.path.join(out, "table.md"), "w") as f:
+        f.write(table_markdown(summary))
+    if progress:
+        print(table_markdown(summary))
+    return payload
+
+
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="python -m svgpvae_paper.experiments.defaults", description=__doc__.split("\n\n")[0]
@@ -295,6 +412,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--choices", nargs="+", choices=CHOICES, default=None)
     p.add_argument("--seeds", type=int, nargs="+", default=None)
     p.add_argument("--out", default=None, help="results folder (default results/defaults[_quick])")
+    p.add_argument("--gather", nargs="+", metavar="DIR", default=None, help="only gather finished folders into --out")
     p.add_argument("--quiet", action="store_true")
     return p
 
@@ -312,6 +430,8 @@ def config_from_args(argv: Optional[Sequence[str]] = None) -> Config:
 def main(argv: Optional[Sequence[str]] = None) -> dict:
     argv = list(sys.argv[1:] if argv is None else argv)
     args = _parser().parse_args(argv)
+    if args.gather:
+        return gather(args.gather, args.out or "results/defaults", argv, progress=not args.quiet)
     return run(config_from_args(argv), argv, progress=not args.quiet)
 
 
