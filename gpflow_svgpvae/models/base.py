@@ -262,7 +262,25 @@ class LatentVariableAutoencoder(BayesianModel, ExternalDataTrainingLossMixin, ab
         if L is not None and not _is_built(self.decoder):
             width = self._decoder_input_width(L)
             self._try_build("decoder", (width,), lambda: self.decode(tf.zeros([1, width]), training=False))
+        elif L is not None:
+            self._check_decoder_width(L)
         return self
+
+    def _check_decoder_width(self, L: int) -> None:
+        """A built decoder must take the width the model feeds it (:math:`L`, plus a condition)."""
+        try:
+            shape = self.decoder.input_shape
+        except (AttributeError, RuntimeError):  # not a Keras network, or one without a fixed input
+            return
+        got = shape[-1] if isinstance(shape, tuple) and shape and isinstance(shape[-1], int) else None
+        width = self._decoder_input_width(L)
+        if got is not None and got != width:
+            condition = "" if width == L else f" plus {width - L} condition columns"
+            raise ValueError(
+                f"The decoder takes inputs of width {got}, but the model feeds it L = {L} latent channels{condition} "
+                f"(L is the encoder's output width, num_latent_gps or the kernel's number of channels). Build the "
+                f"decoder for {width} inputs (e.g. mlp_decoder({L}, ...)) or the encoder for L = {got - (width - L)}."
+            )
 
     def _encode_zeros(self, shape):
         return self.encode(self.encoder_inputs(tf.zeros(shape, tf.float32)), training=False)
