@@ -40,6 +40,7 @@ and the tests all run these functions.
 from typing import Callable, NamedTuple, Optional, Tuple, Union
 
 import gpflow
+import numpy as np
 import tensorflow as tf
 from check_shapes import check_shapes
 from gpflow import covariances
@@ -55,6 +56,7 @@ from .numerics import cholesky
 
 __all__ = [
     "as_inducing_variable",
+    "inducing_inputs",
     "prior_cholesky",
     "cross_covariance",
     "prior_variance_diag",
@@ -75,6 +77,28 @@ __all__ = [
 
 
 # ------------------------------------------------------------------ prior covariances
+def inducing_inputs(Z) -> np.ndarray:
+    """An array of inducing inputs ``[M, D]`` checked (numbers, two axes, finite) and cast to
+    ``gpflow.default_float()``.
+
+    :raises ValueError: naming the inducing inputs and the first row with NaN or inf.
+    """
+    Z = np.asarray(Z)
+    if not np.issubdtype(Z.dtype, np.number):
+        raise ValueError(f"The inducing inputs (inducing_variable) must be numbers; got dtype {Z.dtype}.")
+    Z = Z.astype(gpflow.default_float())
+    if Z.ndim != 2:
+        raise ValueError(f"The inducing inputs (inducing_variable) must have shape [M, input_dim]; got {Z.shape}.")
+    bad = ~np.isfinite(Z).all(axis=1)
+    if bad.any():
+        raise ValueError(
+            f"The inducing inputs (inducing_variable) contain NaN or inf in {int(bad.sum())} of {len(Z)} rows, first "
+            f"at row {int(np.argmax(bad))}: start them at finite inputs, e.g. a grid over the range of X or a "
+            "random subset of the training inputs."
+        )
+    return Z
+
+
 def as_inducing_variable(inducing_variable: Union[InducingVariables, tf.Tensor], kernel: Kernel) -> InducingVariables:
     """Accept an array of inducing inputs ``[M, D]`` or a GPflow inducing variable.
 
@@ -82,7 +106,7 @@ def as_inducing_variable(inducing_variable: Union[InducingVariables, tf.Tensor],
     ``InducingPoints`` are wrapped as ``SharedIndependentInducingVariables``.
     """
     if not isinstance(inducing_variable, InducingVariables):
-        inducing_variable = InducingPoints(inducing_variable)
+        inducing_variable = InducingPoints(inducing_inputs(inducing_variable))
     if isinstance(kernel, MultioutputKernel) and not isinstance(inducing_variable, MultioutputInducingVariables):
         inducing_variable = SharedIndependentInducingVariables(inducing_variable)
     return inducing_variable

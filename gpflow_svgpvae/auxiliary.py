@@ -187,9 +187,27 @@ class ObjectVectors(InputTransform):
         return None if input_dim is None else int(input_dim) - 1 + self.Q
 
     def check_inputs(self, X: np.ndarray) -> None:
-        """Validate the ids of a whole dataset's raw inputs (see :meth:`check_ids`)."""
+        """Validate the width and the ids of a whole dataset's raw inputs (see :meth:`check_ids`)."""
         X = np.asarray(X)
-        self.check_ids(X[..., _normalise_column(self.id_column, X.shape[-1])])
+        width = X.shape[-1] if X.ndim else 0
+        if self.num_view_features is not None and width != self.num_view_features + 1:
+            raise ValueError(
+                f"ObjectVectors: X (raw auxiliary inputs) must have num_view_features + 1 = "
+                f"{self.num_view_features + 1} columns (view features and the object id), got {width}"
+                + (
+                    ": the object id column seems to be missing (append the ids as column id_column)."
+                    if width == self.num_view_features
+                    else "."
+                )
+            )
+        column = _normalise_column(self.id_column, width)
+        try:
+            self.check_ids(X[..., column])
+        except ValueError as error:
+            raise ValueError(
+                f"{error} The ids are read from column {self.id_column} of X (raw auxiliary inputs, {width} "
+                "column(s)): if X has no id column (e.g. only angles), append the object ids as that column."
+            ) from None
 
     def mapped_dims(self, num_view_features: Optional[int] = None) -> Tuple[list, list]:
         """

@@ -25,7 +25,8 @@ def set_numerical_checks(enabled: bool) -> None:
 
     They cost a host-side check per matrix. XLA (``jit_compile=True``) cannot
     compile them, so the compiled training loop switches them off while it
-    traces an XLA step and checks the loss once per logging interval instead.
+    traces an XLA step; the step's guard (finite loss, terms, network outputs and
+    gradients, else no update) still runs, and the loop reads its flags after each step.
     """
     global _NUMERICAL_CHECKS
     _NUMERICAL_CHECKS = bool(enabled)

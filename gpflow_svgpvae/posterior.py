@@ -29,7 +29,7 @@ import numpy as np
 import tensorflow as tf
 
 from . import amortized
-from .models.data import positive_count
+from .models.data import numeric_tensor, positive_count
 from .numerics import assert_finite
 from .tracing import not_autographed, per_model_function
 
@@ -237,7 +237,7 @@ class SVGPVAEPosterior(tf.Module):
         return amortized.inducing_distribution(self.whitened)
 
     def _check_inputs(self, Xnew):
-        Xnew = tf.cast(tf.convert_to_tensor(Xnew), gpflow.default_float())
+        Xnew = tf.cast(numeric_tensor(Xnew, "Xnew"), gpflow.default_float())
         if Xnew.shape.rank not in (2, 3):
             raise ValueError(f"Xnew must have shape [n, input_dim] (or [V, n, input_dim]); got {Xnew.shape}")
         if self.input_dim is not None and Xnew.shape[-1] not in (None, self.input_dim):
@@ -308,16 +308,29 @@ class SVGPVAEPosterior(tf.Module):
         """
         spec = tf.TensorSpec([None, self.input_dim], gpflow.default_float(), name="Xnew")
 
+        def checked(Xnew):
+            # A signature call (serving, other languages) does not check the declared shape: say it here.
+            if self.input_dim is None:
+                return Xnew
+            check = tf.debugging.assert_equal(
+                tf.shape(Xnew)[-1],
+                self.input_dim,
+                message=f"Xnew (query inputs) must be float64 [n, {self.input_dim}]: {self.input_dim} input "
+                "dimension(s) per row, as the training inputs X.",
+            )
+            with tf.control_dependencies([check]):
+                return tf.identity(Xnew)
+
         @tf.function(input_signature=[spec])
         @not_autographed
         def predict_f(Xnew):
-            mean, var = self.predict_f(Xnew)
+            mean, var = self.predict_f(checked(Xnew))
             return {"mean": mean, "variance": var}
 
         @tf.function(input_signature=[spec])
         @not_autographed
         def predict_y(Xnew):
-            return {"mean": self.predict_y(Xnew)}
+            return {"mean": self.predict_y(checked(Xnew))}
 
         module = tf.Module()
         module.posterior = self

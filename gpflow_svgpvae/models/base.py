@@ -263,7 +263,29 @@ class LatentVariableAutoencoder(BayesianModel, ExternalDataTrainingLossMixin, ab
         if L is not None and not _is_built(self.decoder):
             width = self._decoder_input_width(L)
             self._try_build("decoder", (width,), lambda: self.decode(tf.zeros([1, width]), training=False))
+        elif L is not None:
+            self._check_decoder_width(L)
         return self
+
+    def _check_decoder_width(self, L: int) -> None:
+        """A built decoder must take the width the model feeds it (:math:`L`, plus a condition).
+
+        :math:`L` is the encoder's output width when known (a kernel with another number of
+        channels is reported by the model's own check of the encoder's output)."""
+        L = self._encoder_width() or L
+        try:
+            shape = self.decoder.input_shape
+        except (AttributeError, RuntimeError):  # not a Keras network, or one without a fixed input
+            return
+        got = shape[-1] if isinstance(shape, tuple) and shape and isinstance(shape[-1], int) else None
+        width = self._decoder_input_width(L)
+        if got is not None and got != width:
+            condition = "" if width == L else f" plus {width - L} condition columns"
+            raise ValueError(
+                f"The decoder takes inputs of width {got}, but the model feeds it L = {L} latent channels{condition} "
+                f"(the encoder's output width, else num_latent_gps or the kernel's number of channels). Build the "
+                f"decoder for {width} inputs (e.g. mlp_decoder({L}, ...)) or the encoder for L = {got - (width - L)}."
+            )
 
     def _encode_zeros(self, shape):
         return self.encode(self.encoder_inputs(tf.zeros(shape, tf.float32)), training=False)
@@ -287,12 +309,16 @@ class LatentVariableAutoencoder(BayesianModel, ExternalDataTrainingLossMixin, ab
         kernel = getattr(self, "kernel", None)
         if isinstance(kernel, gpflow.kernels.SeparateIndependent):
             return len(kernel.kernels)
-        shapes = getattr(self.encoder, "output_shape", None) if _is_built(self.encoder) else None
-        if shapes is None:
-            return None
+        return self._encoder_width()
+
+    def _encoder_width(self) -> Optional[int]:
+        """:math:`L` as the encoder's output width, if it is built and its output shape is known."""
         try:
+            shapes = getattr(self.encoder, "output_shape", None) if _is_built(self.encoder) else None
+            if shapes is None:
+                return None
             widths = {int(shape[-1]) for shape in shapes}  # (means, variances): two [b, L] shapes
-        except (TypeError, IndexError, AttributeError, ValueError):
+        except (TypeError, IndexError, AttributeError, ValueError, RuntimeError):
             return None
         return widths.pop() if len(widths) == 1 else None
 

@@ -27,7 +27,69 @@ import tensorflow as tf
 
 from ..numerics import assert_finite, numerical_checks
 
-__all__ = ["Batch", "split_data", "observed_entries", "point_weights", "check_inputs", "check_arrays", "positive_count"]
+__all__ = [
+    "Batch",
+    "split_data",
+    "observed_entries",
+    "point_weights",
+    "check_inputs",
+    "check_arrays",
+    "positive_count",
+    "numeric_array",
+    "numeric_tensor",
+]
+
+_ROLES = {"X": "auxiliary inputs", "Y": "observations", "mask": "1 = observed, 0 = missing", "Xnew": "query inputs"}
+
+
+def _ragged(name: str, value) -> ValueError:
+    lengths = [len(part) if hasattr(part, "__len__") else 1 for part in value]
+    shown = ", ".join(map(str, lengths[:6])) + (", ..." if len(lengths) > 6 else "")
+    return ValueError(
+        f"{name} is a list of {len(lengths)} parts of different lengths ({shown}), not one array. For sequences of "
+        "different lengths, pad the shorter ones to the longest T (any values) so that X is [V, T, D] and Y "
+        "[V, T, ...], and pass a frame mask [V, T] as the third array (1 = real frame, 0 = padding): "
+        "data = (X, Y, mask)."
+    )
+
+
+def numeric_array(value, name: str) -> np.ndarray:
+    """``value`` (array, list, tensor) as a numpy array of numbers or booleans.
+
+    :raises ValueError: naming ``name`` for a ragged list (with the padding and frame-mask recipe)
+        or non-numeric values (strings, objects).
+    """
+    if isinstance(value, (list, tuple)):
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("error", np.VisibleDeprecationWarning)
+                array = np.asarray(value)
+        except (ValueError, np.VisibleDeprecationWarning):
+            raise _ragged(name, value) from None
+    else:
+        array = np.asarray(value)
+    if array.dtype == object and array.ndim >= 1 and any(hasattr(part, "__len__") for part in array.ravel()[:1]):
+        raise _ragged(name, list(array))
+    if not (np.issubdtype(array.dtype, np.number) or array.dtype == np.bool_):
+        example = repr(array.ravel()[0]) if array.size else "empty"
+        raise ValueError(
+            f"{name} ({_ROLES.get(name, 'data')}) must hold numbers; got an array of dtype {array.dtype} (e.g. "
+            f"{example}). Convert it first, e.g. np.asarray({name}, dtype=float) for numbers read as text, or "
+            "encode categories (such as object ids) as integers."
+        )
+    return array
+
+
+def numeric_tensor(value, name: str) -> tf.Tensor:
+    """:func:`numeric_array` for tensors too (a tensor is checked by its dtype)."""
+    if tf.is_tensor(value) or isinstance(value, tf.Variable):
+        dtype = tf.as_dtype(value.dtype)
+        if not (dtype.is_floating or dtype.is_integer or dtype == tf.bool):
+            raise ValueError(
+                f"{name} ({_ROLES.get(name, 'data')}) must hold numbers; got a tensor of dtype {dtype.name}."
+            )
+        return tf.convert_to_tensor(value)
+    return tf.convert_to_tensor(numeric_array(value, name))
 
 
 class Batch(NamedTuple):
@@ -81,13 +143,13 @@ def observed_entries(X, Y, mask=None, nan_missing: bool = False) -> Tuple[tf.Ten
     """
     if mask is None and not nan_missing:
         return Y, None
-    Y = tf.convert_to_tensor(Y)
+    Y = numeric_tensor(Y, "Y")
     if not Y.dtype.is_floating:
         Y = tf.cast(Y, tf.float32)
-    num_leading = tf.convert_to_tensor(X).shape.rank - 1
+    num_leading = numeric_tensor(X, "X").shape.rank - 1
     observed = None
     if mask is not None:
-        mask = tf.convert_to_tensor(mask)
+        mask = numeric_tensor(mask, "mask")
         lead_shape = Y.shape[:num_leading]
         if (
             mask.shape.rank is not None
@@ -191,8 +253,8 @@ def check_inputs(
     :param whole_sequences: the model's name if its bound has no minibatch estimate over
         frames: then ``T`` must equal ``sequence_length`` when that is given.
     """
-    X = tf.cast(tf.convert_to_tensor(X), gpflow.default_float())
-    Y = tf.convert_to_tensor(Y)
+    X = tf.cast(numeric_tensor(X, "X"), gpflow.default_float())
+    Y = numeric_tensor(Y, "Y")
     if not Y.dtype.is_floating:
         Y = tf.cast(Y, tf.float32)
     if X.shape.rank not in (2, 3):
@@ -320,8 +382,11 @@ def check_arrays(
     :param likelihood: the likelihood's name, for the ``target_range`` message.
     :raises ValueError: naming the array, the first bad point's index and how many are bad.
     """
-    X, Y = np.asarray(data[0]), np.asarray(data[1])
-    mask = np.asarray(data[2]) if len(data) > 2 and data[2] is not None else None
+    if not isinstance(data, (tuple, list)) or len(data) not in (2, 3):
+        got = f"a {type(data).__name__} of {len(data)}" if isinstance(data, (tuple, list)) else type(data).__name__
+        raise TypeError(f"data must be (X, Y) or (X, Y, mask) arrays, or a tf.data.Dataset; got {got}.")
+    X, Y = numeric_array(data[0], "X"), numeric_array(data[1], "Y")
+    mask = numeric_array(data[2], "mask") if len(data) > 2 and data[2] is not None else None
     if len(X) == 0 or len(Y) == 0:
         raise ValueError("The training data are empty (0 points).")
     if len(X) != len(Y) or (mask is not None and len(mask) != len(Y)):

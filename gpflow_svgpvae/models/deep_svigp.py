@@ -36,6 +36,7 @@ from gpflow.conditionals import conditional
 from gpflow.kullback_leiblers import gauss_kl
 from gpflow.utilities import triangular
 
+from ..amortized import inducing_inputs
 from ..likelihoods import DecoderLikelihood
 from ..transforms import Identity, InputTransform, as_input_transform
 from .base import LatentVariableAutoencoder
@@ -82,7 +83,7 @@ class DeepSVIGP(LatentVariableAutoencoder):
         num_data = positive_count(num_data, "num_data", "the number of training points")
         super().__init__(None, decoder, likelihood, num_data=num_data, num_samples=num_samples, seed=seed, name=name)
         if not isinstance(inducing_variable, gpflow.inducing_variables.InducingVariables):
-            inducing_variable = gpflow.inducing_variables.InducingPoints(inducing_variable)
+            inducing_variable = gpflow.inducing_variables.InducingPoints(inducing_inputs(inducing_variable))
         self.kernel = kernel
         self.inducing_variable = inducing_variable
         self.input_transform = as_input_transform(input_transform)

@@ -380,6 +380,12 @@ class SVGPVAE(LatentVariableAutoencoder):
         X = np.asarray(data[0]) if not isinstance(data, tf.data.Dataset) else None
         if X is not None and X.ndim == 3 and np.ndim(Xnew) == 2:
             return np.broadcast_to(np.asarray(Xnew)[None], (X.shape[0],) + np.shape(Xnew))
+        if X is not None and X.ndim == 3 and np.ndim(Xnew) == 3 and np.shape(Xnew)[0] != X.shape[0]:
+            raise ValueError(
+                f"Xnew has {np.shape(Xnew)[0]} sequences but data has {X.shape[0]}: each query sequence is predicted "
+                f"from its own data sequence. Pass Xnew [V={X.shape[0]}, R, input_dim] (one row per data sequence), "
+                "or [R, input_dim] to query every sequence at the same inputs."
+            )
         return Xnew
 
     @check_shapes(

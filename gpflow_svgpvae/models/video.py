@@ -61,7 +61,7 @@ from gpflow.inducing_variables import InducingPoints
 from gpflow.kernels import Kernel, MultioutputKernel, SeparateIndependent, SharedIndependent
 
 from .. import amortized, distribute
-from ..amortized import prior_variance_diag
+from ..amortized import inducing_inputs, prior_variance_diag
 from ..likelihoods import DecoderLikelihood
 from .base import ELBOTerms, LatentVariableAutoencoder
 
@@ -296,6 +296,16 @@ class VideoAutoencoder(LatentVariableAutoencoder):
             Xnew = tf.broadcast_to(Xnew[None], tf.concat([tf.shape(X)[:1], tf.shape(Xnew)], 0))
         if Xnew.shape.rank != 3:
             raise ValueError(f"Xnew must have shape [num_videos, R, input_dim] or [R, input_dim]; got {Xnew.shape}")
+        V, V_new = X.shape[0], Xnew.shape[0]
+        if V is not None and V_new is not None and V != V_new:
+            raise ValueError(
+                f"Xnew has {V_new} sequences but data has {V}: each query sequence is predicted from its own data "
+                f"sequence. Pass Xnew [V={V}, R, input_dim] (one row per data sequence), or [R, input_dim] to query "
+                "every sequence at the same inputs, or data with only the sequences you query."
+            )
+        D, D_new = X.shape[-1], Xnew.shape[-1]
+        if D is not None and D_new is not None and D != D_new:
+            raise ValueError(f"Xnew has {D_new} input dimensions but the data's X has {D}.")
         return self._predict_at(X, means, variances, Xnew, weights=weights)
 
     def _predict_at(self, X, means, variances, Xnew, weights=None):
@@ -417,10 +427,7 @@ class InducingVideoAutoencoder(VideoGPAutoencoder):
             name=name,
         )
         if not isinstance(inducing_variable, InducingPoints):
-            Z: np.ndarray = np.asarray(inducing_variable, dtype=gpflow.default_float())
-            if Z.ndim != 2:
-                raise ValueError(f"inducing inputs must have shape [M, input_dim]; got {Z.shape}")
-            inducing_variable = InducingPoints(Z)
+            inducing_variable = InducingPoints(inducing_inputs(inducing_variable))
         elif type(inducing_variable) is not InducingPoints:
             raise TypeError("inducing_variable must be InducingPoints (shared by all videos and channels) or an array.")
         self.inducing_variable = inducing_variable

@@ -207,7 +207,10 @@ def train(
         iterator's position there every ``checkpoint_every`` epochs (and every
         ``checkpoint_every_steps`` steps if given), and resume from the latest
         checkpoint if one exists: a run killed at any point and restarted with
-        the same arguments continues as if uninterrupted.
+        the same arguments continues as if uninterrupted. A checkpoint that does not fit the
+        model (other inducing inputs, layer widths, L or likelihood) or was written with another
+        ``batch_size`` or ``steps_per_epoch`` is refused before any variable changes
+        (:func:`~gpflow_svgpvae.training.check_checkpoint`).
     :param steps_per_epoch: needed only when the dataset's length is unknown.
     :param callback: called as ``callback(epoch, logs)`` after each epoch.
     :param strategy: a ``tf.distribute`` strategy (default: the one in scope).

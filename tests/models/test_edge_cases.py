@@ -33,10 +33,10 @@ def np_se(A, B, lengthscale=1.0, variance=1.0):
 def np_inducing_posterior(Kmm, Kmb, means, variances, s):
     """Per channel l: Sigma = Kmm + s Kmb Lam Kbm, mu = s Kmm Sigma^-1 Kmb Lam y, A = Kmm Sigma^-1 Kmm."""
     mus, As = [], []
-    for j in range(means.shape[1]):
-        lam = 1.0 / variances[:, j]
+    for ch in range(means.shape[1]):
+        lam = 1.0 / variances[:, ch]
         Sigma = Kmm + s * (Kmb * lam) @ Kmb.T
-        mus.append(s * Kmm @ np.linalg.solve(Sigma, Kmb @ (lam * means[:, j])))
+        mus.append(s * Kmm @ np.linalg.solve(Sigma, Kmb @ (lam * means[:, ch])))
         As.append(Kmm @ np.linalg.solve(Sigma, Kmm))
     return np.stack(mus, 1), np.stack(As)  # [M, L], [L, M, M]
 
@@ -45,13 +45,13 @@ def np_kl(mu, A, Kmm):
     """sum_l KL(N(mu_l, A_l) || N(0, Kmm))."""
     M = Kmm.shape[0]
     total = 0.0
-    for j in range(mu.shape[1]):
+    for ch in range(mu.shape[1]):
         total += 0.5 * (
-            np.trace(np.linalg.solve(Kmm, A[j]))
-            + mu[:, j] @ np.linalg.solve(Kmm, mu[:, j])
+            np.trace(np.linalg.solve(Kmm, A[ch]))
+            + mu[:, ch] @ np.linalg.solve(Kmm, mu[:, ch])
             - M
             + np.linalg.slogdet(Kmm)[1]
-            - np.linalg.slogdet(A[j])[1]
+            - np.linalg.slogdet(A[ch])[1]
         )
     return total
 
@@ -60,7 +60,7 @@ def np_predict(Kmm, Kmr, krr, mu, A):
     """Sparse predictive marginals K_rm Kmm^-1 mu and k_rr - Q_rr + K_rm Kmm^-1 A Kmm^-1 K_mr."""
     W = np.linalg.solve(Kmm, Kmr)  # Kmm^-1 K_mr  [M, R]
     mean = W.T @ mu
-    var = np.stack([krr - np.sum(Kmr * W, 0) + np.sum(W * (A[j] @ W), 0) for j in range(mu.shape[1])], 1)
+    var = np.stack([krr - np.sum(Kmr * W, 0) + np.sum(W * (A[ch] @ W), 0) for ch in range(mu.shape[1])], 1)
     return mean, var
 
 
@@ -136,18 +136,21 @@ def xla_nan_run(tmp_path_factory):
     return None, checkpoint_dir
 
 
-def test_xla_nan_pixels_raise_at_the_end_of_the_epoch(xla_nan_run):
-    """With XLA the per-step checks are compiled away; ``train`` raises FloatingPointError
-    (naming the epoch and how to locate the cause) once the epoch's loss is non-finite."""
+def test_xla_nan_pixels_raise_at_the_step(xla_nan_run):
+    """With XLA the model's runtime assertions are compiled away, but the step's guard is not:
+    ``train`` raises FloatingPointError at the batch with the NaN pixel (1-based), after no
+    update from it, and says what XLA does not check."""
     error, _ = xla_nan_run
     assert isinstance(error, FloatingPointError)
-    assert "non-finite in epoch 0" in str(error) and "rerun without XLA" in str(error)
+    message = str(error)
+    assert message.startswith("The training step made no update") and "in epoch 1, batch 2 (1-based" in message
+    assert "runtime assertions inside the model" in message and "rerun without jit_compile" in message
 
 
 def test_xla_nan_epoch_is_not_checkpointed(xla_nan_run):
-    """No checkpoint holds weights reached through a non-finite loss (a restart would resume
-    from them): the loop checks the loss before every save. The first step's checkpoint is
-    written; the second step's (after the NaN batch) is not."""
+    """No checkpoint holds weights reached through a non-finite loss (a restart would
+    resume from them): the guarded step never applies such a step. The first step's
+    checkpoint is written; the second step's (the NaN batch) makes no update."""
     _, checkpoint_dir = xla_nan_run
     latest = tf.train.latest_checkpoint(checkpoint_dir)
     assert latest is not None and latest.endswith("-1"), latest
