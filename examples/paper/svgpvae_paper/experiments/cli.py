@@ -82,6 +82,9 @@ SUBCOMMANDS: Dict[str, Experiment] = {
     "sprites_context_scale": Experiment("a finished sprites run's context weight, chosen on validation characters", {}),
     "sprites_summary": Experiment("one accuracy table and figure from several finished sprites runs (RUN ...)", {}),
     "hmnist": Experiment("imputation on Healing MNIST (--long: T = 100; --timing: s/epoch vs T)", {}),
+    "real_imputation": Experiment(
+        "imputation of real sensor sequences (aeon's wheel): baselines, VAE family, PyPOTS", {}
+    ),
 }
 
 #: The experiment names, in the order ``--help`` lists them.
