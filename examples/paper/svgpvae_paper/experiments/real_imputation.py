@@ -82,8 +82,9 @@ RECIPE = dict(
     num_latent=8,
     hidden=(128, 128),
     learning_rate=1e-3,
-    epochs=300,
-    batch_size=10,
+    epochs=200,
+    patience=20,
+    batch_size=5,
     num_inducing=16,
     lengthscale_frames=5.0,
     noise_variance=0.1,
@@ -91,7 +92,7 @@ RECIPE = dict(
 )
 
 #: ``--quick``: one seed, few epochs, small networks (a smoke run of every piece).
-QUICK = dict(seeds=(0,), epochs=15, hidden=(32, 32), num_latent=4, num_samples=10, pypots_epochs=5)
+QUICK = dict(seeds=(0,), epochs=15, patience=5, hidden=(32, 32), num_latent=4, num_samples=10, pypots_epochs=5)
 
 
 @dataclasses.dataclass
@@ -112,7 +113,9 @@ class Config:
     lengthscale_frames: float = RECIPE["lengthscale_frames"]
     noise_variance: float = RECIPE["noise_variance"]
     num_samples: int = RECIPE["num_samples"]
-    pypots_epochs: int = 100
+    validation_fraction: float = 0.1
+    patience: int = RECIPE["patience"]
+    pypots_epochs: int = RECIPE["epochs"]
     threads: int = 0
     quick: bool = False
     out: str = "docs/results/real_imputation"
@@ -245,6 +248,7 @@ class ChannelGP:
     def __init__(self, lengthscale: float = 5.0, variance: float = 1.0, noise_variance: float = 0.1):
         self.init = (lengthscale, variance, noise_variance)
         self.lengthscales = self.variances = self.noise_variances = None
+        self.optimisation: dict = {}
 
     def _parameters(self, num_channels: int):
         import gpflow
@@ -285,7 +289,7 @@ class ChannelGP:
             - 0.5 * tf.reduce_sum(tf.square(alpha), axis=[1, 2, 3])
         )
 
-    def fit(self, X, Y, observed, maxiter: int = 200) -> "ChannelGP":
+    def fit(self, X, Y, observed, maxiter: int = 100) -> "ChannelGP":
         """Fit the channels' variances, lengthscales and noises on ``(X [V, T, 1], Y [V, T, D])``
         (the channels' objectives are independent, so one optimisation of their sum fits all)."""
         import gpflow
@@ -300,7 +304,8 @@ class ChannelGP:
             return -tf.reduce_sum(self.log_marginals(ell, var, noise, Xt, Yt, Wt))
 
         variables = ell.variables + var.variables + noise.variables
-        gpflow.optimizers.Scipy().minimize(loss, variables, options=dict(maxiter=maxiter))
+        result = gpflow.optimizers.Scipy().minimize(loss, variables, options=dict(maxiter=maxiter))
+        self.optimisation = dict(iterations=int(result.nit), converged=bool(result.success))
         self.lengthscales, self.variances, self.noise_variances = ell.numpy(), var.numpy(), noise.numpy()
         return self
 
@@ -351,8 +356,30 @@ def build_model(method: str, num_channels: int, num_frames: int, config: Config,
     kernel = gpflow.kernels.Matern52(lengthscales=config.lengthscale_frames)
     if method == "gpvae":
         return gv.GPVAE(encoder, decoder, kernel, likelihood, seed=seed, **options)
-    Z = np.linspace(0.0, num_frames - 1.0, config.num_inducing)[:, None]
+    num_inducing = config.num_inducing or min(num_frames, 100)  # 0: one inducing time per frame
+    Z = np.linspace(0.0, num_frames - 1.0, num_inducing)[:, None]
     return gv.SVGPVAE(encoder, decoder, kernel, Z, likelihood, seed=seed, **options)
+
+
+def _validation_split(data, config: Config, seed: int):
+    """``(training data, extra train() arguments)``: a ``validation_fraction`` of the observed
+    training entries held out as the validation target, with early stopping on it (the library's
+    :func:`~gpflow_svgpvae.imputation.hold_out_entries`), when the library has it and
+    ``patience`` is set; else all the data and a fixed number of epochs."""
+    from gpflow_svgpvae import imputation
+
+    if not config.patience or not hasattr(imputation, "hold_out_entries"):
+        return data, {}
+    train_data, validation = imputation.hold_out_entries(data, fraction=config.validation_fraction, seed=seed)
+    return train_data, dict(validation_data=validation, patience=config.patience)
+
+
+def _seconds_per_epoch(stamps: Sequence[float], total: float) -> float:
+    """Median time between the ends of consecutive epochs: the first epoch, which traces the
+    training step, is left out (``total / epochs`` when there are fewer than three epochs)."""
+    if len(stamps) < 3:
+        return total / max(len(stamps), 1)
+    return float(np.median(np.diff(stamps)))
 
 
 def _fit_learned(method, train, test, config: Config, seed: int):
@@ -363,15 +390,19 @@ def _fit_learned(method, train, test, config: Config, seed: int):
 
     X, Y, frames = train
     model = build_model(method, Y.shape[-1], Y.shape[1], config, seed)
+    data, extra = _validation_split((X, Y.astype(np.float32), frames), config, seed)
+    stamps: List[float] = []
     start = time.perf_counter()
     history = train_model(
         model,
-        (X, Y.astype(np.float32), frames),
+        data,
         epochs=config.epochs,
         batch_size=config.batch_size,
         seed=seed,
         progress=False,
         optimizer=tf_keras.optimizers.Adam(config.learning_rate),
+        callback=lambda epoch, logs: stamps.append(time.perf_counter()),
+        **extra,
     )
     seconds = time.perf_counter() - start
     Xt, Yt, ft = test
@@ -379,7 +410,12 @@ def _fit_learned(method, train, test, config: Config, seed: int):
     imputed, samples = np.asarray(imputed, float), np.asarray(samples, float)
     noise = float(np.asarray(model.likelihood.variance.numpy()).mean())
     variance = samples.var(0) + noise
-    info = {"seconds_per_epoch": seconds / config.epochs, "epochs": config.epochs, "noise_variance": noise}
+    info = {
+        "seconds_per_epoch": _seconds_per_epoch(stamps, seconds),
+        "train_seconds": seconds,
+        "epochs": len(stamps),
+        "noise_variance": noise,
+    }
     if "elbo" in history:
         info["final_elbo"] = float(history["elbo"][-1])
     return imputed, variance, info
@@ -399,6 +435,7 @@ def _fit_pypots(train, test, config: Config, seed: int):
     set_random_seed(seed)
     X, Y, frames = train
     Xt, Yt, ft = test
+    data, extra = _validation_split((X, Y.astype(np.float32), frames), config, seed)
     model = PyPOTSGPVAE(
         n_steps=Y.shape[1],
         n_features=Y.shape[-1],
@@ -407,11 +444,18 @@ def _fit_pypots(train, test, config: Config, seed: int):
         decoder_sizes=tuple(config.hidden),
         batch_size=config.batch_size,
         epochs=config.pypots_epochs,
+        patience=extra.get("patience"),
         device="cpu",
         verbose=False,
     )
+    fit_options = {}
+    if extra:  # the same validation entries and patience as the other learned models
+        _, Y_fit, _ = data[:3]
+        fit_options["val_set"] = {"X": np.asarray(Y_fit, np.float32), "X_ori": Y.astype(np.float32)}
+    else:
+        Y_fit = Y
     start = time.perf_counter()
-    model.fit({"X": Y.astype(np.float32)})
+    model.fit({"X": np.asarray(Y_fit, np.float32)}, **fit_options)
     seconds = time.perf_counter() - start
     # PyPOTS' GPVAE imputes with the decoder at the encoder's mean: every "sample" is the same,
     # so it gives no predictive variance (no NLL or coverage).
@@ -419,7 +463,10 @@ def _fit_pypots(train, test, config: Config, seed: int):
     imputation = np.asarray(out["imputation"], float)
     mean = np.where(~np.isnan(Yt), Yt, imputation.reshape(Yt.shape))
     variance = None
-    info = {"seconds_per_epoch": seconds / config.pypots_epochs, "epochs": config.pypots_epochs}
+    # with early stopping, training ran until ``patience`` epochs after the best one
+    best = int(getattr(model, "best_epoch", -1))
+    epochs = min(config.pypots_epochs, best + 1 + extra["patience"]) if extra and best >= 0 else config.pypots_epochs
+    info = {"seconds_per_epoch": seconds / epochs, "train_seconds": seconds, "epochs": epochs}
     return mean, variance, info
 
 
@@ -445,7 +492,7 @@ def _run_one(method, data, scenario, seed, config: Config):
     elif method == "gp":
         gp = ChannelGP(lengthscale=config.lengthscale_frames).fit(Xtr, Ytr, obs_tr)
         mean, variance = gp.predict(Xte, Yte, obs_te)
-        info["hyperparameters"] = gp.hyperparameters
+        info.update(hyperparameters=gp.hyperparameters, optimisation=gp.optimisation)
     elif method == "pypots":
         mean, variance, info = _fit_pypots((Xtr, nan_tr, ftr), (Xte, nan_te, fte), config, seed)
         if mean is None:
@@ -472,7 +519,12 @@ def _prepare(dataset, scenario: str, seed: int, config: Config):
 
 
 def _cache_spec(config: Config, method: str) -> dict:
+    from gpflow_svgpvae import imputation
+
     spec = dict(mcar=config.mcar_fraction, outage=(config.outage_probability, config.outage_fraction))
+    if method in LEARNED or method == "pypots":
+        early = bool(config.patience) and hasattr(imputation, "hold_out_entries")
+        spec["early_stopping"] = (config.validation_fraction, config.patience) if early else None
     if method in LEARNED or method == "pypots":
         spec.update(
             {k: getattr(config, k) for k in ("num_latent", "hidden", "learning_rate", "epochs", "batch_size")},
@@ -603,12 +655,15 @@ def table_markdown(summary: dict, config: Config) -> str:
     return "\n".join(lines) + "\n"
 
 
-def plot_sequences(name: str, by_scenario: dict, path: str, sequence: int = 0, num_channels: int = 3) -> None:
-    """Rows: hiding scenarios; columns: channels of test sequence ``sequence``. Truth (black line),
-    observed entries (dots), SVGP-VAE imputation with its 90 % band (blue), linear interpolation
-    (dashed grey)."""
+def plot_sequences(name: str, by_scenario: dict, path: str, sequence: Optional[int] = None, num_channels: int = 3):
+    """Rows: hiding scenarios; columns: channels of one test sequence (default: the one whose
+    readings vary most). Truth (black line), observed entries (dots), SVGP-VAE imputation with
+    its 90 % band at the hidden entries (blue), linear interpolation (dashed grey)."""
     plt = pyplot()
     rows = list(by_scenario)
+    if sequence is None:
+        _, (_, Y0, frames0), _, _ = by_scenario[rows[0]]["data"]
+        sequence = int(np.argmax([Y0[v][frames0[v] > 0].std(0).mean() for v in range(len(Y0))]))
     fig, axes = plt.subplots(len(rows), num_channels, figsize=(3.6 * num_channels, 2.4 * len(rows)), squeeze=False)
     for i, scenario in enumerate(rows):
         entry = by_scenario[scenario]
@@ -650,6 +705,15 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--seeds", type=int, nargs="+", default=None, help="default 0 1 2")
     p.add_argument("--methods", nargs="+", choices=METHODS, default=None)
     p.add_argument("--epochs", type=int, default=None, help=f"learned models (default {RECIPE['epochs']})")
+    p.add_argument(
+        "--num-inducing", type=int, default=None, help="SVGP-VAE inducing times (default: one per frame, up to 100)"
+    )
+    p.add_argument(
+        "--lengthscale-frames",
+        type=float,
+        default=None,
+        help=f"initial kernel lengthscale in frames (default {RECIPE['lengthscale_frames']})",
+    )
     p.add_argument("--pypots-epochs", type=int, default=None, help="PyPOTS GPVAE epochs (default 100)")
     p.add_argument("--threads", type=int, default=None, help="TensorFlow/torch threads (default: all)")
     p.add_argument("--out", default=None, help="results folder (default docs/results/real_imputation[_quick])")
@@ -671,7 +735,7 @@ def config_from_args(argv: Optional[Sequence[str]] = None) -> Config:
     for name in ("scenarios", "seeds", "methods"):
         if getattr(args, name) is not None:
             settings[name] = tuple(getattr(args, name))
-    for name in ("epochs", "pypots_epochs", "threads"):
+    for name in ("epochs", "pypots_epochs", "threads", "num_inducing", "lengthscale_frames"):
         if getattr(args, name) is not None:
             settings[name] = getattr(args, name)
     settings["out"] = args.out or ("results/real_imputation_quick" if args.quick else "docs/results/real_imputation")
