@@ -30,10 +30,11 @@ test: $(STAMP)
 test-all: $(STAMP)
 	$(PYTEST) -m "slow or not slow"
 
-# Formatting and lint (ruff, configured in pyproject.toml).
+# Formatting, lint and type checks (ruff and mypy, configured in pyproject.toml; mypy on the library).
 check: $(STAMP)
 	$(PY) -m ruff format --check .
 	$(PY) -m ruff check .
+	$(PY) -m mypy
 
 clean:
 	rm -rf $(VENV) build *.egg-info

@@ -96,10 +96,10 @@ def machine() -> dict:
     }
     try:
         with open("/proc/cpuinfo") as f:
-            names = [l.split(":", 1)[1].strip() for l in f if l.startswith("model name")]
+            names = [line.split(":", 1)[1].strip() for line in f if line.startswith("model name")]
         info["cpu_model"] = names[0] if names else None
         with open("/proc/cpuinfo") as f:
-            flags = next((l.split(":", 1)[1].split() for l in f if l.startswith("flags")), [])
+            flags = next((line.split(":", 1)[1].split() for line in f if line.startswith("flags")), [])
         info["cpu_avx512f"] = "avx512f" in flags  # TensorFlow's oneDNN default follows such features
         with open("/proc/meminfo") as f:
             info["mem_total_gb"] = round(int(f.readline().split()[1]) / 2**20, 1)
@@ -125,7 +125,7 @@ def child(task: str, spec: dict, timeout: float = 1800) -> dict:
     cmd = [sys.executable, os.path.abspath(__file__), "_child", task, json.dumps(spec)]
     t = time.perf_counter()
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout, cwd=ROOT)
-    lines = [l for l in proc.stdout.splitlines() if l.startswith("RESULT ")]
+    lines = [line for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
     if proc.returncode != 0 or not lines:
         raise RuntimeError(f"benchmark child {task} {spec} failed ({proc.returncode}):\n{proc.stderr[-4000:]}")
     out = json.loads(lines[-1][len("RESULT ") :])

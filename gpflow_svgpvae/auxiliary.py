@@ -401,7 +401,7 @@ def fit_gaussian(vectors: np.ndarray, max_jitter: float = 1e-3) -> Tuple[np.ndar
         raise ValueError(f"need vectors of shape [n >= 2, Q], got {V.shape}.")
     mean = V.mean(axis=0)  # [Q]
     cov = np.atleast_2d(np.cov(V, rowvar=False))  # [Q, Q]
-    scale = max(float(np.mean(np.diag(cov))), np.finfo(np.float64).tiny)
+    scale = max(float(np.mean(np.diag(cov))), float(np.finfo(np.float64).tiny))
     eye = np.eye(cov.shape[0])
     try:
         return mean, cov, np.linalg.cholesky(cov)

@@ -20,7 +20,7 @@ they equal it to float64 round-off (tested to 1e-12, values and gradients).
 import numpy as np
 import tensorflow as tf
 from gpflow import covariances
-from gpflow.base import TensorLike
+from gpflow.base import TensorLike, TensorType
 from gpflow.inducing_variables import InducingPoints
 
 from .kernels import PeriodicLinear
@@ -55,7 +55,7 @@ def Kuu_inducingpoints_periodic_linear(
 
 @covariances.Kuf.register(InducingPoints, PeriodicLinear, TensorLike)
 def Kuf_inducingpoints_periodic_linear(
-    inducing_variable: InducingPoints, kernel: PeriodicLinear, Xnew: TensorLike
+    inducing_variable: InducingPoints, kernel: PeriodicLinear, Xnew: TensorType
 ) -> tf.Tensor:
     """:math:`K_{mb}`, ``[M, batch..., N]`` for ``Xnew [batch..., N, D]`` (GPflow's layout)."""
     Z = tf.convert_to_tensor(inducing_variable.Z)

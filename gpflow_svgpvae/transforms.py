@@ -24,7 +24,7 @@ style per object) and maps queries through that summary
 """
 
 import abc
-from typing import Any, Iterable, List, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
 import gpflow
 import numpy as np
@@ -166,7 +166,7 @@ class Chain(InputTransform):
         self.transforms[0].check_inputs(X)
 
     def context(self, chunks) -> List[Any]:
-        contexts = []
+        contexts: List[Any] = []
         for i, transform in enumerate(self.transforms):
             done = list(zip(self.transforms[:i], contexts))
 
@@ -202,7 +202,8 @@ class Concatenate(InputTransform):
 
     def mapped_dim(self, input_dim: Optional[int] = None) -> Optional[int]:
         dims = [t.mapped_dim(input_dim) for t in self.transforms]
-        return None if any(d is None for d in dims) else int(sum(dims))
+        known = [d for d in dims if d is not None]
+        return int(sum(known)) if len(known) == len(dims) else None
 
     def __call__(self, X, Y=None, training: Optional[bool] = None) -> tf.Tensor:
         dtype = gpflow.default_float()
@@ -284,7 +285,8 @@ class GroupRepresentation(InputTransform):
 
     def context(self, chunks) -> Tuple[tf.Tensor, tf.Tensor]:
         """``(group ids [G], vectors [G, d])`` of every group in the data (network run per chunk)."""
-        sums, counts = {}, {}
+        sums: Dict[Any, np.ndarray] = {}  # group id -> sum of its frames' features [d]
+        counts: Dict[Any, int] = {}
         for X, Y in chunks:
             X = np.asarray(X)
             lead = X.ndim - 1

@@ -62,7 +62,7 @@ def _rel(a, b):
 def test_nll_value_matches_scipy(rng, N, H, L, alpha):
     Z, V, alpha = _problem(rng, N, H, L, alpha)
     K = V @ V.T + alpha * np.eye(N)
-    expected = -sum(scipy.stats.multivariate_normal(mean=np.zeros(N), cov=K).logpdf(Z[:, l]) for l in range(L))
+    expected = -sum(scipy.stats.multivariate_normal(mean=np.zeros(N), cov=K).logpdf(Z[:, j]) for j in range(L))
     value = lowrank_gaussian_nll(tf.constant(Z, F64), tf.constant(V, F64), alpha).numpy()
     assert value.dtype == np.float64
     np.testing.assert_allclose(value, expected, rtol=1e-9)

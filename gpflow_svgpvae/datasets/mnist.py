@@ -31,14 +31,14 @@ import gzip
 import os
 import zlib
 from pathlib import Path
-from typing import Tuple, Union
+from typing import Dict, Tuple, Union
 
 import numpy as np
 
 __all__ = ["IDX_DTYPES", "read_idx", "load_mnist", "MNIST_FILE_NAMES"]
 
 #: IDX dtype code -> big-endian numpy dtype.
-IDX_DTYPES = {
+IDX_DTYPES: Dict[int, np.dtype] = {
     0x08: np.dtype(">u1"),
     0x09: np.dtype(">i1"),
     0x0B: np.dtype(">i2"),

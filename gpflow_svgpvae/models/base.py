@@ -249,6 +249,8 @@ class LatentVariableAutoencoder(BayesianModel, ExternalDataTrainingLossMixin, ab
         if isinstance(kernel, gpflow.kernels.SeparateIndependent):
             return len(kernel.kernels)
         shapes = getattr(self.encoder, "output_shape", None) if _is_built(self.encoder) else None
+        if shapes is None:
+            return None
         try:
             widths = {int(shape[-1]) for shape in shapes}  # (means, variances): two [b, L] shapes
         except (TypeError, IndexError, AttributeError, ValueError):
@@ -272,7 +274,10 @@ class LatentVariableAutoencoder(BayesianModel, ExternalDataTrainingLossMixin, ab
 
         :raises tf.errors.InvalidArgumentError: if the encoder returns a
             non-positive or non-finite variance.
+        :raises TypeError: if the model has no encoder.
         """
+        if self.encoder is None:
+            raise TypeError(f"{type(self).__name__} has no encoder: it cannot encode observations.")
         Y = tf.cast(Y, self._network_dtype(self.encoder))
         try:
             outputs = self.encoder(Y, training=training) if _accepts_training(self.encoder) else self.encoder(Y)
@@ -435,7 +440,7 @@ class LatentVariableAutoencoder(BayesianModel, ExternalDataTrainingLossMixin, ab
         """The inputs :meth:`impute` predicts at: the data's own inputs ``X``."""
         return X
 
-    def impute(self, data, num_samples: Optional[int] = None, seed: int = 0, **posterior_options):
+    def impute(self, data, num_samples: Optional[int] = None, seed: int = 0):
         r"""Fill in the missing entries of ``data = (X, Y, mask)`` (or ``(X, Y)`` with NaN for
         missing entries and ``missing_values="nan"``); models with :attr:`supports_missing`.
 
@@ -451,10 +456,15 @@ class LatentVariableAutoencoder(BayesianModel, ExternalDataTrainingLossMixin, ab
             sampled code (the decoder's observation noise is not sampled: for a Bernoulli
             decoder the samples are probabilities), observed entries kept.
         :param seed: seed of the stateless latent draws (same seed, same samples).
-        :param posterior_options: passed to :meth:`posterior` (e.g. ``batch_size`` of the SVGP-VAE).
         :return: the imputed ``Y`` (``Y``'s shape and float dtype; ``float32`` for integer ``Y``),
             or the pair ``(imputed, samples [S, ...])`` when ``num_samples`` is given.
         """
+        return self._impute(data, num_samples, seed)
+
+    def _impute(self, data, num_samples: Optional[int], seed: int, **posterior_options):
+        """:meth:`impute`, with ``posterior_options`` passed to :meth:`posterior` (overrides of
+        :meth:`impute` that take the options of their :meth:`posterior`, e.g. the SVGP-VAE's
+        ``batch_size``, call this)."""
         if isinstance(data, tf.data.Dataset):
             raise TypeError("impute takes arrays (X, Y) or (X, Y, mask), not a tf.data.Dataset.")
         X, Y, mask, _ = self.data_batch(data, conditioning=True)
@@ -464,7 +474,7 @@ class LatentVariableAutoencoder(BayesianModel, ExternalDataTrainingLossMixin, ab
         decoded, samples = (out, None) if num_samples is None else out
         observed = tf.ones_like(Y, dtype=tf.bool) if mask is None else mask > 0
         imputed = tf.where(observed, Y, tf.cast(tf.reshape(decoded, tf.shape(Y)), Y.dtype))
-        if samples is None:
+        if num_samples is None:
             return imputed
         samples = tf.reshape(tf.cast(samples, Y.dtype), tf.concat([[int(num_samples)], tf.shape(Y)], 0))
         return imputed, tf.where(observed[None], Y[None], samples)

@@ -188,13 +188,15 @@ class CVAE(LatentVariableAutoencoder):
         sums_m = sums_v = None
         for start in range(0, len(X_context), batch_size):
             Xb = X_context[start : start + batch_size]
-            cb = conditions[start : start + batch_size] if whole else None
+            cb = None if conditions is None else conditions[start : start + batch_size]
             m, v = self.encode_conditional(Xb, Y_context[start : start + batch_size], training=False, condition=cb)
             ids = tf.cast(tf.round(Xb[:, self.id_column]), tf.int32)
             sm = tf.math.unsorted_segment_sum(m, ids, num_objects)
             sv = tf.math.unsorted_segment_sum(v, ids, num_objects)
             sums_m = sm if sums_m is None else sums_m + sm
             sums_v = sv if sums_v is None else sums_v + sv
+        if sums_m is None or sums_v is None:
+            raise ValueError("X_context is empty: object_codes needs at least one context image.")
         ids_all = np.round(X_context[:, self.id_column]).astype(int)
         counts = np.bincount(ids_all, minlength=num_objects).astype(np.float64)
         with np.errstate(invalid="ignore", divide="ignore"):

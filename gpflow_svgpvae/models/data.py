@@ -19,7 +19,7 @@ graph assertions that fire before any variable is updated.
 
 import numbers
 import warnings
-from typing import NamedTuple, Optional, Tuple
+from typing import Callable, NamedTuple, Optional, Tuple
 
 import gpflow
 import numpy as np
@@ -45,7 +45,7 @@ def positive_count(value, name: str, what: str) -> int:
     """``value`` as an ``int`` >= 1; a ``ValueError`` naming ``name`` for anything else
     (``2.5``, ``0``, ``True``, ``None``) instead of silently truncating."""
     integral = isinstance(value, numbers.Integral) or (
-        isinstance(value, numbers.Real) and np.isfinite(value) and float(value).is_integer()
+        isinstance(value, numbers.Real) and np.isfinite(float(value)) and float(value).is_integer()
     )
     if isinstance(value, bool) or not integral or int(value) < 1:
         raise ValueError(f"{name} ({what}) must be a positive whole number; got {value!r}.")
@@ -157,7 +157,7 @@ def _check_width(X: tf.Tensor, input_dim: Optional[int], origin: str) -> tf.Tens
     return _with_check([X], tf.debugging.assert_equal(tf.shape(X)[-1], input_dim, message=message))[0]
 
 
-def _check_at_most(X, Y, axis: int, limit: Optional[int], message: str):
+def _check_at_most(X, Y, axis: int, limit: Optional[int], message: Callable[[Optional[int]], str]):
     """``X.shape[axis] <= limit`` (at once when static, else at run time); ``message(size)``."""
     if limit is None:
         return X, Y

@@ -119,7 +119,7 @@ class HensmanGPVAE(InducingVideoAutoencoder):
         if num_latent_gps is None:
             raise ValueError("HensmanGPVAE needs num_latent_gps (the number of free q(u) per set).")
         self.num_videos = None if num_videos is None else int(num_videos)
-        Q, M, L = (1 if num_videos is None else self.num_videos), self.num_inducing, self.num_latent_gps
+        Q, M, L = (1 if self.num_videos is None else self.num_videos), self.num_inducing, int(num_latent_gps)
         dtype = gpflow.default_float()
         q_mu = np.zeros((Q, M, L)) if q_mu is None else np.asarray(q_mu)
         q_sqrt = np.tile(np.eye(M), (Q, L, 1, 1)) if q_sqrt is None else np.asarray(q_sqrt)

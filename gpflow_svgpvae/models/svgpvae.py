@@ -473,7 +473,7 @@ class SVGPVAE(LatentVariableAutoencoder):
 
         :param batch_size: chunk size of the encoder pass that builds the cached posterior.
         """
-        return super().impute(data, num_samples=num_samples, seed=seed, batch_size=batch_size)
+        return self._impute(data, num_samples, seed, batch_size=batch_size)
 
 
 def _columns(columns, width: Optional[int]) -> tuple:

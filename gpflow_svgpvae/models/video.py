@@ -417,7 +417,7 @@ class InducingVideoAutoencoder(VideoGPAutoencoder):
             name=name,
         )
         if not isinstance(inducing_variable, InducingPoints):
-            Z = np.asarray(inducing_variable, dtype=gpflow.default_float())
+            Z: np.ndarray = np.asarray(inducing_variable, dtype=gpflow.default_float())
             if Z.ndim != 2:
                 raise ValueError(f"inducing inputs must have shape [M, input_dim]; got {Z.shape}")
             inducing_variable = InducingPoints(Z)

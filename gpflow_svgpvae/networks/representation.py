@@ -35,7 +35,7 @@ for kernels that see the norm. (A training character contributes its 50
 training frames to its style, a test character its 36 context frames.)
 """
 
-from typing import Dict, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 import gpflow
 import numpy as np
@@ -251,7 +251,7 @@ def pretrain_representation(
         accuracy = tf.reduce_mean(tf.cast(tf.equal(tf.argmax(logits, axis=-1), labels), tf.float32))
         return loss, accuracy
 
-    history = {"loss": [], "accuracy": [], "seconds": []}
+    history: Dict[str, List[float]] = {"loss": [], "accuracy": [], "seconds": []}
     bar = tqdm(range(int(epochs)), desc="pretraining representation", disable=not progress, unit="epoch")
     for _ in bar:
         start = time.perf_counter()

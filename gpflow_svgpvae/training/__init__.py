@@ -1,10 +1,11 @@
 """Training: objectives (ELBO, GECO), the shared step, the compiled loop and the Keras view."""
 
-from .keras import KerasTrainingModel
+from .keras import ImputationValidationCallback, KerasTrainingModel
 from .loop import make_dataset, train
 from .objectives import ELBO, GECO
 from .optimizers import OptimizerGroups, gp_optimizer_groups
 from .schedules import DelayedStart
+from .selection import select
 from .step import evaluation_terms, training_step
 
 __all__ = [
@@ -16,6 +17,8 @@ __all__ = [
     "gp_optimizer_groups",
     "DelayedStart",
     "KerasTrainingModel",
+    "ImputationValidationCallback",
+    "select",
     "training_step",
     "evaluation_terms",
 ]

@@ -16,7 +16,7 @@ from .objectives import as_objective
 from .optimizers import OptimizerGroups, as_optimizer, build_optimizer_for
 from .step import LOG_KEYS, evaluation_terms, training_step
 
-__all__ = ["KerasTrainingModel"]
+__all__ = ["KerasTrainingModel", "ImputationValidationCallback"]
 
 
 class KerasTrainingModel(tf_keras.Model):
@@ -27,7 +27,10 @@ class KerasTrainingModel(tf_keras.Model):
     for their scale). Stock callbacks work: ``ModelCheckpoint`` (both modes; see
     :meth:`save`), ``EarlyStopping``, ``ReduceLROnPlateau``, ``BackupAndRestore``,
     ``TensorBoard``, ``CSVLogger``, ``ProgbarLogger``, because the GPflow model, its
-    objective state and the optimiser are tracked by this Keras model.
+    objective state and the optimiser are tracked by this Keras model: its ``weights`` hold every
+    variable of the GPflow model (networks, kernel, inducing inputs, likelihood), so
+    ``EarlyStopping(restore_best_weights=True)`` restores all of them. To monitor an imputation
+    score, pass :class:`ImputationValidationCallback` among the callbacks (it runs first).
 
     Data: a ``tf.data.Dataset`` of ``(X, Y)`` / ``(X, Y, mask)`` batches, or arrays as
     ``fit(X, Y)``, ``fit((X, Y))`` or ``fit((X, Y, mask))`` (with ``batch_size``). Arrays are
@@ -94,7 +97,10 @@ class KerasTrainingModel(tf_keras.Model):
         if isinstance(validation_data, (tuple, list)) and len(validation_data) in (2, 3):
             self.model.check_arrays(tuple(validation_data))
         position = _Position()
-        callbacks = list(kwargs.pop("callbacks", None) or []) + [position]
+        callbacks = list(kwargs.pop("callbacks", None) or [])
+        # Validation scores first, so that EarlyStopping, ModelCheckpoint, ... see them in the logs.
+        scorers = [c for c in callbacks if isinstance(c, ImputationValidationCallback)]
+        callbacks = scorers + [c for c in callbacks if not isinstance(c, ImputationValidationCallback)] + [position]
         if self.optimizer is not None:  # (compiled) one trace of the step instead of two
             with self.distribute_strategy.scope():
                 build_optimizer_for(self.optimizer, self.model)
@@ -153,6 +159,43 @@ class KerasTrainingModel(tf_keras.Model):
 
     def test_step(self, data):
         return self._record(evaluation_terms(self.model, self.objective, data))
+
+
+class ImputationValidationCallback(tf_keras.callbacks.Callback):
+    """Adds ``val_<key>`` of ``validation(model)`` to the epoch logs of ``fit``, e.g. ``val_mse`` and
+    ``val_nll`` of an :class:`~gpflow_svgpvae.imputation.ImputationValidation`, for ``EarlyStopping``,
+    ``ModelCheckpoint``, ``ReduceLROnPlateau`` or ``CSVLogger`` to monitor::
+
+        train_data, validation = hold_out_entries(data, 0.1)
+        view.fit(train_data, batch_size=16, epochs=300, callbacks=[
+            ImputationValidationCallback(validation),
+            tf_keras.callbacks.EarlyStopping("val_mse", patience=20, restore_best_weights=True)])
+
+    :meth:`KerasTrainingModel.fit` runs it before the other callbacks.
+
+    :param validation: an ``ImputationValidation`` or any callable ``model -> dict`` of floats,
+        called with the GPflow model (the Keras view's ``model``).
+    :param every: score after every ``every``-th epoch only (the others log nothing).
+    """
+
+    def __init__(self, validation, every: int = 1):
+        super().__init__()
+        if not callable(validation):
+            raise TypeError(
+                "validation must be an ImputationValidation (from gpflow_svgpvae.imputation.hold_out_entries) or a "
+                f"callable model -> dict of floats; got {type(validation).__name__}."
+            )
+        if isinstance(every, bool) or not isinstance(every, (int, np.integer)) or every < 1:
+            raise ValueError(f"every (epochs between validations) must be a positive whole number; got {every!r}.")
+        self.validation, self.every = validation, int(every)
+
+    def on_epoch_end(self, epoch, logs=None):
+        if logs is None or (epoch + 1) % self.every:
+            return
+        scores = self.validation(getattr(self.model, "model", self.model))
+        if not isinstance(scores, dict):
+            raise TypeError(f"validation(model) must return a dict of floats; got {type(scores).__name__}.")
+        logs.update({f"val_{key}": float(value) for key, value in scores.items()})
 
 
 class _Position(tf_keras.callbacks.Callback):

@@ -16,6 +16,7 @@ from gpflow.keras import tf_keras
 from tqdm.auto import tqdm
 
 from .. import numerics
+from ..imputation import ImputationValidation, _observed_layout
 from ..models.data import positive_count
 from .errors import errors_first
 from .objectives import as_objective
@@ -143,6 +144,11 @@ def train(
     seed: int = 0,
     jit_compile: bool = False,
     validation_data=None,
+    validate_every: int = 1,
+    monitor: Optional[str] = None,
+    mode: str = "auto",
+    patience: Optional[int] = None,
+    restore_best: bool = True,
     checkpoint_dir: Optional[str] = None,
     checkpoint_every: int = 1,
     checkpoint_every_steps: Optional[int] = None,
@@ -151,8 +157,8 @@ def train(
     callback=None,
     strategy: Optional[tf.distribute.Strategy] = None,
     frames_per_sequence: Optional[int] = None,
-) -> Dict[str, List[float]]:
-    """Train ``model`` for ``epochs`` passes over ``data``.
+) -> Dict[str, object]:
+    r"""Train ``model`` for ``epochs`` passes over ``data``.
 
     :param data: a ``tf.data.Dataset`` of ``(X, Y)`` (or ``(X, Y, mask)``, missing entries)
         batches, or such arrays with ``batch_size`` (shuffled with ``seed``; see :func:`make_dataset`).
@@ -173,6 +179,24 @@ def train(
     :param jit_compile: compile the step with XLA. Runtime assertions (NaN
         inputs, failed Cholesky) cannot be compiled, so the loop checks the
         loss for finiteness at the end of each epoch instead.
+    :param validation_data: scored after every ``validate_every``-th epoch (and the last) and logged
+        with a ``val_`` prefix: ``(X, Y[, mask])`` arrays or a ``tf.data.Dataset`` (the ELBO terms,
+        ``val_loss``, ``val_elbo``, ...), or an
+        :class:`~gpflow_svgpvae.imputation.ImputationValidation` from
+        :func:`~gpflow_svgpvae.imputation.hold_out_entries` (``val_mse``, ``val_nll`` of the
+        held-out entries; train on its ``train_data``), or any callable ``model -> dict`` of floats
+        (its keys logged as ``val_<key>``).
+    :param monitor: the logged value that picks the best weights and drives early stopping;
+        default ``"val_mse"`` for an ``ImputationValidation`` (or callable), ``"val_loss"`` for arrays
+        and datasets.
+    :param mode: ``"min"``, ``"max"`` or ``"auto"`` (maximise values ending in ``elbo`` or
+        ``reconstruction``, minimise the rest).
+    :param patience: ``None`` (default): train all ``epochs``. Else stop after that many
+        validations in a row without improvement of ``monitor``.
+    :param restore_best: with validation data, end with the weights (every variable of ``model``)
+        of the validation with the best ``monitor`` value. The copies are ``tf.Variable``\ s on the
+        model's device, assigned at each improvement; they, the best value and the patience count
+        are part of ``checkpoint_dir``'s checkpoints, so a resumed run keeps them.
     :param checkpoint_dir: save the model (including its Monte Carlo draw
         counter), optimiser, objective state (GECO), step counter and the data
         iterator's position there every ``checkpoint_every`` epochs (and every
@@ -190,10 +214,14 @@ def train(
         ``num_data`` stays ``T``, so the bound is the unbiased minibatch estimate.
     :return: history, a dict of per-epoch mean logs (``loss``, ``elbo``,
         ``reconstruction``, ``kl`` on the whole training set's scale, ``elbo = reconstruction - kl``;
-        GECO's keys; ``val_*`` with validation data) for the
+        GECO's keys; ``val_*`` with validation data, one entry per validation) for the
         epochs completed in this call (after a mid-epoch resume, the first
-        entry averages only the steps run after resuming).
-    :raises ValueError: before any variable changes, for ``epochs``, ``batch_size``,
+        entry averages only the steps run after resuming). With validation data also
+        the scalars ``history["monitor"]`` (its name), ``history["best_epoch"]`` (1-based
+        number of epochs trained when it was best, counted over the whole run; ``None``
+        before any validation), ``history["best_value"]`` and ``history["stopped_epoch"]``
+        (the epoch early stopping ended, or ``None``).
+    :raises ValueError: before any variable changes, for ``epochs``, ``batch_size``, ``validate_every``, ``patience``,
         ``steps_per_epoch``, ``checkpoint_every`` or ``checkpoint_every_steps`` that is not a
         positive whole number, and for bad arrays (see the model's ``check_arrays``: masks other
         than 0/1 or of the wrong shape, non-finite observed values, Bernoulli targets outside
@@ -203,6 +231,10 @@ def train(
     """
     # Arguments first, before any data are read or any variable changes.
     epochs = positive_count(epochs, "epochs", "passes over the data")
+    scorer, monitor, minimise = _validation_arguments(validation_data, monitor, mode, patience)
+    validate_every = positive_count(validate_every, "validate_every", "epochs between validations")
+    if patience is not None:
+        patience = positive_count(patience, "patience", "validations without improvement before stopping")
     checkpoint_every = positive_count(checkpoint_every, "checkpoint_every", "epochs between checkpoints")
     if checkpoint_every_steps is not None:
         checkpoint_every_steps = positive_count(checkpoint_every_steps, "checkpoint_every_steps", "steps")
@@ -212,9 +244,11 @@ def train(
         steps_per_epoch = positive_count(steps_per_epoch, "steps_per_epoch", "steps per epoch")
     if not isinstance(data, tf.data.Dataset) and batch_size is None:
         raise ValueError("Pass batch_size when data are arrays (or pass a batched tf.data.Dataset).")
-    for arrays in (data, validation_data):  # whole arrays checked once, before any step
+    for arrays in (data, validation_data, getattr(scorer, "data", None)):  # whole arrays checked once
         if isinstance(arrays, (tuple, list)) and hasattr(model, "check_arrays"):
             model.check_arrays(arrays)
+    if isinstance(scorer, ImputationValidation):
+        _check_not_trained_on_held_out(data, scorer)
     if frames_per_sequence is not None and isinstance(data, tf.data.Dataset):
         raise ValueError("frames_per_sequence applies to arrays; subsample frames in your tf.data pipeline instead.")
     dataset = (
@@ -222,7 +256,7 @@ def train(
         if batch_size
         else data
     )
-    if validation_data is not None and not isinstance(validation_data, tf.data.Dataset):
+    if scorer is None and validation_data is not None and not isinstance(validation_data, tf.data.Dataset):
         validation_data = make_dataset(validation_data, batch_size or 1024, shuffle=False)
     strategy = strategy or tf.distribute.get_strategy()
     with strategy.scope():
@@ -255,9 +289,12 @@ def train(
     evaluate = tf.function(lambda batch: evaluation_terms(model, objective, batch))
 
     global_step = tf.Variable(0, dtype=tf.int64, trainable=False, name="step")
+    best = None if validation_data is None else BestWeights(minimise)
     manager = None
     if checkpoint_dir is not None:
         tracked = dict(model=model, optimizer=optimizer, objective=objective, step=global_step)
+        if best is not None:
+            tracked["best"] = best  # the best-so-far weights and the patience counter resume too
         if not distributed:
             tracked["iterator"] = iterator
         checkpoint = tf.train.Checkpoint(**tracked)
@@ -273,7 +310,7 @@ def train(
             write_dir = os.path.join(checkpoint_dir, f"_worker_{task}_tmp")
         manager = tf.train.CheckpointManager(checkpoint, write_dir, max_to_keep=1 if write_dir != checkpoint_dir else 3)
 
-    history: Dict[str, List[float]] = {}
+    history: Dict[str, object] = {}
     total_steps = epochs * steps_per_epoch
     done = int(global_step.numpy())
     if done >= total_steps:
@@ -299,7 +336,7 @@ def train(
         return f"in epoch {epoch + 1}, batch {batch + 1} (1-based; step {done + 1})"
 
     with _checks(not jit_compile), errors_first(position):
-        while done < total_steps:
+        while done < total_steps and not (best is not None and bool(best.stopped.numpy())):
             logs = first_replica(step(next(iterator)))
             for key, value in logs.items():
                 sums[key] = sums.get(key, 0.0) + tf.cast(value, tf.float64)
@@ -311,29 +348,178 @@ def train(
             epoch = (done - 1) // steps_per_epoch
             if end_of_epoch:
                 _raise_if_non_finite(sums["loss"], epoch)
-            if manager is not None and (
+            save = manager is not None and (
                 (checkpoint_every_steps and done % int(checkpoint_every_steps) == 0)
                 or (end_of_epoch and (done // steps_per_epoch) % checkpoint_every == 0)
                 or done == total_steps
-            ):
+            )
+            if save and not end_of_epoch:  # at the end of an epoch: after its validation, below
                 # Never save a state reached through a non-finite loss.
                 _raise_if_non_finite(sums["loss"], epoch)
-                manager.save(checkpoint_number=done)
+                manager.save(checkpoint_number=done)  # type: ignore[union-attr]  # save implies a manager
             if not end_of_epoch:
                 continue
             epoch_logs = {key: float(value.numpy()) / count for key, value in sums.items()}
+            if validation_data is not None and ((epoch + 1) % validate_every == 0 or done == total_steps):
+                if scorer is not None:
+                    epoch_logs.update(_scores(scorer, model))
+                else:
+                    val_sums: Dict[str, float] = {}
+                    val_count = 0
+                    for batch in validation_data:
+                        for key, value in evaluate(batch).items():
+                            val_sums[key] = val_sums.get(key, 0.0) + float(value.numpy())
+                        val_count += 1
+                    epoch_logs.update({f"val_{k}": v / max(val_count, 1) for k, v in val_sums.items()})
+                assert best is not None  # validation data always come with a BestWeights
+                with strategy.scope():
+                    best.update(model, _monitored(epoch_logs, monitor), epoch + 1, patience)
+                save = save or (manager is not None and bool(best.stopped.numpy()))
+            if save:
+                _raise_if_non_finite(sums["loss"], epoch)
+                manager.save(checkpoint_number=done)  # type: ignore[union-attr]  # save implies a manager
             sums, count = {}, 0
-            if validation_data is not None:
-                val_sums, val_count = {}, 0
-                for batch in validation_data:
-                    for key, value in evaluate(batch).items():
-                        val_sums[key] = val_sums.get(key, 0.0) + float(value.numpy())
-                    val_count += 1
-                epoch_logs.update({f"val_{k}": v / max(val_count, 1) for k, v in val_sums.items()})
             for key, value in epoch_logs.items():
-                history.setdefault(key, []).append(value)
+                history.setdefault(key, []).append(value)  # type: ignore[attr-defined]  # per-epoch keys hold lists
             bar.set_postfix({k: f"{epoch_logs[k]:.4g}" for k in ("elbo", "reconstruction", "kl") if k in epoch_logs})
             if callback is not None:
                 callback(epoch, epoch_logs)
     bar.close()
+    if best is not None:
+        if restore_best:
+            with strategy.scope():
+                best.restore(model)
+        history.update(best.summary(monitor))
     return history
+
+
+def _validation_arguments(validation_data, monitor, mode, patience):
+    """``(scorer or None, monitor key, minimise?)`` for ``train``'s validation arguments."""
+    if mode not in ("auto", "min", "max"):
+        raise ValueError(f"mode must be 'auto', 'min' or 'max' (for the monitored value); got {mode!r}")
+    if validation_data is None:
+        if patience is not None or monitor is not None:
+            raise ValueError(
+                "patience and monitor need validation_data: pass validation_data=... (e.g. the validation of "
+                "gpflow_svgpvae.imputation.hold_out_entries) or drop patience/monitor."
+            )
+        return None, None, True
+    scorer = None
+    if isinstance(validation_data, ImputationValidation) or (
+        callable(validation_data) and not isinstance(validation_data, (tf.data.Dataset, tuple, list))
+    ):
+        scorer, default = validation_data, "val_mse"
+    elif isinstance(validation_data, (tf.data.Dataset, tuple, list)):
+        if isinstance(validation_data, (tuple, list)) and len(validation_data) not in (2, 3):
+            raise TypeError(
+                f"validation_data arrays must be (X, Y) or (X, Y, mask); got {len(validation_data)} arrays."
+            )
+        default = "val_loss"
+    else:
+        raise TypeError(
+            "validation_data must be (X, Y) or (X, Y, mask) arrays, a tf.data.Dataset, an ImputationValidation "
+            "(from gpflow_svgpvae.imputation.hold_out_entries) or a callable model -> dict of floats; got "
+            f"{type(validation_data).__name__}."
+        )
+    monitor = default if monitor is None else str(monitor)
+    minimise = mode == "min" or (mode == "auto" and not monitor.endswith(("elbo", "reconstruction")))
+    return scorer, monitor, minimise
+
+
+def _scores(scorer, model) -> Dict[str, float]:
+    """``scorer(model)`` as ``val_*`` logs."""
+    scores = scorer(model)
+    if not isinstance(scores, dict):
+        raise TypeError(f"validation_data(model) must return a dict of floats; got {type(scores).__name__}.")
+    return {f"val_{key}": float(value) for key, value in scores.items()}
+
+
+def _monitored(logs: Dict[str, float], monitor: str) -> float:
+    if monitor not in logs:
+        raise ValueError(f"monitor={monitor!r} is not among the logged values {sorted(logs)}; pass one of them.")
+    return logs[monitor]
+
+
+def _check_not_trained_on_held_out(data, validation: ImputationValidation) -> None:
+    """Refuse training data in which the validation's held-out entries are observed (the original data
+    instead of the ``train_data`` of :func:`~gpflow_svgpvae.imputation.hold_out_entries`)."""
+    if not isinstance(data, (tuple, list)) or len(data) not in (2, 3):
+        return
+    if np.shape(data[1]) != validation.held_out.shape:
+        return
+    observed = _observed_layout(data)[3]
+    if np.any(observed & validation.held_out):
+        raise ValueError(
+            "The training data observe entries that the validation holds out: train on the train_data returned "
+            "by hold_out_entries (train_data, validation = hold_out_entries(data)), not on the original data."
+        )
+
+
+class BestWeights(tf.Module):
+    r"""The best weights by a monitored validation value, kept on the device, and the early-stopping state.
+
+    ``weights`` are copies (``tf.Variable``\ s) of the float ``model.variables``, made at the first validation
+    (lazily built networks exist by then) and assigned at every improvement; ``value`` the best
+    monitored value, ``epoch`` its 1-based epoch (0 before any validation), ``wait`` the validations
+    since then, ``stopped`` whether patience ran out. All of it is checkpointed with the run.
+    """
+
+    def __init__(self, minimise: bool = True):
+        super().__init__(name="best_weights")
+        self.minimise = bool(minimise)
+        self.value = tf.Variable(np.inf if minimise else -np.inf, dtype=tf.float64, trainable=False)
+        self.epoch = tf.Variable(0, dtype=tf.int64, trainable=False)
+        self.wait = tf.Variable(0, dtype=tf.int64, trainable=False)
+        self.stopped = tf.Variable(False, trainable=False)
+        self.stopped_epoch = tf.Variable(0, dtype=tf.int64, trainable=False)
+        self.weights: List[tf.Variable] = []
+
+    def _ensure(self, model):
+        # Every float variable: weights, GP parameters, inducing inputs, moving statistics (not the
+        # integer Monte Carlo draw counter, which only orders the draws).
+        variables = [v for v in model.variables if v.dtype.is_floating]
+        if not self.weights:
+            for variable in variables:
+                # Appended one by one: a checkpoint's saved copies restore into them as they are tracked.
+                self.weights.append(tf.Variable(variable, trainable=False, name="best"))
+        if len(self.weights) != len(variables):
+            raise ValueError(
+                f"The model has {len(variables)} variables but the best weights hold {len(self.weights)}: "
+                "the model changed since the best weights were kept."
+            )
+        return variables
+
+    def update(self, model, value: float, epoch: int, patience: Optional[int]) -> bool:
+        """Keep the weights if ``value`` improves on the best; count towards ``patience`` otherwise.
+        Returns whether it improved."""
+        variables = self._ensure(model)
+        best = float(self.value.numpy())
+        improved = bool(np.isfinite(value)) and (value < best if self.minimise else value > best)
+        if improved:
+            for copy, variable in zip(self.weights, variables):
+                copy.assign(variable)
+            self.value.assign(value)
+            self.epoch.assign(epoch)
+            self.wait.assign(0)
+        else:
+            self.wait.assign_add(1)
+            if patience is not None and int(self.wait.numpy()) >= patience:
+                self.stopped.assign(True)
+                self.stopped_epoch.assign(epoch)
+        return improved
+
+    def restore(self, model) -> None:
+        """Assign the best weights to ``model`` (nothing before the first validation)."""
+        if int(self.epoch.numpy()) == 0:
+            return
+        for variable, copy in zip(self._ensure(model), self.weights):
+            variable.assign(copy)
+
+    def summary(self, monitor: str) -> Dict[str, object]:
+        epoch = int(self.epoch.numpy())
+        return {
+            "monitor": monitor,
+            "best_epoch": epoch if epoch > 0 else None,
+            "best_value": float(self.value.numpy()) if epoch > 0 else None,
+            "stopped_epoch": int(self.stopped_epoch.numpy()) if bool(self.stopped.numpy()) else None,
+        }

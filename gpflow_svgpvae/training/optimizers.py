@@ -9,7 +9,7 @@ than the networks::
     # or: model.as_training_model().compile(optimizer=groups)
 """
 
-from typing import Any, Iterable, List, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
 import tensorflow as tf
 from gpflow.keras import tf_keras
@@ -63,7 +63,8 @@ class OptimizerGroups(tf.__internal__.tracking.AutoTrackable):
         groups = list(groups)
         if not groups:
             raise ValueError("OptimizerGroups needs at least one (optimizer, variables) group.")
-        optimizers, targets = [], []
+        optimizers: List[Any] = []
+        targets: List[Optional[Any]] = []
         for i, group in enumerate(groups):
             if not (isinstance(group, (tuple, list)) and len(group) == 2):
                 raise TypeError(
@@ -100,7 +101,7 @@ class OptimizerGroups(tf.__internal__.tracking.AutoTrackable):
             is in no group (and there is no catch-all group).
         """
         variables = list(variables)
-        owner = {}
+        owner: Dict[Any, int] = {}  # variable ref -> index of its group
         for i, target in enumerate(self._targets.value):
             if target is None:
                 continue
@@ -113,13 +114,13 @@ class OptimizerGroups(tf.__internal__.tracking.AutoTrackable):
                     )
         catch_all = len(self) - 1 if self._targets.value[-1] is None else None
         out: List[List[tf.Variable]] = [[] for _ in range(len(self))]
-        missing = []
+        missing: List[str] = []
         for v in variables:
-            i = owner.get(v.ref(), catch_all)
-            if i is None:
+            group = owner.get(v.ref(), catch_all)
+            if group is None:
                 missing.append(v.name)
             else:
-                out[i].append(v)
+                out[group].append(v)
         if missing:
             shown = ", ".join(repr(n) for n in missing[:5]) + (
                 f" and {len(missing) - 5} more" if len(missing) > 5 else ""
@@ -243,7 +244,7 @@ def gp_optimizer_groups(
         if not rate > 0:
             raise ValueError(f"{name} must be positive, got {rate!r}")
     inducing = getattr(model, "inducing_variable", None)
-    groups = []
+    groups: List[Tuple[Any, Optional[List[Any]]]] = []
     if kernel_hold_steps:
         groups.append((tf_keras.optimizers.Adam(DelayedStart(gp_rate, int(kernel_hold_steps))), [kernel]))
         gp = [inducing] if inducing is not None else []

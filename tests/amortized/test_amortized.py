@@ -86,10 +86,10 @@ def test_shared_kernel_matches_numpy(problem, batch):
     assert q_mu.shape == (len(Z), L) and q_sqrt.shape == (L, len(Z), len(Z))
     Kmm = rbf(Z, Z, 1.7, 0.9) + JITTER * np.eye(len(Z))
     Kmb = rbf(Z, X[:batch], 1.7, 0.9)
-    for l in range(L):
-        mu, A, _ = numpy_posterior(Kmm, Kmb, y[:batch, l], v[:batch, l], N / batch)
-        S = q_sqrt[l].numpy()
-        assert max_dev(q_mu[:, l], mu) < 1e-10
+    for j in range(L):
+        mu, A, _ = numpy_posterior(Kmm, Kmb, y[:batch, j], v[:batch, j], N / batch)
+        S = q_sqrt[j].numpy()
+        assert max_dev(q_mu[:, j], mu) < 1e-10
         assert max_dev(S @ S.T, A) < 1e-10
         assert np.all(np.triu(S, 1) == 0.0), "q_sqrt must be lower triangular"
 
@@ -98,21 +98,21 @@ def test_shared_kernel_matches_numpy(problem, batch):
 def test_per_channel_kernels_match_numpy(problem, separate_inducing, rng):
     X, Z, y, v = problem
     N, L = y.shape
-    params = [(0.5 + l, 0.6 + 0.4 * l) for l in range(L)]
+    params = [(0.5 + j, 0.6 + 0.4 * j) for j in range(L)]
     kernel = gpflow.kernels.SeparateIndependent(
         [gpflow.kernels.SquaredExponential(variance=a, lengthscales=b) for a, b in params]
     )
-    Zs = [Z + 0.1 * l for l in range(L)] if separate_inducing else [Z] * L
+    Zs = [Z + 0.1 * j for j in range(L)] if separate_inducing else [Z] * L
     if separate_inducing:
         iv = SeparateIndependentInducingVariables([InducingPoints(z) for z in Zs])
     else:
         iv = SharedIndependentInducingVariables(InducingPoints(Z))
     q_mu, q_sqrt = amortized_inducing_posterior(kernel, iv, X, y, v, N, jitter=JITTER)
-    for l, (a, b) in enumerate(params):
-        Kmm = rbf(Zs[l], Zs[l], a, b) + JITTER * np.eye(len(Z))
-        mu, A, _ = numpy_posterior(Kmm, rbf(Zs[l], X, a, b), y[:, l], v[:, l], 1.0)
-        S = q_sqrt[l].numpy()
-        assert max_dev(q_mu[:, l], mu) < 1e-10
+    for j, (a, b) in enumerate(params):
+        Kmm = rbf(Zs[j], Zs[j], a, b) + JITTER * np.eye(len(Z))
+        mu, A, _ = numpy_posterior(Kmm, rbf(Zs[j], X, a, b), y[:, j], v[:, j], 1.0)
+        S = q_sqrt[j].numpy()
+        assert max_dev(q_mu[:, j], mu) < 1e-10
         assert max_dev(S @ S.T, A) < 1e-10
 
 
@@ -141,17 +141,17 @@ def test_full_batch_equals_titsias(problem):
     )
     Kmm = rbf(Z, Z, 1.3, 1.2) + JITTER * np.eye(len(Z))
     Kmn = rbf(Z, X, 1.3, 1.2)
-    for l in range(L):
-        m_t, A_t = numpy_titsias_q(Kmm, Kmn, y[:, l], v[:, l])
-        assert max_dev(q_mu[:, l], m_t) < 1e-10
-        assert max_dev(q_sqrt[l].numpy() @ q_sqrt[l].numpy().T, A_t) < 1e-10
+    for j in range(L):
+        m_t, A_t = numpy_titsias_q(Kmm, Kmn, y[:, j], v[:, j])
+        assert max_dev(q_mu[:, j], m_t) < 1e-10
+        assert max_dev(q_sqrt[j].numpy() @ q_sqrt[j].numpy().T, A_t) < 1e-10
         # Hensman's bound of the latent dataset with this q(u) ...
         expected_loglik = -0.5 * (
-            np.log(2 * np.pi * v[:, l]) + ((y[:, l] - mean[:, l].numpy()) ** 2 + var[:, l].numpy()) / v[:, l]
+            np.log(2 * np.pi * v[:, j]) + ((y[:, j] - mean[:, j].numpy()) ** 2 + var[:, j].numpy()) / v[:, j]
         )
-        hensman = expected_loglik.sum() - kl[l]
+        hensman = expected_loglik.sum() - kl[j]
         # ... equals Titsias' collapsed bound
-        titsias = numpy_titsias(Kmm, Kmn, np.full(N, 1.3), y[:, l], v[:, l])
+        titsias = numpy_titsias(Kmm, Kmn, np.full(N, 1.3), y[:, j], v[:, j])
         assert abs(hensman - titsias) < 1e-8
 
 
@@ -192,22 +192,22 @@ def test_inducing_at_data_equals_exact_gp(problem):
     kl = amortized.prior_kl(post).numpy()
     K = rbf(X, X, 0.8, 1.4)
     Ks = rbf(Xnew, X, 0.8, 1.4)
-    for l in range(L):
-        C = K + np.diag(v[:, l])
-        exact_mean = Ks @ np.linalg.solve(C, y[:, l])
+    for j in range(L):
+        C = K + np.diag(v[:, j])
+        exact_mean = Ks @ np.linalg.solve(C, y[:, j])
         exact_var = 0.8 - np.sum(Ks * np.linalg.solve(C, Ks.T).T, axis=1)
-        assert max_dev(mean[:, l], exact_mean) < 1e-8
-        assert max_dev(var[:, l], exact_var) < 1e-8
-        lml = -0.5 * (N * np.log(2 * np.pi) + np.linalg.slogdet(C)[1] + y[:, l] @ np.linalg.solve(C, y[:, l]))
+        assert max_dev(mean[:, j], exact_mean) < 1e-8
+        assert max_dev(var[:, j], exact_var) < 1e-8
+        lml = -0.5 * (N * np.log(2 * np.pi) + np.linalg.slogdet(C)[1] + y[:, j] @ np.linalg.solve(C, y[:, j]))
         bound = (
             np.sum(
                 -0.5
                 * (
-                    np.log(2 * np.pi * v[:, l])
-                    + ((y[:, l] - mean_x[:, l].numpy()) ** 2 + var_x[:, l].numpy()) / v[:, l]
+                    np.log(2 * np.pi * v[:, j])
+                    + ((y[:, j] - mean_x[:, j].numpy()) ** 2 + var_x[:, j].numpy()) / v[:, j]
                 )
             )
-            - kl[l]
+            - kl[j]
         )
         assert abs(bound - lml) < 1e-6
     # GPflow's GPR with homoscedastic noise
@@ -230,9 +230,9 @@ def test_kl_matches_gpflow_gauss_kl(problem):
     Kmm = gpflow.covariances.Kuu(iv, kernel, jitter=1e-6)
     reference = gpflow.kullback_leiblers.gauss_kl(q_mu, q_sqrt, K=Kmm)
     assert abs(float(tf.reduce_sum(amortized.prior_kl(post))) - float(reference)) < 1e-9
-    for l in range(y.shape[1]):
-        S = q_sqrt[l].numpy()
-        assert abs(amortized.prior_kl(post)[l].numpy() - numpy_kl(q_mu[:, l].numpy(), S @ S.T, Kmm.numpy())) < 1e-8
+    for j in range(y.shape[1]):
+        S = q_sqrt[j].numpy()
+        assert abs(amortized.prior_kl(post)[j].numpy() - numpy_kl(q_mu[:, j].numpy(), S @ S.T, Kmm.numpy())) < 1e-8
 
 
 def test_predictions_match_gpflow_conditional(problem):

@@ -33,10 +33,10 @@ def np_se(A, B, lengthscale=1.0, variance=1.0):
 def np_inducing_posterior(Kmm, Kmb, means, variances, s):
     """Per channel l: Sigma = Kmm + s Kmb Lam Kbm, mu = s Kmm Sigma^-1 Kmb Lam y, A = Kmm Sigma^-1 Kmm."""
     mus, As = [], []
-    for l in range(means.shape[1]):
-        lam = 1.0 / variances[:, l]
+    for j in range(means.shape[1]):
+        lam = 1.0 / variances[:, j]
         Sigma = Kmm + s * (Kmb * lam) @ Kmb.T
-        mus.append(s * Kmm @ np.linalg.solve(Sigma, Kmb @ (lam * means[:, l])))
+        mus.append(s * Kmm @ np.linalg.solve(Sigma, Kmb @ (lam * means[:, j])))
         As.append(Kmm @ np.linalg.solve(Sigma, Kmm))
     return np.stack(mus, 1), np.stack(As)  # [M, L], [L, M, M]
 
@@ -45,13 +45,13 @@ def np_kl(mu, A, Kmm):
     """sum_l KL(N(mu_l, A_l) || N(0, Kmm))."""
     M = Kmm.shape[0]
     total = 0.0
-    for l in range(mu.shape[1]):
+    for j in range(mu.shape[1]):
         total += 0.5 * (
-            np.trace(np.linalg.solve(Kmm, A[l]))
-            + mu[:, l] @ np.linalg.solve(Kmm, mu[:, l])
+            np.trace(np.linalg.solve(Kmm, A[j]))
+            + mu[:, j] @ np.linalg.solve(Kmm, mu[:, j])
             - M
             + np.linalg.slogdet(Kmm)[1]
-            - np.linalg.slogdet(A[l])[1]
+            - np.linalg.slogdet(A[j])[1]
         )
     return total
 
@@ -60,7 +60,7 @@ def np_predict(Kmm, Kmr, krr, mu, A):
     """Sparse predictive marginals K_rm Kmm^-1 mu and k_rr - Q_rr + K_rm Kmm^-1 A Kmm^-1 K_mr."""
     W = np.linalg.solve(Kmm, Kmr)  # Kmm^-1 K_mr  [M, R]
     mean = W.T @ mu
-    var = np.stack([krr - np.sum(Kmr * W, 0) + np.sum(W * (A[l] @ W), 0) for l in range(mu.shape[1])], 1)
+    var = np.stack([krr - np.sum(Kmr * W, 0) + np.sum(W * (A[j] @ W), 0) for j in range(mu.shape[1])], 1)
     return mean, var
 
 

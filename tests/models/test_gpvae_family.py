@@ -68,7 +68,7 @@ def test_exact_gpvae_matches_numpy_gp_regression(rng, separate):
     X, means, variances = _latent_dataset(rng)
     lengthscales = [2.0, 0.8]
     kernel = (
-        gpflow.kernels.SeparateIndependent([_kernel(l) for l in lengthscales])
+        gpflow.kernels.SeparateIndependent([_kernel(lengthscale) for lengthscale in lengthscales])
         if separate
         else _kernel(2.0, variance=1.3)
     )
@@ -84,20 +84,20 @@ def test_exact_gpvae_matches_numpy_gp_regression(rng, separate):
     )
     for v in range(V):
         kl_ref = 0.0
-        for l in range(L):
-            ls, var = (lengthscales[l], 1.0) if separate else (2.0, 1.3)
+        for j in range(L):
+            ls, var = (lengthscales[j], 1.0) if separate else (2.0, 1.3)
             K_ = _rbf(TIMES, TIMES, ls, var)
-            mean, cov, log_z = _numpy_exact(K_, means[v, :, l], variances[v, :, l])
-            np.testing.assert_allclose(post.mean[v, :, l], mean, rtol=1e-8, atol=1e-8)
-            np.testing.assert_allclose(post.variance[v, :, l], np.diag(cov), rtol=1e-7, atol=1e-9)
-            cross = _expected_log_site(mean, np.diag(cov), means[v, :, l], variances[v, :, l]).sum()
+            mean, cov, log_z = _numpy_exact(K_, means[v, :, j], variances[v, :, j])
+            np.testing.assert_allclose(post.mean[v, :, j], mean, rtol=1e-8, atol=1e-8)
+            np.testing.assert_allclose(post.variance[v, :, j], np.diag(cov), rtol=1e-7, atol=1e-9)
+            cross = _expected_log_site(mean, np.diag(cov), means[v, :, j], variances[v, :, j]).sum()
             kl_ref += cross - log_z
             # prediction at new times
-            Kn = K_ + np.diag(variances[v, :, l])
+            Kn = K_ + np.diag(variances[v, :, j])
             Ksn = _rbf(Xnew, TIMES, ls, var)
-            np.testing.assert_allclose(pred_mean[v, :, l], Ksn @ np.linalg.solve(Kn, means[v, :, l]), atol=1e-8)
+            np.testing.assert_allclose(pred_mean[v, :, j], Ksn @ np.linalg.solve(Kn, means[v, :, j]), atol=1e-8)
             np.testing.assert_allclose(
-                pred_var[v, :, l], var - np.einsum("ij,ji->i", Ksn, np.linalg.solve(Kn, Ksn.T)), atol=1e-8
+                pred_var[v, :, j], var - np.einsum("ij,ji->i", Ksn, np.linalg.solve(Kn, Ksn.T)), atol=1e-8
             )
         np.testing.assert_allclose(post.kl[v], kl_ref, rtol=1e-9)
 
@@ -111,9 +111,9 @@ def test_exact_gpvae_prior_term_is_the_kl_divergence(rng):
     K_ = _rbf(TIMES, TIMES, 1.0) + 1e-6 * np.eye(T)
     for v in range(V):
         kl = 0.0
-        for l in range(L):
-            Kn = K_ + np.diag(variances[v, :, l])
-            mean = K_ @ np.linalg.solve(Kn, means[v, :, l])
+        for j in range(L):
+            Kn = K_ + np.diag(variances[v, :, j])
+            mean = K_ @ np.linalg.solve(Kn, means[v, :, j])
             cov = K_ - K_ @ np.linalg.solve(Kn, K_)
             kl += 0.5 * (
                 np.trace(np.linalg.solve(K_, cov))
@@ -132,9 +132,9 @@ def test_exact_gpvae_log_marginal_likelihood(rng):
     log_z = model.log_marginal_likelihood((X, Y)).numpy()
     means, variances = (t.numpy() for t in model.encode_videos(tf.constant(Y)))
     for v in range(V):
-        for l in range(L):
-            ref = _numpy_exact(_rbf(TIMES, TIMES, 2.0), means[v, :, l], variances[v, :, l])[2]
-            np.testing.assert_allclose(log_z[v, l], ref, rtol=1e-10)
+        for j in range(L):
+            ref = _numpy_exact(_rbf(TIMES, TIMES, 2.0), means[v, :, j], variances[v, :, j])[2]
+            np.testing.assert_allclose(log_z[v, j], ref, rtol=1e-10)
 
 
 # ------------------------------------------------------------- SVGP-VAE identities
@@ -185,9 +185,9 @@ def test_titsias_bound_matches_numpy_and_svgpvae_at_full_batch(rng):
     Kmm = _rbf(Z, Z, 2.0) + jitter * np.eye(len(Z))
     Kmn = _rbf(Z, TIMES, 2.0)
     for v in range(V):
-        for l in range(L):
-            ref = _numpy_titsias(Kmm, Kmn, np.ones(T), means[v, :, l], variances[v, :, l])
-            np.testing.assert_allclose(bound[v, l], ref, rtol=1e-10)
+        for j in range(L):
+            ref = _numpy_titsias(Kmm, Kmn, np.ones(T), means[v, :, j], variances[v, :, j])
+            np.testing.assert_allclose(bound[v, j], ref, rtol=1e-10)
     a, b = titsias.latent_posterior(*args, num_data=T), svgp.latent_posterior(*args, num_data=T)
     for x, y in zip(a, b):
         np.testing.assert_allclose(x.numpy(), y.numpy(), rtol=1e-10, atol=1e-11)
@@ -208,7 +208,8 @@ def test_sparse_gpvae_refuses_minibatches_of_frames(rng):
 
 
 def test_svgpvae_on_videos_is_the_single_dataset_posterior_per_video(rng):
-    """Batched over videos (and with b < N frames, scale N/b) = the amortised posterior of each video's latent dataset."""
+    """Batched over videos (and with b < N frames, scale N/b) = the amortised posterior of each video's latent
+    dataset."""
     X, means, variances = _latent_dataset(rng)
     keep = np.sort(rng.choice(T, size=12, replace=False))
     X, means, variances = X[:, keep], means[:, keep], variances[:, keep]
@@ -240,9 +241,9 @@ def test_hensman_whitened_kl_matches_gpflow(rng):
     q_sqrt = np.tril(rng.normal(size=(3, L, M, M)))
     ours = whitened_gauss_kl(tf.constant(q_mu), tf.constant(q_sqrt)).numpy()
     for q in range(3):
-        for l in range(L):
-            ref = gpflow.kullback_leiblers.gauss_kl(tf.constant(q_mu[q, :, l : l + 1]), tf.constant(q_sqrt[q, l][None]))
-            np.testing.assert_allclose(ours[q, l], ref.numpy(), rtol=1e-10)
+        for j in range(L):
+            ref = gpflow.kullback_leiblers.gauss_kl(tf.constant(q_mu[q, :, j : j + 1]), tf.constant(q_sqrt[q, j][None]))
+            np.testing.assert_allclose(ours[q, j], ref.numpy(), rtol=1e-10)
 
 
 def _encoder_gradients(model, X, Y):

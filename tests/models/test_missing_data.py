@@ -142,10 +142,10 @@ def test_weighted_statistics_drop_zero_weight_points(rng):
     means[1], variances[4] = np.inf, 0.0  # never used: weight 0
     P, r = amortized.statistics_from_whitened(W, means, variances, weights=weights)
     keep = weights > 0
-    for l in range(L):
-        lam = 1.0 / variances[keep, l]
-        np.testing.assert_allclose(P[l], (W[0][:, keep] * lam) @ W[0][:, keep].T, rtol=1e-12)
-        np.testing.assert_allclose(r[l], (W[0][:, keep] * lam) @ means[keep, l], rtol=1e-12)
+    for j in range(L):
+        lam = 1.0 / variances[keep, j]
+        np.testing.assert_allclose(P[j], (W[0][:, keep] * lam) @ W[0][:, keep].T, rtol=1e-12)
+        np.testing.assert_allclose(r[j], (W[0][:, keep] * lam) @ means[keep, j], rtol=1e-12)
 
 
 def test_fully_missing_point_leaves_posterior_unchanged():

@@ -58,8 +58,8 @@ def exact_lowrank_nll(Z, V, alpha):
     chol = tf.linalg.cholesky(Kmat)
     white = tf.linalg.triangular_solve(chol, Z, lower=True)
     logdet = 2.0 * tf.reduce_sum(tf.math.log(tf.linalg.diag_part(chol)))
-    n, l = tf.cast(N, Z.dtype), tf.cast(tf.shape(Z)[1], Z.dtype)
-    return 0.5 * (l * (n * np.log(2 * np.pi) + logdet) + tf.reduce_sum(tf.square(white)))
+    n, num_latent = tf.cast(N, Z.dtype), tf.cast(tf.shape(Z)[1], Z.dtype)
+    return 0.5 * (num_latent * (n * np.log(2 * np.pi) + logdet) + tf.reduce_sum(tf.square(white)))
 
 
 def make_gppvae(rng, X, noise_variance=0.3):

@@ -236,21 +236,21 @@ def test_exact_gpvae_drops_fully_missing_frames_numpy(rng):
         weights=tf.constant(weights),
     )
     for v in range(V):
-        O, M = weights[v] > 0, weights[v] == 0
+        obs, M = weights[v] > 0, weights[v] == 0
         kl_ref = 0.0
-        for l in range(L):
-            K_OO = _matern32(TIMES[O], TIMES[O])
-            mean_O, cov_O, log_z = _numpy_exact(K_OO, means[v, O, l], variances[v, O, l])
-            kl_ref += _expected_log_site(mean_O, np.diag(cov_O), means[v, O, l], variances[v, O, l]).sum() - log_z
-            np.testing.assert_allclose(post.mean.numpy()[v, O, l], mean_O, rtol=1e-9, atol=1e-12)
-            np.testing.assert_allclose(post.variance.numpy()[v, O, l], np.diag(cov_O), rtol=1e-9, atol=1e-12)
-            Kn = K_OO + np.diag(variances[v, O, l])
+        for j in range(L):
+            K_OO = _matern32(TIMES[obs], TIMES[obs])
+            mean_O, cov_O, log_z = _numpy_exact(K_OO, means[v, obs, j], variances[v, obs, j])
+            kl_ref += _expected_log_site(mean_O, np.diag(cov_O), means[v, obs, j], variances[v, obs, j]).sum() - log_z
+            np.testing.assert_allclose(post.mean.numpy()[v, obs, j], mean_O, rtol=1e-9, atol=1e-12)
+            np.testing.assert_allclose(post.variance.numpy()[v, obs, j], np.diag(cov_O), rtol=1e-9, atol=1e-12)
+            Kn = K_OO + np.diag(variances[v, obs, j])
             for ts, m_got, s_got in (
-                (TIMES[M], post.mean.numpy()[v, M, l], post.variance.numpy()[v, M, l]),
-                (Xnew, pred_mean.numpy()[v, :, l], pred_var.numpy()[v, :, l]),
+                (TIMES[M], post.mean.numpy()[v, M, j], post.variance.numpy()[v, M, j]),
+                (Xnew, pred_mean.numpy()[v, :, j], pred_var.numpy()[v, :, j]),
             ):
-                K_sO = _matern32(ts, TIMES[O])
-                np.testing.assert_allclose(m_got, K_sO @ np.linalg.solve(Kn, means[v, O, l]), rtol=1e-9, atol=1e-12)
+                K_sO = _matern32(ts, TIMES[obs])
+                np.testing.assert_allclose(m_got, K_sO @ np.linalg.solve(Kn, means[v, obs, j]), rtol=1e-9, atol=1e-12)
                 s_ref = 1.0 - np.einsum("ij,ji->i", K_sO, np.linalg.solve(Kn, K_sO.T))
                 np.testing.assert_allclose(s_got, s_ref, rtol=1e-9, atol=1e-12)
         np.testing.assert_allclose(post.kl.numpy()[v], kl_ref, rtol=1e-10)

@@ -44,7 +44,11 @@ def test_decoder_shapes(upsampling):
     out = decoder(tf.random.stateless_normal([7, 16], [3, 4]))
     assert out.shape == (7, 28, 28, 1) and out.dtype == tf.float32
     assert np.all((out.numpy() >= 0) & (out.numpy() <= 1))  # sigmoid mean
-    convs = [l for l in decoder.layers if isinstance(l, (tf_keras.layers.Conv2D, UpsamplingConv2D, DepthwiseSumConv2D))]
+    convs = [
+        layer
+        for layer in decoder.layers
+        if isinstance(layer, (tf_keras.layers.Conv2D, UpsamplingConv2D, DepthwiseSumConv2D))
+    ]
     assert len(convs) == 3  # Conv2DTranspose subclasses Conv2D
 
 
@@ -153,10 +157,10 @@ def test_default_decoder_equals_the_keras_layers_decoder_with_the_same_seed():
     same seed -> same initial weights; same weights -> same outputs and gradients."""
     tf_keras.utils.set_random_seed(3)
     repeat = conv_decoder(16, upsampling="repeat", output_layer="conv")
-    assert [type(l) for l in repeat.layers].count(tf_keras.layers.Conv2D) == 3
+    assert [type(layer) for layer in repeat.layers].count(tf_keras.layers.Conv2D) == 3
     tf_keras.utils.set_random_seed(3)
     fused = conv_decoder(16)
-    assert {type(l) for l in fused.layers} >= {UpsamplingConv2D, DepthwiseSumConv2D}
+    assert {type(layer) for layer in fused.layers} >= {UpsamplingConv2D, DepthwiseSumConv2D}
     assert len(repeat.trainable_variables) == len(fused.trainable_variables)
     for a, b in zip(repeat.trainable_variables, fused.trainable_variables):
         np.testing.assert_array_equal(a.numpy(), b.numpy())

@@ -43,8 +43,8 @@ def test_gp_block_stays_float64_under_a_mixed_policy(policy):
     Kmm = rbf(Z, Z, 1.0, 1.0) + model.jitter * np.eye(len(Z))
     Kmb = rbf(Z, X[:b], 1.0, 1.0)
     expected = 0.0
-    for l in range(means.shape[1]):
-        mu, A, _ = numpy_posterior(Kmm, Kmb, means.numpy()[:, l], variances.numpy()[:, l], model.num_data / b)
+    for j in range(means.shape[1]):
+        mu, A, _ = numpy_posterior(Kmm, Kmb, means.numpy()[:, j], variances.numpy()[:, j], model.num_data / b)
         expected += numpy_kl(mu, A, Kmm)
     np.testing.assert_allclose(float(tf.reduce_sum(posterior.kl)), expected, rtol=1e-9)
     terms = model.objective_terms(batch)

@@ -32,8 +32,8 @@ IDS = np.array([7, 2, 7, 9, 2, 2, 9, 7, 9, 2, 7, 9])
 
 def test_architecture_three_2x2_convs_of_16_one_pooling_16_outputs():
     net = representation_network()
-    convs = [l for l in net.layers if isinstance(l, tf_keras.layers.Conv2D)]
-    pools = [l for l in net.layers if isinstance(l, tf_keras.layers.MaxPooling2D)]
+    convs = [layer for layer in net.layers if isinstance(layer, tf_keras.layers.Conv2D)]
+    pools = [layer for layer in net.layers if isinstance(layer, tf_keras.layers.MaxPooling2D)]
     assert [c.filters for c in convs] == [16, 16, 16]
     assert [c.kernel_size for c in convs] == [(2, 2)] * 3
     assert len(pools) == 1

@@ -16,7 +16,7 @@ def test_two_replicas_equal_one_device():
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
     result = subprocess.run([sys.executable, script, ROOT], capture_output=True, text=True, env=env, timeout=600)
     assert result.returncode == 0, result.stderr[-3000:]
-    line = [l for l in result.stdout.splitlines() if l.startswith("RESULT ")][-1]
+    line = [ln for ln in result.stdout.splitlines() if ln.startswith("RESULT ")][-1]
     dev = json.loads(line[len("RESULT ") :])
     assert dev["num_replicas"] == 2
     # float64 GP block: the loss and KL agree to float64-with-float32-network precision

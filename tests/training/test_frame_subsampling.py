@@ -41,7 +41,10 @@ def test_subsets_are_seeded():
     first = _epochs(make_dataset((X, Y), 3, seed=7, frames_per_sequence=5), 2)
     again = _epochs(make_dataset((X, Y), 3, seed=7, frames_per_sequence=5), 2)
     other = _epochs(make_dataset((X, Y), 3, seed=8, frames_per_sequence=5), 2)
-    flat = lambda runs: np.concatenate([b[1].ravel() for epoch in runs for b in epoch])
+
+    def flat(runs):
+        return np.concatenate([b[1].ravel() for epoch in runs for b in epoch])
+
     np.testing.assert_array_equal(flat(first), flat(again))
     assert not np.array_equal(flat(first), flat(other))
     assert not np.array_equal(np.sort(flat(first[:1])), np.sort(flat(first[1:])))  # epochs differ

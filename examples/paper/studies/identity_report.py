@@ -44,12 +44,12 @@ def main():
     q_mu, q_sqrt = amortized.amortized_inducing_posterior(kernel, Z, X[:b], y[:b], v[:b], N, jitter=1e-8)
     Kmm = rbf(Z, Z, 1.7, 0.9) + 1e-8 * np.eye(M)
     dev = 0.0
-    for l in range(L):
-        mu, A, _ = numpy_posterior(Kmm, rbf(Z, X[:b], 1.7, 0.9), y[:b, l], v[:b, l], N / b)
-        S = q_sqrt[l].numpy()
-        dev = max(dev, np.abs(q_mu[:, l] - mu).max(), np.abs(S @ S.T - A).max())
+    for j in range(L):
+        mu, A, _ = numpy_posterior(Kmm, rbf(Z, X[:b], 1.7, 0.9), y[:b, j], v[:b, j], N / b)
+        S = q_sqrt[j].numpy()
+        dev = max(dev, np.abs(q_mu[:, j] - mu).max(), np.abs(S @ S.T - A).max())
     rows.append(("q(u) vs numpy, shared kernel, b=5 of N=12", dev))
-    params = [(0.5 + l, 0.6 + 0.4 * l) for l in range(L)]
+    params = [(0.5 + j, 0.6 + 0.4 * j) for j in range(L)]
     sep = gpflow.kernels.SeparateIndependent(
         [gpflow.kernels.SquaredExponential(variance=a, lengthscales=c) for a, c in params]
     )
@@ -57,10 +57,10 @@ def main():
         sep, SharedIndependentInducingVariables(InducingPoints(Z)), X, y, v, N, jitter=1e-8
     )
     dev = 0.0
-    for l, (a, c) in enumerate(params):
-        mu, A, _ = numpy_posterior(rbf(Z, Z, a, c) + 1e-8 * np.eye(M), rbf(Z, X, a, c), y[:, l], v[:, l], 1.0)
-        S = q_sqrt[l].numpy()
-        dev = max(dev, np.abs(q_mu[:, l] - mu).max(), np.abs(S @ S.T - A).max())
+    for j, (a, c) in enumerate(params):
+        mu, A, _ = numpy_posterior(rbf(Z, Z, a, c) + 1e-8 * np.eye(M), rbf(Z, X, a, c), y[:, j], v[:, j], 1.0)
+        S = q_sqrt[j].numpy()
+        dev = max(dev, np.abs(q_mu[:, j] - mu).max(), np.abs(S @ S.T - A).max())
     rows.append(("q(u) vs numpy, SeparateIndependent kernels", dev))
 
     # 2. b = N: Titsias' q(u) and collapsed bound
@@ -72,18 +72,18 @@ def main():
     mean, var = marginals(post, kernel, iv, X)
     Kmm, Kmn = rbf(Z, Z, 1.3, 1.2) + 1e-8 * np.eye(M), rbf(Z, X, 1.3, 1.2)
     dq, db = 0.0, 0.0
-    for l in range(L):
-        m_t, A_t = numpy_titsias_q(Kmm, Kmn, y[:, l], v[:, l])
-        S = q_sqrt[l].numpy()
-        dq = max(dq, np.abs(q_mu[:, l] - m_t).max(), np.abs(S @ S.T - A_t).max())
+    for j in range(L):
+        m_t, A_t = numpy_titsias_q(Kmm, Kmn, y[:, j], v[:, j])
+        S = q_sqrt[j].numpy()
+        dq = max(dq, np.abs(q_mu[:, j] - m_t).max(), np.abs(S @ S.T - A_t).max())
         hensman = (
             np.sum(
                 -0.5
-                * (np.log(2 * np.pi * v[:, l]) + ((y[:, l] - mean[:, l].numpy()) ** 2 + var[:, l].numpy()) / v[:, l])
+                * (np.log(2 * np.pi * v[:, j]) + ((y[:, j] - mean[:, j].numpy()) ** 2 + var[:, j].numpy()) / v[:, j])
             )
-            - kl[l]
+            - kl[j]
         )
-        db = max(db, abs(hensman - numpy_titsias(Kmm, Kmn, np.full(N, 1.3), y[:, l], v[:, l])))
+        db = max(db, abs(hensman - numpy_titsias(Kmm, Kmn, np.full(N, 1.3), y[:, j], v[:, j])))
     rows.append(("b=N: q(u) vs Titsias optimal q(u)", dq))
     rows.append(("b=N: bound vs Titsias collapsed bound", db))
 
@@ -97,23 +97,23 @@ def main():
     kl = amortized.prior_kl(post).numpy()
     K, Ks = rbf(X, X, 0.8, 1.4), rbf(Xnew, X, 0.8, 1.4)
     dp, dl = 0.0, 0.0
-    for l in range(L):
-        C = K + np.diag(v[:, l])
+    for j in range(L):
+        C = K + np.diag(v[:, j])
         dp = max(
             dp,
-            np.abs(mean[:, l] - Ks @ np.linalg.solve(C, y[:, l])).max(),
-            np.abs(var[:, l] - (0.8 - np.sum(Ks * np.linalg.solve(C, Ks.T).T, axis=1))).max(),
+            np.abs(mean[:, j] - Ks @ np.linalg.solve(C, y[:, j])).max(),
+            np.abs(var[:, j] - (0.8 - np.sum(Ks * np.linalg.solve(C, Ks.T).T, axis=1))).max(),
         )
-        lml = -0.5 * (N * np.log(2 * np.pi) + np.linalg.slogdet(C)[1] + y[:, l] @ np.linalg.solve(C, y[:, l]))
+        lml = -0.5 * (N * np.log(2 * np.pi) + np.linalg.slogdet(C)[1] + y[:, j] @ np.linalg.solve(C, y[:, j]))
         bound = (
             np.sum(
                 -0.5
                 * (
-                    np.log(2 * np.pi * v[:, l])
-                    + ((y[:, l] - mean_x[:, l].numpy()) ** 2 + var_x[:, l].numpy()) / v[:, l]
+                    np.log(2 * np.pi * v[:, j])
+                    + ((y[:, j] - mean_x[:, j].numpy()) ** 2 + var_x[:, j].numpy()) / v[:, j]
                 )
             )
-            - kl[l]
+            - kl[j]
         )
         dl = max(dl, abs(bound - lml))
     rows.append(("U=X: predictive vs exact GP (mean, var)", dp))

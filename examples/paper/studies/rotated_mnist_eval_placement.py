@@ -73,7 +73,8 @@ def main(argv=None):
     fig.suptitle(
         f"Rotated MNIST SVGP-VAE, random object vectors (sd 1.5), object vectors' Adam "
         f"{spec.get('object_learning_rate')}, {spec['epochs']} epochs: eval MSE by placement of the eval "
-        f"instances\n(dotted: the epoch each placement selects; fit: {spec.get('eval_fit_steps', Config.eval_fit_steps)} Adam "
+        f"instances\n(dotted: the epoch each placement selects; "
+        f"fit: {spec.get('eval_fit_steps', Config.eval_fit_steps)} Adam "
         f"steps on the decoded-mean likelihood of the context)",
         fontsize=8,
     )

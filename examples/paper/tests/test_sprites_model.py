@@ -136,7 +136,10 @@ def test_pose_pca_init_matches_numpy():
     np.testing.assert_allclose(got, ref * signs, rtol=1e-8, atol=1e-8)
     # uint8 frames and on-demand rendering give the same means
     u8 = ds.frames_for(ds.train_characters[:, None], ds.train_poses, dtype=np.uint8)
-    render = lambda rows: ds.frames_for(ds.train_characters[rows][:, None], ds.train_poses[rows])
+
+    def render(rows):
+        return ds.frames_for(ds.train_characters[rows][:, None], ds.train_poses[rows])
+
     np.testing.assert_allclose(mean_frames_per_pose(u8, ds.train_poses)[0], means, atol=1e-6)
     np.testing.assert_allclose(mean_frames_per_pose(render, ds.train_poses)[0], means, atol=1e-6)
     # poses never seen in training get finite vectors from the fitted Gaussian
@@ -265,10 +268,10 @@ def test_bad_construction():
 
 def test_networks_have_six_conv_layers_of_16_and_no_upsampling2d():
     enc, dec = sprites_encoder(64), sprites_decoder(64)
-    enc_convs = [l for l in enc.layers if isinstance(l, tf_keras.layers.Conv2D)]
-    dec_convs = [l for l in dec.layers if isinstance(l, tf_keras.layers.Conv2D) and l.name != "output"]
+    enc_convs = [layer for layer in enc.layers if isinstance(layer, tf_keras.layers.Conv2D)]
+    dec_convs = [layer for layer in dec.layers if isinstance(layer, tf_keras.layers.Conv2D) and layer.name != "output"]
     assert [c.filters for c in enc_convs] == [16] * 6 and [c.filters for c in dec_convs] == [16] * 6
-    assert not any(isinstance(l, tf_keras.layers.UpSampling2D) for l in dec.layers)
+    assert not any(isinstance(layer, tf_keras.layers.UpSampling2D) for layer in dec.layers)
     assert dec(tf.zeros([2, 64])).shape == (2, 64, 64, 3)
     m, v = enc(tf.zeros([2, 64, 64, 3]))
     assert m.shape == v.shape == (2, 64)

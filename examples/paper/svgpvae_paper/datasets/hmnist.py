@@ -388,7 +388,9 @@ def _generate(
         rotation_convention="counterclockwise as displayed, about pixel (13.5, 13.5)",
         grey_scaling="x / 255",
         binarisation="rotated grey >= threshold",
-        digit_selection="per class: first num_train_per_class digits (loader order) train, next num_test_per_class test",
+        digit_selection=(
+            "per class: first num_train_per_class digits (loader order) train, next num_test_per_class test"
+        ),
         seeding="SeedSequence(seed).spawn(2) -> train, test; each .spawn(2) -> angles, mask",
     )
     return HMNIST(train=train, test=test, config=config)

@@ -58,8 +58,8 @@ characters are generated every K epochs and after the last (at each weight of th
 or at the run's s), the model of the epoch with the smallest validation MSE is kept
 (``best_epoch_model.*``) and tested, with its s; ``epoch_selection`` in the metrics holds
 the validation curve and the last epoch's test scores, ``epoch_selection.png`` plots it.
-Reported: MSE per pixel over all test target frames for the decoded mean and for one decoded sample of the latent posterior,
-and the *style accuracy* of the decoded means (``style_accuracy``; see
+Reported: MSE per pixel over all test target frames for the decoded mean and for one decoded sample of the latent
+posterior, and the *style accuracy* of the decoded means (``style_accuracy``; see
 :mod:`~svgpvae_paper.experiments.sprites_style`): per frame and colour
 attribute (skin, hair, top, bottom), is the mean generated colour over the
 pixels the true label map assigns to the attribute nearest to the true one of
@@ -143,7 +143,18 @@ from .sprites_style import (
     style_scores,
 )
 
-__all__ = ["Config", "PAPER", "MODELS", "build_model", "generate", "generate_cvae", "run", "main"]
+__all__ = [
+    "Config",
+    "PAPER",
+    "MODELS",
+    "DECODER_GP_INPUTS",
+    "LEARNING_RATE_DECAYS",
+    "build_model",
+    "generate",
+    "generate_cvae",
+    "run",
+    "main",
+]
 
 
 # ----------------------------------------------------------------------------- model
@@ -470,8 +481,8 @@ def run(cfg: Config, progress: bool = True) -> dict:
                 if is_cvae
                 else {
                     "inducing_span": {
-                        "description": "dimension of the bilinear functions u(s)^T W u(p) that the inducing points span "
-                        "(sprites_style.inducing_span), against all d x Q of them",
+                        "description": "dimension of the bilinear functions u(s)^T W u(p) that the inducing points "
+                        "span (sprites_style.inducing_span), against all d x Q of them",
                         **inducing_span(model.inducing_variable.Z.numpy(), cfg.style_dim),
                     }
                 }

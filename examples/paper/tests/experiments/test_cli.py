@@ -198,7 +198,8 @@ FAKE_TENSORFLOW = """
 import os, sys
 os.write(2, b"WARNING: All log messages before absl::InitializeLog() is called are written to STDERR\\n")
 os.write(2, b"I0000 00:00:1.5 28282 port.cc:153] oneDNN custom operations are on. You may see ...\\n")
-os.write(2, b"I0000 00:00:1.5 28282 cudart_stub.cc:31] Could not find cuda drivers on your machine, GPU will not be used.\\n")
+os.write(2, b"I0000 00:00:1.5 28282 cudart_stub.cc:31] Could not find cuda drivers on your machine, "
+            b"GPU will not be used.\\n")
 os.write(2, b"I0000 00:00:1.6 28282 cpu_feature_guard.cc:227] This TensorFlow binary is optimized to use ...\\n"
             b"To enable the following instructions: AVX2 FMA, in other operations, rebuild TensorFlow with the "
             b"appropriate compiler flags.\\n")

@@ -37,10 +37,11 @@ Modules (each imports only those above it):
 from .batches import character_batches, init_sprites_inducing, mean_frames_per_pose, pca_pose_vectors
 from .dataset import SpritesDataset, sprites
 from .io import load_sprites_arrays, save_sprites_arrays
-from .palettes import _SHADE, _palettes
+from .palettes import _SHADE as _SHADE
+from .palettes import _palettes as _palettes
 from .plotting import save_sprite_sheet
 from .poses import ACTIONS, FRAMES_PER_ACTION, IMAGE_SIZE, NUM_POSES, pose_index
-from .raster import _shape_label_maps
+from .raster import _shape_label_maps as _shape_label_maps
 from .render import render_sprite, render_sprites
 from .scoring import (
     COLOUR_ATTRIBUTES,
@@ -51,11 +52,11 @@ from .scoring import (
     style_accuracy,
     style_accuracy_summary,
 )
+from .styles import _BOTTOM as _BOTTOM
+from .styles import _HAIR as _HAIR
+from .styles import _SKIN as _SKIN
+from .styles import _TOP as _TOP
 from .styles import (
-    _BOTTOM,
-    _HAIR,
-    _SKIN,
-    _TOP,
     BOTTOM_COLOURS,
     BOTTOM_SHAPES,
     HAIR_COLOURS,
