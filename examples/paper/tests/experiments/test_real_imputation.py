@@ -136,3 +136,22 @@ def test_config_refuses_bad_settings():
         ri.Config(mcar_fraction=1.0)
     with pytest.raises(ValueError, match="reserved"):
         ri.config_from_args(["--datasets", "JapaneseVowels"])
+
+
+def test_summarise_means_over_seeds_and_the_ratio_to_the_better_classical_method():
+    rows = [
+        dict(dataset="d", scenario="mcar", seed=s, method=m, mse=v, nll=None, coverage90=None)
+        for s, (a, b, c) in enumerate([(1.0, 0.8, 0.6), (3.0, 1.2, 0.8)])
+        for m, v in (("interp", a), ("gp", b), ("svgpvae", c))
+    ]
+    rows.append(dict(dataset="d", scenario="mcar", seed=0, method="pypots", skipped="not installed"))
+    summary = ri.summarise(rows, ri.Config(seeds=(0, 1)))["d"]["mcar"]
+    assert summary["interp"]["mse"]["mean"] == pytest.approx(2.0)
+    assert summary["gp"]["mse"]["sd"] == pytest.approx(np.std([0.8, 1.2], ddof=1))
+    assert summary["svgpvae_over_best_classical"] == pytest.approx(0.7 / 1.0)
+    assert "pypots" not in summary
+
+
+def test_seconds_per_epoch_leaves_out_the_first_epoch():
+    assert ri._seconds_per_epoch([10.0, 11.0, 13.0, 14.0], 20.0) == pytest.approx(1.0)
+    assert ri._seconds_per_epoch([10.0, 11.0], 8.0) == pytest.approx(4.0)
