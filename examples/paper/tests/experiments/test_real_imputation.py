@@ -155,3 +155,26 @@ def test_summarise_means_over_seeds_and_the_ratio_to_the_better_classical_method
 def test_seconds_per_epoch_leaves_out_the_first_epoch():
     assert ri._seconds_per_epoch([10.0, 11.0, 13.0, 14.0], 20.0) == pytest.approx(1.0)
     assert ri._seconds_per_epoch([10.0, 11.0], 8.0) == pytest.approx(4.0)
+
+
+def test_targets_compare_per_seed_and_average_the_ratio_over_datasets():
+    def row(dataset, seed, method, mse, coverage=None):
+        return dict(dataset=dataset, scenario="mcar", seed=seed, method=method, mse=mse, coverage90=coverage)
+
+    results = [
+        row("a", 0, "interp", 1.0),
+        row("a", 0, "gp", 2.0),
+        row("a", 0, "svgpvae", 0.5, 0.9),
+        row("a", 0, "pypots", 0.4),
+        row("b", 0, "interp", 4.0),
+        row("b", 0, "gp", 2.0),
+        row("b", 0, "svgpvae", 3.0, 0.7),
+    ]
+    out = ri.targets(results)
+    first, second = out["per_seed"]
+    assert first["at_or_below_interp"] and first["at_or_below_gp"] and not first["at_or_below_pypots"]
+    assert first["coverage_in_85_95"] and not second["coverage_in_85_95"]
+    assert not second["at_or_below_gp"] and "at_or_below_pypots" not in second
+    assert out["mean_over_datasets_of_svgpvae_over_best_classical"]["mcar"] == pytest.approx(
+        (0.5 / 1.0 + 3.0 / 2.0) / 2
+    )
