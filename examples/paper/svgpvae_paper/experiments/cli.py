@@ -86,6 +86,9 @@ SUBCOMMANDS: Dict[str, Experiment] = {
     "defaults": Experiment(
         "the library's training defaults against their alternatives (generated imputation data)", {}
     ),
+    "real_imputation": Experiment(
+        "imputation of real sensor sequences (aeon's wheel): baselines, VAE family, PyPOTS", {}
+    ),
 }
 
 #: The experiment names, in the order ``--help`` lists them.
