@@ -35,8 +35,11 @@ def main() -> None:
             capture_output=True,
             text=True,
         ).stdout.strip()
-        if Path(where).resolve().is_relative_to(source_tree):
-            raise SystemExit(f"gpflow_svgpvae was imported from the source tree ({where}), not the wheel")
+        # The fresh venv may live under the source tree (build/), so compare with its package directory.
+        if Path(where).resolve().is_relative_to(source_tree / "gpflow_svgpvae") or not Path(
+            where
+        ).resolve().is_relative_to(Path(sys.prefix).resolve()):
+            raise SystemExit(f"gpflow_svgpvae was imported from {where}, not from the wheel in {sys.prefix}")
         print(f"gpflow_svgpvae from {where}")
         Path(tmp, "readme_example.py").write_text(code)
         start = time.perf_counter()
