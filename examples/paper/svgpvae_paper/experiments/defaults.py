@@ -79,46 +79,10 @@ QUICK = dict(imputation_sequences=40, imputation_epochs=3, ball_videos=20, ball_
 def imputation_data(num_sequences: int, seed: int):
     """``(X [V, T, 1], Y [V, T, D] with NaN hidden, frames [V, T], Y_true, hidden)``: the
     generator of ``docs/imputation.pct.py`` (there with seed 0 and V = 150)."""
-    rng = np.random.default_rng(seed)
-    V = num_sequences
-    T_MIN, T_MAX, D, L_TRUE, NOISE = 20, 40, 10, 2, 0.05
-    lengths = rng.integers(T_MIN, T_MAX + 1, size=V)
-    T = int(lengths.max())
-    A = rng.normal(size=(L_TRUE, D)) * 1.2
-    b = rng.normal(size=D) * 0.3
-    use_sin = np.arange(D) % 3 == 2
+    from .selection import sensor_sequences  # one generator for both experiments (it imports TensorFlow)
 
-    def sensors(z):
-        h = z @ A + b
-        return np.where(use_sin, np.sin(h), np.tanh(h))
-
-    def se_gp_paths(t, lengthscale=1.5):
-        K = np.exp(-0.5 * (t[:, None] - t[None, :]) ** 2 / lengthscale**2) + 1e-6 * np.eye(len(t))
-        return np.linalg.cholesky(K) @ rng.normal(size=(len(t), L_TRUE))
-
-    X = np.zeros((V, T, 1))
-    Y_true = np.zeros((V, T, D))
-    frames = np.zeros((V, T), np.float32)
-    for v, n in enumerate(lengths):
-        t = np.cumsum(rng.uniform(0.1, 0.4, size=n))
-        t -= t[0]
-        X[v, :n, 0] = t
-        X[v, n:, 0] = t[-1]
-        Y_true[v, :n] = sensors(se_gp_paths(t)) + NOISE * rng.normal(size=(n, D))
-        frames[v, :n] = 1.0
-    hidden = rng.uniform(size=(V, T, D)) < 0.15
-    hidden |= (rng.uniform(size=(V, T)) < 0.08)[..., None]
-    outage_channel = rng.integers(D, size=V)
-    outage = np.zeros_like(hidden)
-    for v, n in enumerate(lengths):
-        width = n // 4
-        start = rng.integers(2, n - width - 1)
-        outage[v, start : start + width, outage_channel[v]] = True
-    hidden |= outage
-    real = np.broadcast_to(frames[..., None] > 0, Y_true.shape)
-    hidden &= real
-    Y = np.where(real & ~hidden, Y_true, np.nan).astype(np.float32)
-    return X, Y, frames, Y_true, hidden
+    data = sensor_sequences(seed, num_sequences)
+    return data["X"], data["Y"], data["frames"], data["truth"], data["hidden"]
 
 
 def moving_ball_data(num_videos: int, seed: int, hidden_fraction: float = 0.3):
