@@ -112,24 +112,12 @@ def as_inducing_variable(inducing_variable: Union[InducingVariables, tf.Tensor],
     return inducing_variable
 
 
-def _with_channel_axis(tensor: tf.Tensor, rank_without: int) -> tf.Tensor:
-    # GPflow returns [M, ...] for shared kernels and [L, M, ...] for separate ones.
-    return tensor[None] if tensor.shape.rank == rank_without else tensor
-
-
 @check_shapes("return: [C, M, M]")
 def prior_cholesky(kernel: Kernel, inducing_variable: InducingVariables, jitter: float) -> tf.Tensor:
     r""":math:`L_m = \mathrm{chol}(K_{mm} + \text{jitter}\,I)`, ``[C, M, M]`` (``C`` = 1 or L)."""
-    Kmm = _with_channel_axis(covariances.Kuu(inducing_variable, kernel, jitter=jitter), 2)
+    Kmm = covariances.Kuu(inducing_variable, kernel, jitter=jitter)
+    Kmm = Kmm[None] if Kmm.shape.rank == 2 else Kmm  # GPflow: [M, M] for shared kernels, [L, M, M] for separate
     return cholesky(Kmm, "Kuu (the prior covariance of the inducing variables)")
-
-
-def _flat(X: tf.Tensor) -> tf.Tensor:
-    """``X [..., D] -> [n, D]`` (GPflow's ``Kuf`` and kernel diagonals take rank-2 inputs)."""
-    if X.shape.rank == 2:
-        return X
-    D = X.shape[-1] if X.shape[-1] is not None else tf.shape(X)[-1]
-    return tf.reshape(X, [-1, D])
 
 
 @check_shapes("X: [batch..., N, D]", "return: [batch..., C, M, N]")
@@ -140,7 +128,10 @@ def cross_covariance(kernel: Kernel, inducing_variable: InducingVariables, X: tf
     are flattened for GPflow's ``Kuf`` and the result reshaped.
     """
     X = tf.convert_to_tensor(X)
-    Kmn = _with_channel_axis(covariances.Kuf(inducing_variable, kernel, _flat(X)), 2)  # [C, M, n]
+    D = X.shape[-1] if X.shape[-1] is not None else tf.shape(X)[-1]
+    flat = X if X.shape.rank == 2 else tf.reshape(X, [-1, D])  # GPflow's Kuf takes [n, D]
+    Kmn = covariances.Kuf(inducing_variable, kernel, flat)
+    Kmn = Kmn[None] if Kmn.shape.rank == 2 else Kmn  # [C, M, n]: GPflow gives [M, n] for a shared kernel
     if X.shape.rank == 2:
         return Kmn
     k = X.shape.rank - 2
@@ -152,7 +143,8 @@ def cross_covariance(kernel: Kernel, inducing_variable: InducingVariables, X: tf
 def prior_variance_diag(kernel: Kernel, X: tf.Tensor) -> tf.Tensor:
     """Prior marginal variances :math:`k(x_i, x_i)` of inputs ``X [..., N, D]``: ``[..., N, C]``."""
     X = tf.convert_to_tensor(X)
-    flat = _flat(X)
+    D = X.shape[-1] if X.shape[-1] is not None else tf.shape(X)[-1]
+    flat = X if X.shape.rank == 2 else tf.reshape(X, [-1, D])  # GPflow's kernel diagonals take [n, D]
     if isinstance(kernel, MultioutputKernel):
         diag = kernel(flat, full_cov=False, full_output_cov=False)  # [n, L]
     else:
@@ -189,16 +181,6 @@ def whiten(prior_chol: tf.Tensor, Kmb: tf.Tensor) -> tf.Tensor:
     return tf.linalg.triangular_solve(prior_chol, Kmb, lower=True)
 
 
-def _site_precisions(means: tf.Tensor, variances: tf.Tensor, weights: Optional[tf.Tensor]):
-    """``(precisions, means)`` ``[..., N, L]`` of the sites, weighted (see :func:`statistics_from_whitened`)."""
-    if weights is None:
-        return 1.0 / variances, means
-    weights = tf.cast(weights, variances.dtype)[..., None]  # [..., N, 1]
-    used = tf.broadcast_to(weights > 0, tf.shape(variances))
-    precisions = weights / tf.where(used, variances, tf.ones_like(variances))  # no 0/0, also in gradients
-    return precisions, tf.where(used, means, tf.zeros_like(means))
-
-
 @check_shapes(
     "W: [broadcast batch..., broadcast L, M, N]",
     "means: [batch..., N, L]",
@@ -223,8 +205,14 @@ def statistics_from_whitened(
         with no observed entry and padded frames carry no information. Weights of ones give
         exactly the unweighted numbers.
     """
-    W, means, variances = (tf.convert_to_tensor(t) for t in (W, means, variances))
-    precisions, means = _site_precisions(means, variances, weights)
+    W, means, variances = map(tf.convert_to_tensor, (W, means, variances))
+    if weights is None:
+        precisions = 1.0 / variances  # [..., N, L]
+    else:
+        weights = tf.cast(weights, variances.dtype)[..., None]  # [..., N, 1]
+        used = tf.broadcast_to(weights > 0, tf.shape(variances))
+        precisions = weights / tf.where(used, variances, tf.ones_like(variances))  # no 0/0, also in gradients
+        means = tf.where(used, means, tf.zeros_like(means))
     weighted = W * tf.linalg.matrix_transpose(precisions)[..., :, None, :]  # [..., L, M, N]
     P = tf.linalg.matmul(weighted, W, transpose_b=True)  # [..., L, M, M]
     r = tf.linalg.matvec(weighted, tf.linalg.matrix_transpose(means))  # [..., L, M]
@@ -250,30 +238,24 @@ def whitened_statistics(
     return statistics_from_whitened(whiten(prior_chol, Kmb), means, variances, weights=weights)
 
 
-def _upper_cholesky(matrix: tf.Tensor, name: str) -> tf.Tensor:
-    r"""Upper-triangular :math:`U` with :math:`B = UU^\top` (a "reversed" Cholesky).
-
-    With :math:`J` the exchange matrix, :math:`JBJ = LL^\top` gives
-    :math:`B = (JLJ)(JLJ)^\top` and :math:`JLJ` is upper triangular. So
-    :math:`L_m U^{-\top}`, the square root of :math:`A`, is *lower* triangular, as
-    GPflow's ``q_sqrt`` convention requires.
-    """
-    flipped = tf.reverse(matrix, axis=[-2, -1])
-    return tf.reverse(cholesky(flipped, name), axis=[-2, -1])
-
-
 def _factorise(P: tf.Tensor, r: tf.Tensor, scale) -> Tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
     r"""``(U, U^{-1}, L_m^{-1}\mu)`` of :math:`B = I + sP = UU^\top`, ``[..., L, M, M]`` and ``[..., L, M]``.
 
     :math:`U^{-1}` (one triangular solve against the identity) is formed once: it serves
     the whitened mean :math:`sU^{-\top}U^{-1}r`, the KL's :math:`\mathrm{tr}(B^{-1}) = \|U^{-1}\|_F^2`
     and the predictive :math:`U^{-1}W`.
+
+    :math:`U` is a "reversed" Cholesky factor: with :math:`J` the exchange matrix,
+    :math:`JBJ = LL^\top` gives :math:`B = (JLJ)(JLJ)^\top` with :math:`JLJ` upper triangular,
+    so that :math:`L_m U^{-\top}`, the square root of :math:`A`, is *lower* triangular, as
+    GPflow's ``q_sqrt`` convention requires.
     """
     scale = tf.cast(scale, P.dtype)
     M = tf.shape(P)[-1]
     B = tf.eye(M, dtype=P.dtype) + scale * P
-    U = _upper_cholesky(B, "B = I + s Lm^-1 Kmb Lambda Kbm Lm^-T (the whitened posterior precision)")
-    U_inv = _upper_inverse(U)
+    name = "B = I + s Lm^-1 Kmb Lambda Kbm Lm^-T (the whitened posterior precision)"
+    U = tf.reverse(cholesky(tf.reverse(B, axis=[-2, -1]), name), axis=[-2, -1])
+    U_inv = tf.linalg.triangular_solve(U, tf.eye(M, batch_shape=tf.shape(U)[:-2], dtype=U.dtype), lower=False)
     whitened_mean = scale * tf.linalg.matvec(U_inv, tf.linalg.matvec(U_inv, r), transpose_a=True)
     return U, U_inv, whitened_mean
 
@@ -493,9 +475,12 @@ def minibatch_posterior(
         still counts every point: a fully missing point is a point of the dataset whose
         observations are all missing.
     """
-    X, means, variances = (tf.convert_to_tensor(t) for t in (X, means, variances))
-    prior_chol = with_batch_rank(prior_cholesky(kernel, inducing_variable, jitter), X.shape.rank - 2)
-    W = whiten(prior_chol, cross_covariance(kernel, inducing_variable, X))  # [..., C, M, b]
+    X, means, variances = map(tf.convert_to_tensor, (X, means, variances))
+    prior_chol = prior_cholesky(kernel, inducing_variable, jitter)  # [C, M, M]
+    for _ in range(X.shape.rank - 2):  # a leading axis of size 1 per axis of latent datasets
+        prior_chol = prior_chol[None]
+    Kmb = cross_covariance(kernel, inducing_variable, X)
+    W = tf.linalg.triangular_solve(prior_chol, Kmb, lower=True)  # whiten: L_m^{-1} K_mb, [..., C, M, b]
     P, r = statistics_from_whitened(W, means, variances, weights=weights)  # [..., L, M, M], [..., L, M]
     batch_size = tf.cast(tf.shape(X)[-2], P.dtype)
     if reduce_statistics is not None:

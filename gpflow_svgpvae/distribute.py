@@ -16,23 +16,16 @@ import tensorflow as tf
 __all__ = ["num_replicas", "sum_across_replicas", "sum_across_replicas_by_dtype", "batch_offset_and_total"]
 
 
-def _replica_context():
-    ctx = tf.distribute.get_replica_context()
-    if ctx is None or ctx.num_replicas_in_sync == 1:
-        return None
-    return ctx
-
-
 def num_replicas() -> int:
     """Number of replicas in sync (1 outside a distributed step)."""
-    ctx = _replica_context()
+    ctx = tf.distribute.get_replica_context()
     return 1 if ctx is None else int(ctx.num_replicas_in_sync)
 
 
 def sum_across_replicas(values: Sequence[tf.Tensor]) -> Tuple[tf.Tensor, ...]:
     """All-reduce (sum) each tensor across replicas; differentiable."""
-    ctx = _replica_context()
-    if ctx is None:
+    ctx = tf.distribute.get_replica_context()
+    if ctx is None or ctx.num_replicas_in_sync == 1:
         return tuple(values)
     return tuple(ctx.all_reduce(tf.distribute.ReduceOp.SUM, list(values)))
 
@@ -40,8 +33,8 @@ def sum_across_replicas(values: Sequence[tf.Tensor]) -> Tuple[tf.Tensor, ...]:
 def sum_across_replicas_by_dtype(values: Sequence[tf.Tensor]) -> Tuple[tf.Tensor, ...]:
     """:func:`sum_across_replicas` with one all-reduce per dtype (TensorFlow packs
     a batched all-reduce into one concatenation, which needs a single dtype)."""
-    ctx = _replica_context()
-    if ctx is None:
+    ctx = tf.distribute.get_replica_context()
+    if ctx is None or ctx.num_replicas_in_sync == 1:
         return tuple(values)
     out = list(values)
     for dtype in {v.dtype for v in values}:
@@ -59,8 +52,8 @@ def batch_offset_and_total(local_size: tf.Tensor) -> Tuple[tf.Tensor, tf.Tensor]
     batch (replicas take consecutive slices in replica order).
     """
     local_size = tf.cast(local_size, tf.int32)
-    ctx = _replica_context()
-    if ctx is None:
+    ctx = tf.distribute.get_replica_context()
+    if ctx is None or ctx.num_replicas_in_sync == 1:
         return tf.constant(0, tf.int32), local_size
     sizes = ctx.all_gather(tf.reshape(local_size, [1]), axis=0)  # [R]
     replica = ctx.replica_id_in_sync_group

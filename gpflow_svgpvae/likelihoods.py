@@ -100,22 +100,16 @@ _REQUIREMENT = (
 )
 
 
-def _flatten(tensor: tf.Tensor) -> tf.Tensor:
-    return tf.reshape(tensor, [tf.shape(tensor)[0], -1])
-
-
-def _static_width(tensor: tf.Tensor) -> Optional[int]:
-    """Number of entries per point of ``[b, ...]`` if static, else ``None``."""
-    dims = tensor.shape[1:] if tensor.shape.rank is not None else None
-    return None if dims is None or not dims.is_fully_defined() else int(np.prod(dims.as_list()))
-
-
 def _check_width(params: tf.Tensor, Y: tf.Tensor) -> tf.Tensor:
     """Decoder outputs ``[b, K']`` against observations ``[b, K]``: ``K' == K``. Without this a
     decoder with one output unit would broadcast against every pixel and train silently. Checked
     statically when both widths are known, else at run time (Keras retraces with relaxed shapes)."""
     params, Y = tf.convert_to_tensor(params), tf.convert_to_tensor(Y)
-    got, want = _static_width(params), _static_width(Y)
+    widths = []
+    for tensor in (params, Y):  # entries per point of [b, ...], when static
+        dims = tensor.shape[1:] if tensor.shape.rank is not None else None
+        widths.append(int(np.prod(dims.as_list())) if dims is not None and dims.is_fully_defined() else None)
+    got, want = widths
     message = (
         "The decoder returned {} values per point but the observations have {} (the decoder's last layer "
         "needs one output per observed value, e.g. Dense({}) for flat data, or the observations' shape)."
@@ -166,11 +160,6 @@ class DecoderLikelihood(gpflow.Module, abc.ABC):
     def sample(self, params: tf.Tensor, seed) -> tf.Tensor:
         """One draw of ``y`` per decoder output (``seed``: a stateless seed ``[2]``)."""
 
-    def check_decoder_output(self, params: tf.Tensor, Y: tf.Tensor) -> tf.Tensor:
-        """``params`` (decoder outputs ``[b, ...]``), checked to hold one value per entry of ``Y``
-        ``[b, ...]`` (a ``ValueError`` when the widths are static, else a run-time assertion)."""
-        return _check_width(params, Y)
-
     def log_prob(self, Y: tf.Tensor, params: tf.Tensor, mask: Optional[tf.Tensor] = None) -> tf.Tensor:
         r""":math:`\log p(y_i \mid z_i) = \sum_k \log p(y_{ik} \mid \text{params}_{ik})`, shape ``[b]``.
 
@@ -181,11 +170,12 @@ class DecoderLikelihood(gpflow.Module, abc.ABC):
             of ones gives exactly the unmasked numbers.
         """
         dtype = gpflow.default_float()
-        params = _flatten(_check_width(tf.cast(params, dtype), Y))
-        Y = _flatten(tf.cast(Y, dtype))
+        params = _check_width(tf.cast(params, dtype), Y)
+        params = tf.reshape(params, [tf.shape(params)[0], -1])  # [b, K]
+        Y = tf.reshape(tf.cast(Y, dtype), [tf.shape(Y)[0], -1])
         if mask is None:
             return tf.reduce_sum(self._pixel_log_prob(Y, params), axis=-1)
-        observed = _flatten(tf.cast(mask, dtype)) > 0
+        observed = tf.reshape(tf.cast(mask, dtype), [tf.shape(Y)[0], -1]) > 0
         Y = tf.where(observed, Y, tf.zeros_like(Y))  # a NaN at a missing entry never reaches a gradient
         pixel = self._pixel_log_prob(Y, params)
         return tf.reduce_sum(tf.where(observed, pixel, tf.zeros_like(pixel)), axis=-1)

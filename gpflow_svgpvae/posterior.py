@@ -103,13 +103,8 @@ def _statistics_function(model, rank: int):
         def function(X, Y, mask, context):
             model = model_ref()
             batch = model.data_batch((X, Y) if mask is None else (X, Y, mask), conditioning=True)
-            if context is None:
-                X_gp, means, variances = model._sites(batch, training=False)
-            else:  # the transform maps the points through its summary of the conditioning data
-                X_gp = model.input_transform.map_queries(batch.X, context)
-                inputs = model.encoder_inputs(batch.Y, batch.mask)
-                means, variances = model.encode_frames(inputs, num_leading=X_gp.shape.rank - 1, training=False)
-                model._check_num_latent(means)
+            # With a context the transform maps the points through its summary of the conditioning data.
+            X_gp, means, variances = model._sites(batch, training=False, context=context)
             weights = batch.weights
             P, r = _statistics(model, X_gp, means, variances, weights)
             # Points conditioned on: those with at least one observed entry.

@@ -20,6 +20,7 @@ from typing import List, NamedTuple, Optional, Tuple, Union
 
 import gpflow
 import tensorflow as tf
+from gpflow.keras import tf_keras
 from gpflow.models import BayesianModel, ExternalDataTrainingLossMixin
 
 from .. import distribute
@@ -61,14 +62,12 @@ def recording_network_outputs():
         stack.pop()
 
 
-def _record(role: str, tensor: tf.Tensor) -> None:
+def _record(role: str, tensor: tf.Tensor) -> bool:
+    """Record ``tensor`` if a :func:`recording_network_outputs` block is open; whether it was."""
     stack = _RECORDING.__dict__.get("stack")
     if stack:
         stack[-1].append((role, tensor))
-
-
-def _recording() -> bool:
-    return bool(_RECORDING.__dict__.get("stack"))
+    return bool(stack)
 
 
 class ELBOTerms(NamedTuple):
@@ -191,13 +190,21 @@ class LatentVariableAutoencoder(BayesianModel, ExternalDataTrainingLossMixin, ab
         :param conditioning: data to condition a prediction on: any number of points, frames
             and sequences (training batches must fit ``num_data`` and ``sequence_length``).
         """
-        X, Y, mask = data_boundary.split_data(data, self.supports_missing, type(self).__name__)
-        Y, mask = data_boundary.observed_entries(X, Y, mask, nan_missing=self.missing_values == "nan")
+        if not isinstance(data, (tuple, list)) or len(data) not in (2, 3):
+            raise TypeError(f"data must be a pair (X, Y) or a triple (X, Y, mask); got {type(data).__name__}")
+        if len(data) == 3 and not self.supports_missing:
+            raise TypeError(
+                f"{type(self).__name__} does not take a mask of missing entries: pass data = (X, Y) (SVGPVAE takes "
+                "data = (X, Y, mask))."
+            )
+        X, Y, mask = (tuple(data) + (None,))[:3]
+        if mask is not None or self.missing_values == "nan":
+            Y, mask = data_boundary.observed_entries(X, Y, mask, nan_missing=self.missing_values == "nan")
         X, Y = data_boundary.check_inputs(
             X,
             Y,
             input_dim=self.input_dim,
-            input_origin=self._input_dim_origin(),
+            input_origin=self._input_dim_origin,
             num_data=None if conditioning else self.num_data,
             sequence_length=None if conditioning else self.sequence_length,
             whole_sequences=type(self).__name__ if self.whole_sequences_only and not conditioning else None,
@@ -331,11 +338,12 @@ class LatentVariableAutoencoder(BayesianModel, ExternalDataTrainingLossMixin, ab
                 f"The {role} cannot take inputs of shape [batch, {', '.join(map(str, shape))}]: {error}"
             ) from error
 
-    def _network_dtype(self, network) -> tf.DType:
-        return tf.as_dtype(getattr(network, "compute_dtype", None) or tf.float32)
-
-    def encode(self, Y: tf.Tensor, training: Optional[bool] = None) -> Tuple[tf.Tensor, tf.Tensor]:
-        """Site means and variances ``[b, L]`` in ``gpflow.default_float()``.
+    def encode(
+        self, Y: tf.Tensor, training: Optional[bool] = None, num_leading: int = 1
+    ) -> Tuple[tf.Tensor, tf.Tensor]:
+        """Site means and variances ``[b, L]`` in ``gpflow.default_float()`` of observations
+        ``Y [b, ...]``; with ``num_leading`` leading axes (e.g. ``Y [V, T, ...]``), all of them in
+        one encoder call: ``[V, T, L]``.
 
         :raises tf.errors.InvalidArgumentError: if the encoder returns a
             non-positive or non-finite variance.
@@ -343,9 +351,13 @@ class LatentVariableAutoencoder(BayesianModel, ExternalDataTrainingLossMixin, ab
         """
         if self.encoder is None:
             raise TypeError(f"{type(self).__name__} has no encoder: it cannot encode observations.")
-        Y = tf.cast(Y, self._network_dtype(self.encoder))
+        if num_leading > 1:
+            lead_shape = tf.shape(Y)[:num_leading]
+            Y = flatten_leading(Y, num_leading)  # [V*T, ...]
+        Y = tf.cast(Y, getattr(self.encoder, "compute_dtype", None) or tf.float32)
         try:
-            outputs = self.encoder(Y, training=training) if _accepts_training(self.encoder) else self.encoder(Y)
+            keras = isinstance(self.encoder, tf_keras.layers.Layer)  # other modules take no `training`
+            outputs = self.encoder(Y, training=training) if keras else self.encoder(Y)
         except ValueError as error:
             if "single output tensor" not in str(error):
                 raise
@@ -362,7 +374,7 @@ class LatentVariableAutoencoder(BayesianModel, ExternalDataTrainingLossMixin, ab
                 "end it with gpflow_svgpvae.networks.GaussianSiteHead."
             )
         dtype = gpflow.default_float()
-        means, variances = (tf.cast(t, dtype) for t in outputs)
+        means, variances = tf.cast(outputs[0], dtype), tf.cast(outputs[1], dtype)
         if means.shape.rank != 2 or variances.shape.rank != 2:
             raise ValueError(
                 f"The encoder must return [b, L] means and variances; got {means.shape} and {variances.shape}."
@@ -376,16 +388,9 @@ class LatentVariableAutoencoder(BayesianModel, ExternalDataTrainingLossMixin, ab
             "The encoder returned non-positive variances; variances must be > 0 (end the encoder "
             "with gpflow_svgpvae.networks.GaussianSiteHead, which uses a softplus).",
         )
-        return means, variances
-
-    def encode_frames(self, Y: tf.Tensor, num_leading: int, training: Optional[bool] = None):
-        """:meth:`encode` of observations with ``num_leading`` leading axes (e.g. ``[V, T, ...]``),
-        in one call: site means and variances ``[V, T, L]``."""
-        flat = flatten_leading(Y, num_leading)
-        means, variances = self.encode(flat, training=training)  # [V*T, L]
         if num_leading == 1:
             return means, variances
-        shape = tf.concat([tf.shape(Y)[:num_leading], tf.shape(means)[-1:]], 0)
+        shape = tf.concat([lead_shape, tf.shape(means)[-1:]], 0)
         return tf.reshape(means, shape), tf.reshape(variances, shape)
 
     def reconstruct(
@@ -405,21 +410,25 @@ class LatentVariableAutoencoder(BayesianModel, ExternalDataTrainingLossMixin, ab
             over the observed entries only.
         :param condition: optional ``[..., b, C]``: the decoder reads ``[z_i, condition_i]``."""
         num_leading = z_mean.shape.rank - 1
-        Y_flat = flatten_leading(Y, num_leading)
+        shape = tf.shape(Y)
+        if num_leading > 1:  # sequences [V, T, ...]: all frames in one decoder call
+            Y = flatten_leading(Y, num_leading)
+            mask = None if mask is None else flatten_leading(mask, num_leading)
+            condition = None if condition is None else flatten_leading(condition, num_leading)
         L = z_mean.shape[-1] if z_mean.shape[-1] is not None else tf.shape(z_mean)[-1]
         S = self.num_samples
         Z = self._sample_normal(tf.reshape(z_mean, [-1, L]), tf.reshape(z_var, [-1, L]))  # [S, n, L]
         if condition is not None:
-            condition = tf.tile(flatten_leading(condition, num_leading), [S, 1])  # [S*n, C]
+            condition = tf.tile(condition, [S, 1])  # [S*n, C]
         params = self.decode(tf.reshape(Z, [-1, L]), training=training, condition=condition)  # [S*n, ...]
-        params = self.likelihood.check_decoder_output(params, Y_flat)
-        multiples = tf.concat([[S], tf.ones([tf.rank(Y_flat) - 1], tf.int32)], 0)
-        entry_mask = None if mask is None else tf.tile(flatten_leading(mask, num_leading), multiples)
-        log_probs = self.likelihood.log_prob(tf.tile(Y_flat, multiples), params, mask=entry_mask)  # [S*n]
+        multiples = tf.concat([[S], tf.ones([tf.rank(Y) - 1], tf.int32)], 0)
+        entry_mask = None if mask is None else tf.tile(mask, multiples)
+        # log_prob checks that the decoder returns one value per entry of Y.
+        log_probs = self.likelihood.log_prob(tf.tile(Y, multiples), params, mask=entry_mask)  # [S*n]
         reconstruction = tf.reduce_sum(log_probs) / S
         # GECO's constraint uses the first draw's decoded mean only.
-        decoded = self.likelihood.mean(tf.cast(params[: tf.shape(Y_flat)[0]], gpflow.default_float()))
-        return reconstruction, (decoded if num_leading == 1 else tf.reshape(decoded, tf.shape(Y)))
+        decoded = self.likelihood.mean(tf.cast(params[: tf.shape(Y)[0]], gpflow.default_float()))
+        return reconstruction, (decoded if num_leading == 1 else tf.reshape(decoded, shape))
 
     def encode_all(self, Y, batch_size: int = 1024) -> Tuple[tf.Tensor, tf.Tensor]:
         """:meth:`encode` of many images in chunks of ``batch_size`` (``training=False``): ``[n, L]`` each."""
@@ -438,14 +447,14 @@ class LatentVariableAutoencoder(BayesianModel, ExternalDataTrainingLossMixin, ab
         :raises tf.errors.InvalidArgumentError: (when the numerical checks are on) if the decoder
             returns NaN or inf; inside a training step the step's guard checks it instead.
         """
-        Z = tf.cast(Z, self._network_dtype(self.decoder))
+        Z = tf.cast(Z, getattr(self.decoder, "compute_dtype", None) or tf.float32)
         if condition is not None:
             Z = tf.concat([Z, tf.cast(condition, Z.dtype)], axis=-1)
-        out = self.decoder(Z, training=training) if _accepts_training(self.decoder) else self.decoder(Z)
+        keras = isinstance(self.decoder, tf_keras.layers.Layer)
+        out = self.decoder(Z, training=training) if keras else self.decoder(Z)
         # A mixed-precision decoder returns 16-bit floats: predictions and the likelihood get float32 or wider.
         out = tf.cast(out, tf.float32) if out.dtype in (tf.bfloat16, tf.float16) else out
-        if _recording():  # a training step checks it with the gradients, before any update
-            _record("decoder output", out)
+        if _record("decoder output", out):  # a training step checks it with the gradients, before any update
             return out
         return assert_finite(
             out,
@@ -558,26 +567,25 @@ class LatentVariableAutoencoder(BayesianModel, ExternalDataTrainingLossMixin, ab
         samples = tf.reshape(tf.cast(samples, Y.dtype), tf.concat([[int(num_samples)], tf.shape(Y)], 0))
         return imputed, tf.where(observed[None], Y[None], samples)
 
-    def _next_seed(self) -> tf.Tensor:
-        override = self.__dict__.get("_draw_override")
-        if override is not None:  # an evaluation draw (see :meth:`elbo`): the counter stays
-            if override[0] == "seed":
-                return tf.constant([override[1], 0], tf.int64)
-            return tf.stack([self.sample_seed.read_value(), self.sample_counter.read_value()])
-        step = self.sample_counter.read_value()
-        with tf.control_dependencies([step]):
-            self.sample_counter.assign_add(1)
-        return tf.stack([self.sample_seed.read_value(), step])
-
     def _sample_normal(self, mean: tf.Tensor, var: tf.Tensor) -> tf.Tensor:
-        """Reparameterised draws ``[S, b, L]`` from independent Gaussians.
+        """Reparameterised draws ``[S, b, L]`` from independent Gaussians, keyed by
+        ``(sample_seed, sample_counter)`` (a training draw advances the counter).
 
         The noise is drawn for the whole *global* batch and each replica takes
         its own rows, so R replicas draw exactly what one device would.
         """
+        override = self.__dict__.get("_draw_override")
         # After the inputs (and their checks): a rejected batch leaves the counter alone.
         with tf.control_dependencies([mean, var]):
-            seed = self._next_seed()
+            if override is None:
+                step = self.sample_counter.read_value()
+                with tf.control_dependencies([step]):
+                    self.sample_counter.assign_add(1)
+                seed = tf.stack([self.sample_seed.read_value(), step])
+            elif override[0] == "seed":  # an evaluation draw (see :meth:`elbo`): the counter stays
+                seed = tf.constant([override[1], 0], tf.int64)
+            else:
+                seed = tf.stack([self.sample_seed.read_value(), self.sample_counter.read_value()])
         b = tf.shape(mean)[0]
         offset, total = distribute.batch_offset_and_total(b)
         shape = tf.stack([self.num_samples, total, tf.shape(mean)[1]])
@@ -642,15 +650,7 @@ class LatentVariableAutoencoder(BayesianModel, ExternalDataTrainingLossMixin, ab
 
 def _is_built(network) -> bool:
     """Keras networks know whether their weights exist; other modules are taken as built."""
-    from gpflow.keras import tf_keras
-
     return network is None or not isinstance(network, tf_keras.layers.Layer) or bool(network.built)
-
-
-def _accepts_training(network) -> bool:
-    from gpflow.keras import tf_keras
-
-    return isinstance(network, tf_keras.layers.Layer)
 
 
 class ConditionedModel:

@@ -29,7 +29,6 @@ from ..numerics import assert_finite, numerical_checks
 
 __all__ = [
     "Batch",
-    "split_data",
     "observed_entries",
     "point_weights",
     "check_inputs",
@@ -82,6 +81,8 @@ def numeric_array(value, name: str) -> np.ndarray:
 
 def numeric_tensor(value, name: str) -> tf.Tensor:
     """:func:`numeric_array` for tensors too (a tensor is checked by its dtype)."""
+    if isinstance(value, np.ndarray) and (np.issubdtype(value.dtype, np.number) or value.dtype == np.bool_):
+        return tf.convert_to_tensor(value)  # numbers already
     if tf.is_tensor(value) or isinstance(value, tf.Variable):
         dtype = tf.as_dtype(value.dtype)
         if not (dtype.is_floating or dtype.is_integer or dtype == tf.bool):
@@ -112,23 +113,6 @@ def positive_count(value, name: str, what: str) -> int:
     if isinstance(value, bool) or not integral or int(value) < 1:
         raise ValueError(f"{name} ({what}) must be a positive whole number; got {value!r}.")
     return int(value)
-
-
-def static_dim(tensor, axis: int) -> Optional[int]:
-    """The static size of ``axis`` of ``tensor``, or ``None``."""
-    dim = tensor.shape[axis] if tensor.shape.rank is not None else None
-    return None if dim is None else int(dim)
-
-
-def split_data(data, supports_missing: bool, owner: str):
-    """``(X, Y)`` or ``(X, Y, mask)`` -> ``(X, Y, mask or None)``."""
-    if not isinstance(data, (tuple, list)) or len(data) not in (2, 3):
-        raise TypeError(f"data must be a pair (X, Y) or a triple (X, Y, mask); got {type(data).__name__}")
-    if len(data) == 3 and not supports_missing:
-        raise TypeError(
-            f"{owner} does not take a mask of missing entries: pass data = (X, Y) (SVGPVAE takes data = (X, Y, mask))."
-        )
-    return (tuple(data) + (None,))[:3]
 
 
 def observed_entries(X, Y, mask=None, nan_missing: bool = False) -> Tuple[tf.Tensor, Optional[tf.Tensor]]:
@@ -203,35 +187,21 @@ def _with_check(tensors, check):
         return [None if t is None else tf.identity(t) for t in tensors]
 
 
-def _check_width(X: tf.Tensor, input_dim: Optional[int], origin: str) -> tf.Tensor:
-    """``X [..., D]`` against ``input_dim``: at once when the width is static, else at run time
-    (Keras retraces ``fit``'s step with relaxed shapes, ``[None, None]``, after the first call)."""
-    if input_dim is None:
-        return X
-    width = static_dim(X, -1)
-    if width is not None:
-        if width != input_dim:
-            raise ValueError(f"X has {width} input dimensions but the model expects {input_dim} ({origin}).")
-        return X
-    if not numerical_checks():
-        return X
-    message = f"X has the wrong number of input dimensions: the model expects {input_dim} ({origin})."
-    return _with_check([X], tf.debugging.assert_equal(tf.shape(X)[-1], input_dim, message=message))[0]
-
-
-def _check_at_most(X, Y, axis: int, limit: Optional[int], message: Callable[[Optional[int]], str]):
-    """``X.shape[axis] <= limit`` (at once when static, else at run time); ``message(size)``."""
-    if limit is None:
+def _check_size(X, Y, axis: int, size: Optional[int], bound: Optional[int], message, at_most: bool = False):
+    """``X.shape[axis] == bound`` (``<= bound`` with ``at_most``), ``size`` its static value or ``None``:
+    a ``ValueError`` at once when the size is static, else a run-time assertion (Keras retraces
+    ``fit``'s step with relaxed shapes, ``[None, None]``, after the first call). ``message(size)``
+    is the error (``size`` is ``None`` at run time)."""
+    if bound is None:
         return X, Y
-    size = static_dim(X, axis)
     if size is not None:
-        if size > limit:
+        if (size > bound) if at_most else (size != bound):
             raise ValueError(message(size))
         return X, Y
     if not numerical_checks():
         return X, Y
-    check = tf.debugging.assert_less_equal(tf.shape(X)[axis], tf.cast(limit, tf.int32), message(None))
-    return _with_check([X, Y], check)
+    assertion = tf.debugging.assert_less_equal if at_most else tf.debugging.assert_equal
+    return _with_check([X, Y], assertion(tf.shape(X)[axis], tf.cast(bound, tf.int32), message=message(None)))
 
 
 def check_inputs(
@@ -239,7 +209,7 @@ def check_inputs(
     Y,
     *,
     input_dim: Optional[int] = None,
-    input_origin: str = "",
+    input_origin: Callable[[], str] = str,
     num_data: Optional[int] = None,
     sequence_length: Optional[int] = None,
     whole_sequences: Optional[str] = None,
@@ -247,7 +217,7 @@ def check_inputs(
     """Cast and check a batch of either layout: ``X`` to ``gpflow.default_float()``, integer ``Y``
     to float32.
 
-    :param input_dim: the width ``D`` the model expects (``input_origin`` says why).
+    :param input_dim: the width ``D`` the model expects (``input_origin()`` says why, in an error).
     :param num_data: at most this many points (``X [b, D]``) or sequences (``X [V, T, D]``).
     :param sequence_length: at most this many frames per sequence.
     :param whole_sequences: the model's name if its bound has no minibatch estimate over
@@ -266,22 +236,36 @@ def check_inputs(
     if Y.shape.rank is not None and Y.shape.rank < X.shape.rank:
         layout = "[num_sequences, num_frames, ...]" if sequences else "[batch, ...]"
         raise ValueError(f"Y must have shape {layout}; got shape {Y.shape}")
+    x_shape = X.shape.as_list()  # static sizes, None where unknown
+    y_shape = Y.shape.as_list() if Y.shape.rank is not None else [None] * X.shape.rank
     names = ("numbers of sequences", "numbers of frames per sequence") if sequences else ("batch sizes",)
     for axis, what in enumerate(names):
-        nx, ny = static_dim(X, axis), static_dim(Y, axis)
+        nx, ny = x_shape[axis], y_shape[axis]
         if nx is not None and ny is not None and nx != ny:
             raise ValueError(f"X and Y have different {what}: {nx} and {ny}.")
-    X = _check_width(X, input_dim, input_origin)
-    if static_dim(X, 0) == 0 or (sequences and static_dim(X, 1) == 0):
+    X, Y = _check_size(
+        X,
+        Y,
+        -1,
+        x_shape[-1],
+        input_dim,
+        lambda D: (
+            f"X has {D} input dimensions but the model expects {input_dim} ({input_origin()})."
+            if D is not None
+            else f"X has the wrong number of input dimensions: the model expects {input_dim} ({input_origin()})."
+        ),
+    )
+    if x_shape[0] == 0 or (sequences and x_shape[1] == 0):
         raise ValueError("The batch is empty (0 points): an ELBO estimate needs at least one point.")
-    if static_dim(X, 0) is None and numerical_checks():
+    if x_shape[0] is None and numerical_checks():
         message = "The batch is empty (0 points): an ELBO estimate needs at least one point."
         X, Y = _with_check([X, Y], tf.debugging.assert_positive(tf.shape(X)[0], message))
     if not sequences:
-        X, Y = _check_at_most(
+        X, Y = _check_size(
             X,
             Y,
             0,
+            x_shape[0],
             num_data,
             lambda b: (
                 f"The batch has {b} points but num_data is {num_data}: num_data must be the size of the "
@@ -289,39 +273,45 @@ def check_inputs(
                 if b is not None
                 else "The batch is larger than num_data; num_data must be the training-set size."
             ),
+            at_most=True,
         )
     else:
-        X, Y = _check_at_most(
+        X, Y = _check_size(
             X,
             Y,
             0,
+            x_shape[0],
             num_data,
             lambda V: (
                 f"The batch has {V if V is not None else 'more'} sequences but num_data is {num_data}: num_data "
                 "must be the number of training sequences (at least the sequences of a batch)."
             ),
+            at_most=True,
         )
-        if whole_sequences and sequence_length is not None:
-            T = static_dim(X, 1)
-            message = (
-                f"{whole_sequences} needs whole sequences: got {T if T is not None else 'another number of'} frames "
-                f"per sequence but sequence_length is {sequence_length}. Its bound is not a sum over frames, so it "
-                "has no unbiased minibatch estimate; pass all frames of every sequence."
-            )
-            if T is not None and T != sequence_length:
-                raise ValueError(message)
-            if T is None and numerical_checks():
-                X, Y = _with_check([X, Y], tf.debugging.assert_equal(tf.shape(X)[1], sequence_length, message))
-        X, Y = _check_at_most(
+        X, Y = _check_size(
             X,
             Y,
             1,
+            x_shape[1],
+            sequence_length if whole_sequences else None,
+            lambda T: (
+                f"{whole_sequences} needs whole sequences: got {T if T is not None else 'another number of'} "
+                f"frames per sequence but sequence_length is {sequence_length}. Its bound is not a sum over "
+                "frames, so it has no unbiased minibatch estimate; pass all frames of every sequence."
+            ),
+        )
+        X, Y = _check_size(
+            X,
+            Y,
+            1,
+            x_shape[1],
             sequence_length,
             lambda T: (
                 f"The sequences have {T if T is not None else 'more'} frames but sequence_length is "
                 f"{sequence_length}: sequence_length must be the number of frames per sequence (at least the "
                 "frames given)."
             ),
+            at_most=True,
         )
     X = assert_finite(X, "X (auxiliary inputs) contains NaN or inf.")
     Y = assert_finite(Y, "Y (observations) contains NaN or inf.")

@@ -217,7 +217,7 @@ class SVGPVAE(LatentVariableAutoencoder):
     def input_dim(self) -> Optional[int]:
         """Width of the raw auxiliary inputs ``X`` (None: not fixed)."""
         if isinstance(self.input_transform, Identity):
-            return self.gp_input_dim
+            return _inducing_input_dim(self.inducing_variable)
         return self.input_transform.input_dim
 
     def _input_dim_origin(self) -> str:
@@ -239,46 +239,54 @@ class SVGPVAE(LatentVariableAutoencoder):
             )
         return mapped
 
-    def _check_num_latent(self, means: tf.Tensor):
+    def _sites(self, batch: Batch, training: Optional[bool] = None, context=None):
+        """GP inputs ``[..., b, D]`` and the encoder's sites ``[..., b, L]`` of a checked batch.
+
+        :param context: the input transform's summary of conditioning data, if it maps query
+            points through one (``input_transform.map_queries``)."""
+        if context is None:
+            X_gp = self.map_inputs(batch.X, batch.Y, training=training)
+        else:
+            X_gp = self.input_transform.map_queries(batch.X, context)
+        inputs = self.encoder_inputs(batch.Y, batch.mask)
+        means, variances = self.encode(inputs, training=training, num_leading=X_gp.shape.rank - 1)
         L = means.shape[-1]
-        expected = self.num_latent_gps
-        if isinstance(self.kernel, SeparateIndependent):
-            expected = len(self.kernel.kernels)
+        expected = len(self.kernel.kernels) if isinstance(self.kernel, SeparateIndependent) else self.num_latent_gps
         if expected is not None and L is not None and int(L) != expected:
             raise ValueError(f"The encoder returned {L} latent channels but the model expects {expected}.")
-
-    def _sites(self, batch: Batch, training: Optional[bool] = None):
-        """GP inputs ``[..., b, D]`` and the encoder's sites ``[..., b, L]`` of a checked batch."""
-        X_gp = self.map_inputs(batch.X, batch.Y, training=training)
-        inputs = self.encoder_inputs(batch.Y, batch.mask)
-        means, variances = self.encode_frames(inputs, num_leading=X_gp.shape.rank - 1, training=training)
-        self._check_num_latent(means)
         return X_gp, means, variances
 
-    def _batch_posterior(self, batch: Batch, X_gp, means, variances, num_points) -> amortized.BatchPosterior:
+    def _batch_posterior(self, batch: Batch, training: Optional[bool] = None, num_data=None):
+        r"""GP inputs ``[..., b, D]``, :math:`N` of the scale :math:`s = N/b` and the amortised posterior
+        (:class:`~gpflow_svgpvae.amortized.BatchPosterior`) of a checked batch.
+
+        :param num_data: :math:`N`; default: ``num_data`` of one latent dataset, ``sequence_length``
+            of sequences, or (``None``) the batch's own points (:math:`s = 1`), summed over replicas.
+        """
+        X_gp, means, variances = self._sites(batch, training=training)
         # One latent dataset: the statistics are sums over points, and summed across replicas
         # they are the global batch's. Many: each replica holds whole datasets.
         one_dataset = X_gp.shape.rank == 2
-        return amortized.minibatch_posterior(
+        N = num_data
+        if N is None:
+            N = self.num_data if one_dataset else self.sequence_length
+            if N is not None:
+                N = tf.constant(N, gpflow.default_float())
+            else:
+                b = tf.cast(tf.shape(X_gp)[-2], gpflow.default_float())
+                N = distribute.sum_across_replicas([b])[0] if one_dataset else b
+        posterior = amortized.minibatch_posterior(
             self.kernel,
             self.inducing_variable,
             X_gp,
             means,
             variances,
-            num_points,
+            N,
             self.jitter,
             reduce_statistics=distribute.sum_across_replicas if one_dataset else None,
             weights=batch.weights,
         )
-
-    def _points_per_dataset(self, X_gp) -> tf.Tensor:
-        """:math:`N` of the scale :math:`s = N/b`: ``num_data`` of one latent dataset, ``sequence_length``
-        of sequences, or (``None``) the batch's own points (:math:`s = 1`), summed over replicas."""
-        N = self.num_data if X_gp.shape.rank == 2 else self.sequence_length
-        if N is not None:
-            return tf.constant(N, gpflow.default_float())
-        b = tf.cast(tf.shape(X_gp)[-2], gpflow.default_float())
-        return distribute.sum_across_replicas([b])[0] if X_gp.shape.rank == 2 else b
+        return X_gp, N, posterior
 
     def objective_terms(self, data, training: Optional[bool] = True) -> ELBOTerms:
         r"""The bound of a batch ``data = (X, Y)`` or ``(X, Y, mask)`` (:class:`ELBOTerms`):
@@ -294,9 +302,7 @@ class SVGPVAE(LatentVariableAutoencoder):
         and :math:`N` = ``sequence_length``), times ``num_data`` over the batch's sequences.
         """
         batch = self.data_batch(data)
-        X_gp, means, variances = self._sites(batch, training=training)
-        N = self._points_per_dataset(X_gp)
-        posterior = self._batch_posterior(batch, X_gp, means, variances, N)
+        X_gp, N, posterior = self._batch_posterior(batch, training=training)
         condition = self.decoder_condition(X_gp)
         reconstruction, decoded = self.reconstruct(
             batch.Y, posterior.mean, posterior.variance, training=training, mask=batch.mask, condition=condition
@@ -320,9 +326,7 @@ class SVGPVAE(LatentVariableAutoencoder):
             one latent dataset, ``sequence_length`` for sequences).
         """
         batch = self.data_batch(data, conditioning=num_data is not None)
-        X_gp, means, variances = self._sites(batch, training=training)
-        N = self._points_per_dataset(X_gp) if num_data is None else num_data
-        return self._batch_posterior(batch, X_gp, means, variances, N)
+        return self._batch_posterior(batch, training=training, num_data=num_data)[2]
 
     def latent_posterior(self, X, means, variances, num_data=None, weights=None) -> LatentPosterior:
         """Posterior marginals at the GP inputs ``X [..., b, D]`` of given sites ``[..., b, L]``

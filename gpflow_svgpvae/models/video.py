@@ -218,7 +218,7 @@ class VideoAutoencoder(LatentVariableAutoencoder):
         :param Y: frames (zero-filled at missing entries).
         :param mask: optional entry mask (``Y``'s shape) shown to the encoder when
             ``encoder_sees_mask`` (see :meth:`encoder_inputs`)."""
-        means, variances = self.encode_frames(self.encoder_inputs(Y, mask), num_leading=2, training=training)
+        means, variances = self.encode(self.encoder_inputs(Y, mask), training=training, num_leading=2)
         self._check_num_latent(means)
         return means, variances
 

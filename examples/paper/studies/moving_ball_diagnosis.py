@@ -140,7 +140,7 @@ def floor_at(step, a):
 
 
 def site_stats(model, data):
-    mu, var = model.encode_frames(tf.constant(data[1]), num_leading=2, training=False)
+    mu, var = model.encode(tf.constant(data[1]), training=False, num_leading=2)
     mu, var = mu.numpy(), var.numpy()
     return float(np.median(var)), float(np.mean(np.std(mu, axis=1)))  # within-video spread of site means
 
