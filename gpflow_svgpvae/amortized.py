@@ -77,6 +77,7 @@ __all__ = [
 
 
 # ------------------------------------------------------------------ prior covariances
+@check_shapes("return: [M, D]")
 def inducing_inputs(Z) -> np.ndarray:
     """An array of inducing inputs ``[M, D]`` checked (numbers, two axes, finite) and cast to
     ``gpflow.default_float()``.
@@ -152,6 +153,7 @@ def prior_variance_diag(kernel: Kernel, X: tf.Tensor) -> tf.Tensor:
     return tf.reshape(diag, tf.concat([tf.shape(X)[:-1], tf.shape(diag)[-1:]], 0))
 
 
+@check_shapes("prior_chol: [C, M, M]", "return: [broadcast batch..., C, M, M]")
 def with_batch_rank(prior_chol: tf.Tensor, batch_rank: int) -> tf.Tensor:
     """``[C, M, M] -> [1, ..., 1, C, M, M]`` with ``batch_rank`` leading ones."""
     for _ in range(int(batch_rank)):

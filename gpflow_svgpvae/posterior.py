@@ -27,8 +27,10 @@ from typing import Any, Optional
 import gpflow
 import numpy as np
 import tensorflow as tf
+from check_shapes import check_shapes
 
 from . import amortized
+from .models.base import PREDICT_Y_SHAPES
 from .models.data import numeric_tensor, positive_count
 from .numerics import assert_finite
 from .tracing import not_autographed, per_model_function
@@ -124,6 +126,7 @@ def _statistics(model, X_gp, means, variances, weights=None):
     return amortized.whitened_statistics(prior_chol, Kmb, means, variances, weights=weights)
 
 
+@check_shapes("return[0]: [batch..., L, M, M]", "return[1]: [batch..., L, M]", "return[2]: []")
 def data_statistics(model, data, batch_size: int = 1024, context: Any = None):
     """Whitened statistics ``(P [..., L, M, M], r [..., L, M], count)`` of all of ``data``
     (summed over points; per latent dataset for ``X [V, T, D]``), encoder in inference mode.
@@ -227,6 +230,7 @@ class SVGPVAEPosterior(tf.Module):
         (what :func:`~gpflow_svgpvae.amortized.latent_marginals` reads)."""
         return amortized.WhitenedPosterior(self.prior_chol, self.upper_chol, self.whitened_mean)
 
+    @check_shapes("return[0]: [batch..., M, L]", "return[1]: [batch..., L, M, M]")
     def inducing_distribution(self):
         """``(q_mu [..., M, L], q_sqrt [..., L, M, M])`` of the cached posterior."""
         return amortized.inducing_distribution(self.whitened)
@@ -249,6 +253,7 @@ class SVGPVAEPosterior(tf.Module):
         prior_chol = amortized.with_batch_rank(self.prior_chol, P.shape.rank - 3)
         return amortized.posterior_from_statistics(prior_chol, P, r, scale=1.0), context
 
+    @check_shapes("return[0]: [batch..., R, L]", "return[1]: [batch..., R, L]")
     def predict_f(self, Xnew, data=None, batch_size: int = 1024, scale: float = 1.0):
         """Latent predictive mean and variance ``[..., n, L]`` at raw inputs ``Xnew``.
 
@@ -262,6 +267,7 @@ class SVGPVAEPosterior(tf.Module):
         mean, var, _ = self.predict_latents(Xnew, data, batch_size=batch_size, scale=scale)
         return mean, var
 
+    @check_shapes("return[0]: [batch..., R, L]", "return[1]: [batch..., R, L]", "return[2]: [batch..., R, D]")
     def predict_latents(self, Xnew, data=None, batch_size: int = 1024, scale: float = 1.0):
         """:meth:`predict_f` and the GP inputs of the queries: ``(mean, variance [..., n, L],
         gp_inputs [..., n, D])`` (``gp_inputs``: ``Xnew`` through the model's input transform,
@@ -280,6 +286,7 @@ class SVGPVAEPosterior(tf.Module):
         mean, var = amortized.latent_marginals(model.kernel, model.inducing_variable, posterior, X_gp)
         return mean, var, X_gp
 
+    @check_shapes(*PREDICT_Y_SHAPES)
     def predict_y(self, Xnew, data=None, num_samples: Optional[int] = None, seed: int = 0, scale: float = 1.0):
         """Decoded predictions at ``Xnew``.
 

@@ -20,6 +20,7 @@ from typing import List, NamedTuple, Optional, Tuple, Union
 
 import gpflow
 import tensorflow as tf
+from check_shapes import check_shapes
 from gpflow.keras import tf_keras
 from gpflow.models import BayesianModel, ExternalDataTrainingLossMixin
 
@@ -37,6 +38,7 @@ __all__ = [
     "ELBOTerms",
     "ConditionedModel",
     "CONTEXT_PREDICT_Y_SHAPES",
+    "PREDICT_Y_SHAPES",
     "recording_network_outputs",
 ]
 
@@ -88,6 +90,7 @@ class ELBOTerms(NamedTuple):
     mask: Optional[tf.Tensor]
     num_replicas: int
 
+    @check_shapes("return: []")
     def elbo(self, kl_weight=1.0) -> tf.Tensor:
         r"""This replica's share of the bound, :math:`s\,\text{reconstruction} - w\,\mathrm{KL}/R`.
 
@@ -96,6 +99,14 @@ class ELBOTerms(NamedTuple):
         """
         return self.scale * self.reconstruction - tf.cast(kl_weight, self.kl.dtype) * self.kl / self.num_replicas
 
+
+#: ``check_shapes`` specification of the return of ``predict_y(Xnew, ..., num_samples, ...)``: decoded
+#: means ``[..., R, ...]`` at ``R`` queries, with ``num_samples`` also ``S`` decoded samples.
+PREDICT_Y_SHAPES = (
+    "return: [batch..., R, ...] if num_samples is None",
+    "return[0]: [batch..., R, ...] if num_samples is not None",
+    "return[1]: [S, batch..., R, ...] if num_samples is not None",
+)
 
 #: ``check_shapes`` specification of ``predict_y(Xnew, data, num_samples, seed)`` for models
 #: that condition on context data ``(X [N_ctx, D], Y [N_ctx, ...])``.
@@ -595,10 +606,12 @@ class LatentVariableAutoencoder(BayesianModel, ExternalDataTrainingLossMixin, ab
 
     # --------------------------------------------------------------- objective
     @abc.abstractmethod
+    @check_shapes("return.reconstruction: []", "return.kl: []", "return.scale: []")
     def objective_terms(self, data, training: Optional[bool] = True) -> ELBOTerms:
         """The pieces of the bound of a batch ``data`` (:class:`ELBOTerms`)."""
 
     @not_autographed  # in a user's tf.function too (see gpflow_svgpvae.tracing)
+    @check_shapes("return: []")
     def elbo(self, data, seed: Optional[int] = None) -> tf.Tensor:
         """The minibatch ELBO estimate in GPflow's units (whole-dataset scale), for evaluation.
 

@@ -35,7 +35,7 @@ from typing import Optional, Tuple, Union
 import gpflow
 import numpy as np
 import tensorflow as tf
-from check_shapes import check_shapes
+from check_shapes import check_shapes, inherit_check_shapes
 
 from ..likelihoods import DecoderLikelihood
 from ..numerics import assert_finite, assert_positive
@@ -159,6 +159,7 @@ class CVAE(LatentVariableAutoencoder):
         """Decoder output for codes ``Z [n, L]`` and conditions ``[n, H]``."""
         return self.decode(Z, training=training, condition=condition)
 
+    @inherit_check_shapes
     def objective_terms(self, data, training: Optional[bool] = True):
         X, Y, _, _ = self._points_batch(data)
         condition = self._condition(X, Y, training=training)  # [b, H]

@@ -31,7 +31,7 @@ from typing import Optional, Union
 import gpflow
 import numpy as np
 import tensorflow as tf
-from check_shapes import check_shapes
+from check_shapes import check_shapes, inherit_check_shapes
 from gpflow.conditionals import conditional
 from gpflow.kullback_leiblers import gauss_kl
 from gpflow.utilities import triangular
@@ -155,6 +155,7 @@ class DeepSVIGP(LatentVariableAutoencoder):
         against :math:`N(0, I)`, summed over the :math:`L` channels (a scalar)."""
         return gauss_kl(self.q_mu, self.q_sqrt)
 
+    @inherit_check_shapes
     def objective_terms(self, data, training: Optional[bool] = True):
         X, Y, _, _ = self._points_batch(data)
         z_mean, z_var = self._latent(X)

@@ -67,7 +67,7 @@ from typing import Optional, Union
 import gpflow
 import numpy as np
 import tensorflow as tf
-from check_shapes import check_shapes
+from check_shapes import check_shapes, inherit_check_shapes
 from gpflow.utilities import positive
 
 from .. import lowrank
@@ -215,6 +215,7 @@ class GPPVAE(LatentVariableAutoencoder):
         return callback
 
     # ------------------------------------------------------------ objective
+    @inherit_check_shapes
     def objective_terms(self, data, training: Optional[bool] = True):
         X, Y, _, _ = self._points_batch(data)
         if tf.executing_eagerly() and not bool(self.refreshed.numpy()):

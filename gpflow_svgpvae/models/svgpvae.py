@@ -68,7 +68,7 @@ from typing import Optional, Sequence, Union
 import gpflow
 import numpy as np
 import tensorflow as tf
-from check_shapes import check_shapes
+from check_shapes import check_shapes, inherit_check_shapes
 from gpflow.inducing_variables import InducingVariables
 from gpflow.kernels import Kernel, SeparateIndependent
 
@@ -76,7 +76,7 @@ from .. import amortized, distribute
 from ..kernels import check_input_dim
 from ..likelihoods import DecoderLikelihood
 from ..transforms import Identity, InputTransform, as_input_transform
-from .base import ELBOTerms, LatentVariableAutoencoder
+from .base import PREDICT_Y_SHAPES, ELBOTerms, LatentVariableAutoencoder
 from .data import Batch
 from .object_fitting import fit_object_vectors
 from .video import LatentPosterior
@@ -288,6 +288,7 @@ class SVGPVAE(LatentVariableAutoencoder):
         )
         return X_gp, N, posterior
 
+    @inherit_check_shapes
     def objective_terms(self, data, training: Optional[bool] = True) -> ELBOTerms:
         r"""The bound of a batch ``data = (X, Y)`` or ``(X, Y, mask)`` (:class:`ELBOTerms`):
 
@@ -400,6 +401,7 @@ class SVGPVAE(LatentVariableAutoencoder):
     def _predict_f(self, Xnew, data, scale=1.0):
         return self.posterior(data, scale=scale).predict_f(Xnew)
 
+    @check_shapes("return[0]: [batch..., R, L]", "return[1]: [batch..., R, L]")
     def predict_f(self, Xnew, data=None, scale: float = 1.0):
         """Latent mean and variance ``[..., R, L]`` at raw inputs ``Xnew``, conditioned on all of
         ``data = (X, Y)`` or ``(X, Y, mask)`` (observed entries only), each point weighted by
@@ -408,12 +410,14 @@ class SVGPVAE(LatentVariableAutoencoder):
         inputs). For repeated predictions from large data use :meth:`posterior`."""
         return self._predict_f(self._queries(Xnew, data), data, scale)
 
+    @check_shapes("return[0]: [batch..., R, L]", "return[1]: [batch..., R, L]", "return[2]: [batch..., R, D]")
     def predict_latents(self, Xnew, data=None, scale: float = 1.0):
         """:meth:`predict_f` and the GP inputs of the queries, ``(mean, variance [..., R, L],
         gp_inputs [..., R, D])``; see
         :meth:`SVGPVAEPosterior.predict_latents <gpflow_svgpvae.posterior.SVGPVAEPosterior.predict_latents>`."""
         return self.posterior(data, scale=scale).predict_latents(self._queries(Xnew, data))
 
+    @check_shapes(*PREDICT_Y_SHAPES)
     def predict_y(self, Xnew, data=None, num_samples: Optional[int] = None, seed: int = 0, scale: float = 1.0):
         """Decoded predictions at ``Xnew`` conditioned on ``data``; see
         :meth:`SVGPVAEPosterior.predict_y <gpflow_svgpvae.posterior.SVGPVAEPosterior.predict_y>`."""

@@ -57,6 +57,7 @@ from typing import List, NamedTuple, Optional, Union
 import gpflow
 import numpy as np
 import tensorflow as tf
+from check_shapes import check_shapes, inherit_check_shapes
 from gpflow.inducing_variables import InducingPoints
 from gpflow.kernels import Kernel, MultioutputKernel, SeparateIndependent, SharedIndependent
 
@@ -254,6 +255,7 @@ class VideoAutoencoder(LatentVariableAutoencoder):
             and its means/variances are never used); ``None``: all ones.
         """
 
+    @inherit_check_shapes
     def objective_terms(self, data, training: Optional[bool] = True) -> ELBOTerms:
         """The bound of a batch ``(X, Y)`` or ``(X, Y, mask)`` (see the module docstring)."""
         X, Y, mask, weights, means, variances = self._videos(data, training=training)
@@ -272,6 +274,7 @@ class VideoAutoencoder(LatentVariableAutoencoder):
         return self._elbo_terms(reconstruction, kl, scale, decoded, mask)
 
     # ---------------------------------------------------------- prediction
+    @check_shapes("return[0]: [V, R, L]", "return[1]: [V, R, L]")
     def predict_f(self, Xnew, data=None):
         """Posterior means and variances of the latent codes given the videos.
 

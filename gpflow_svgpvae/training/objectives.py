@@ -11,6 +11,7 @@ from typing import Dict, Optional, Tuple
 
 import gpflow
 import tensorflow as tf
+from check_shapes import check_shapes
 
 from .. import distribute
 
@@ -53,6 +54,7 @@ class ELBO(gpflow.Module):
                 aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA,
             )
 
+    @check_shapes("return: []")
     def kl_weight(self) -> tf.Tensor:
         r""":math:`\beta_t` of the current step (``beta`` without a warm-up)."""
         dtype = gpflow.default_float()
@@ -61,6 +63,7 @@ class ELBO(gpflow.Module):
         ramp = tf.cast(self.step + 1, dtype) / tf.cast(self.warmup_steps, dtype)
         return self.beta * tf.minimum(tf.constant(1.0, dtype), ramp)
 
+    @check_shapes("terms.kl: []", "terms.scale: []", "return[0]: []")
     def loss(self, terms, Y: tf.Tensor) -> Tuple[tf.Tensor, Dict[str, tf.Tensor]]:
         """``-terms.elbo(beta_t)``: this replica's share (the replicas' losses and gradients sum to
         the global ones), and the logged KL weight with a warm-up."""
@@ -145,11 +148,13 @@ class GECO(gpflow.Module):
         error = tf.where(observed, tf.where(observed, Y, tf.zeros_like(Y)) - decoded, tf.zeros_like(Y))
         return tf.reduce_sum(tf.square(error)), tf.reduce_sum(tf.cast(observed, dtype))
 
+    @check_shapes("Y: [batch, ...]", "decoded: [batch, ...]", "return: []")
     def constraint(self, Y: tf.Tensor, decoded: tf.Tensor, mask: Optional[tf.Tensor] = None) -> tf.Tensor:
         """:math:`C` of one (global) batch (``mask``: 1 = observed; the mean over observed entries)."""
         sse, count = self._squared_error(Y, decoded, mask)
         return sse / tf.maximum(count, 1.0) - self.kappa_squared
 
+    @check_shapes("terms.kl: []", "terms.scale: []", "return[0]: []")
     def loss(self, terms, Y):
         r"""This replica's share of :math:`\tfrac{b}{N}\mathrm{KL} + \lambda\,(C + \mathrm{sg}(C_{ma} - C))`
         (the shares of ``R`` replicas sum to the global loss); updates :math:`C_{ma}`.
