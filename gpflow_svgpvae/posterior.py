@@ -30,7 +30,7 @@ import tensorflow as tf
 from check_shapes import check_shapes
 
 from . import amortized
-from .models.base import PREDICT_Y_SHAPES
+from .models.base import PREDICT_Y_SHAPES, checked_predictions
 from .models.data import numeric_tensor, positive_count
 from .numerics import assert_finite
 from .tracing import not_autographed, per_model_function
@@ -296,9 +296,10 @@ class SVGPVAEPosterior(tf.Module):
         (returns a pair). ``data``, ``scale``: as in :meth:`predict_f`.
         """
         mean, var, X_gp = self.predict_latents(Xnew, data, scale=scale)
-        return self.model.decode_predictions(
+        predictions = self.model.decode_predictions(
             mean, var, num_samples=num_samples, seed=seed, condition=self.model.decoder_condition(X_gp)
         )
+        return checked_predictions(predictions, num_samples)
 
     def export(self, path: str) -> None:
         """Write a SavedModel with signatures ``predict_f`` and ``predict_y``.

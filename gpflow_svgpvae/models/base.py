@@ -20,7 +20,7 @@ from typing import List, NamedTuple, Optional, Tuple, Union
 
 import gpflow
 import tensorflow as tf
-from check_shapes import check_shapes
+from check_shapes import check_shape, check_shapes
 from gpflow.keras import tf_keras
 from gpflow.models import BayesianModel, ExternalDataTrainingLossMixin
 
@@ -39,6 +39,7 @@ __all__ = [
     "ConditionedModel",
     "CONTEXT_PREDICT_Y_SHAPES",
     "PREDICT_Y_SHAPES",
+    "checked_predictions",
     "recording_network_outputs",
 ]
 
@@ -101,12 +102,10 @@ class ELBOTerms(NamedTuple):
 
 
 #: ``check_shapes`` specification of the return of ``predict_y(Xnew, ..., num_samples, ...)``: decoded
-#: means ``[..., R, ...]`` at ``R`` queries, with ``num_samples`` also ``S`` decoded samples.
-PREDICT_Y_SHAPES = (
-    "return: [batch..., R, ...] if num_samples is None",
-    "return[0]: [batch..., R, ...] if num_samples is not None",
-    "return[1]: [S, batch..., R, ...] if num_samples is not None",
-)
+#: means ``[..., R, ...]`` at ``R`` queries. With ``num_samples`` the return is a pair, checked in the
+#: method's body by :func:`checked_predictions` (``check_shapes`` resolves ``return[1]`` before it reads
+#: the condition, so a declared ``return[1]`` would index a single ``[1, ...]`` tensor and fail).
+PREDICT_Y_SHAPES = ("return: [batch..., R, ...] if num_samples is None",)
 
 #: ``check_shapes`` specification of ``predict_y(Xnew, data, num_samples, seed)`` for models
 #: that condition on context data ``(X [N_ctx, D], Y [N_ctx, ...])``.
@@ -115,9 +114,18 @@ CONTEXT_PREDICT_Y_SHAPES = (
     "data[0]: [N_ctx, D] if data is not None",
     "data[1]: [N_ctx, ...] if data is not None",
     "return: [N, ...] if num_samples is None",
-    "return[0]: [N, ...] if num_samples is not None",
-    "return[1]: [S, N, ...] if num_samples is not None",
 )
+
+
+def checked_predictions(predictions, num_samples: Optional[int], batch: str = "batch..., R"):
+    """``predictions`` of ``predict_y(..., num_samples)`` checked in the caller's ``check_shapes``
+    context: the pair ``(mean [batch, ...], samples [S, batch, ...])`` when ``num_samples`` is given
+    (the single tensor of ``num_samples=None`` is declared on the method)."""
+    if num_samples is not None:
+        mean, samples = predictions
+        check_shape(mean, f"[{batch}, ...]")
+        check_shape(samples, f"[S, {batch}, ...]")
+    return predictions
 
 
 class LatentVariableAutoencoder(BayesianModel, ExternalDataTrainingLossMixin, abc.ABC):

@@ -40,7 +40,7 @@ from check_shapes import check_shapes, inherit_check_shapes
 from ..likelihoods import DecoderLikelihood
 from ..numerics import assert_finite, assert_positive
 from ..transforms import InputTransform
-from .base import CONTEXT_PREDICT_Y_SHAPES, LatentVariableAutoencoder
+from .base import CONTEXT_PREDICT_Y_SHAPES, LatentVariableAutoencoder, checked_predictions
 from .data import positive_count
 
 __all__ = ["CVAE", "angle_condition"]
@@ -244,4 +244,7 @@ class CVAE(LatentVariableAutoencoder):
         """
         mean, var = self.predict_f(Xnew, data)
         condition = self.query_condition(Xnew, data)  # [N, H]
-        return self.decode_predictions(mean, var, num_samples=num_samples, seed=seed, stream=1, condition=condition)
+        predictions = self.decode_predictions(
+            mean, var, num_samples=num_samples, seed=seed, stream=1, condition=condition
+        )
+        return checked_predictions(predictions, num_samples, batch="N")

@@ -39,7 +39,7 @@ from gpflow.utilities import triangular
 from ..amortized import inducing_inputs
 from ..likelihoods import DecoderLikelihood
 from ..transforms import Identity, InputTransform, as_input_transform
-from .base import LatentVariableAutoencoder
+from .base import LatentVariableAutoencoder, checked_predictions
 from .data import positive_count
 from .object_fitting import fit_object_vectors
 
@@ -166,8 +166,6 @@ class DeepSVIGP(LatentVariableAutoencoder):
     @check_shapes(
         "Xnew: [batch..., N, D]",
         "return: [batch..., N, ...] if num_samples is None",
-        "return[0]: [batch..., N, ...] if num_samples is not None",
-        "return[1]: [S, batch..., N, ...] if num_samples is not None",
     )
     def predict_y(self, Xnew, data=None, num_samples: Optional[int] = None, seed: int = 0):
         """Decoded mean at the latent posterior mean ``[..., N, ...]``; with ``num_samples = S``
@@ -177,7 +175,8 @@ class DeepSVIGP(LatentVariableAutoencoder):
         :param data: must be ``None``: the model conditions on nothing (see :meth:`predict_f`).
         """
         mean, var = self.predict_f(Xnew, data)
-        return self.decode_predictions(mean, var, num_samples=num_samples, seed=seed, stream=2)
+        predictions = self.decode_predictions(mean, var, num_samples=num_samples, seed=seed, stream=2)
+        return checked_predictions(predictions, num_samples, batch="batch..., N")
 
     def fit_object_vectors(
         self,

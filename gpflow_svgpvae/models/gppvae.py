@@ -74,7 +74,7 @@ from .. import lowrank
 from ..auxiliary import ObjectVectors
 from ..likelihoods import DecoderLikelihood
 from ..numerics import cholesky
-from .base import CONTEXT_PREDICT_Y_SHAPES, LatentVariableAutoencoder
+from .base import CONTEXT_PREDICT_Y_SHAPES, LatentVariableAutoencoder, checked_predictions
 from .data import positive_count
 
 __all__ = ["GPPVAE"]
@@ -283,4 +283,5 @@ class GPPVAE(LatentVariableAutoencoder):
         ``num_samples = S`` the pair ``(mean, samples [S, N, ...])`` of decoded latent samples
         (:meth:`~gpflow_svgpvae.models.LatentVariableAutoencoder.decode_predictions`, stream 3)."""
         mean, var = self.predict_f(Xnew, data)
-        return self.decode_predictions(mean, var, num_samples=num_samples, seed=seed, stream=3)
+        predictions = self.decode_predictions(mean, var, num_samples=num_samples, seed=seed, stream=3)
+        return checked_predictions(predictions, num_samples, batch="N")

@@ -76,7 +76,7 @@ from .. import amortized, distribute
 from ..kernels import check_input_dim
 from ..likelihoods import DecoderLikelihood
 from ..transforms import Identity, InputTransform, as_input_transform
-from .base import PREDICT_Y_SHAPES, ELBOTerms, LatentVariableAutoencoder
+from .base import PREDICT_Y_SHAPES, ELBOTerms, LatentVariableAutoencoder, checked_predictions
 from .data import Batch
 from .object_fitting import fit_object_vectors
 from .video import LatentPosterior
@@ -421,9 +421,10 @@ class SVGPVAE(LatentVariableAutoencoder):
     def predict_y(self, Xnew, data=None, num_samples: Optional[int] = None, seed: int = 0, scale: float = 1.0):
         """Decoded predictions at ``Xnew`` conditioned on ``data``; see
         :meth:`SVGPVAEPosterior.predict_y <gpflow_svgpvae.posterior.SVGPVAEPosterior.predict_y>`."""
-        return self.posterior(data, scale=scale).predict_y(
+        predictions = self.posterior(data, scale=scale).predict_y(
             self._queries(Xnew, data), num_samples=num_samples, seed=seed
         )
+        return checked_predictions(predictions, num_samples)
 
     def fit_object_vectors(
         self,

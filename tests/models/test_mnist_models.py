@@ -429,3 +429,33 @@ def test_cvae_rejects_a_bad_condition():
     encoder, decoder = networks()
     with pytest.raises(TypeError, match="condition must be an InputTransform"):
         CVAE(encoder, decoder, num_data=10, condition=lambda X: X)
+
+
+# ------------------------------------------------------- one query row
+def test_every_model_predicts_y_for_a_single_query_row(rng):
+    """predict_y at one query row returns ``[1, K]`` (and ``[S, 1, K]`` samples) equal to row 0 of a
+    two-row query: the declared return shapes must not index a single-row tensor as a pair."""
+    X, Y = toy_data(rng)
+    encoder, decoder = networks()
+    svgpvae = SVGPVAE(encoder, decoder, kernel(), inducing(rng), num_data=len(X), input_transform=table(rng))
+    deep = DeepSVIGP(
+        networks()[1], kernel(), inducing(rng), num_latent_gps=L, num_data=len(X), input_transform=table(rng)
+    )
+    gppvae = make_gppvae(rng, X)
+    cvae = make_cvae(X)
+    Xnew = np.array([[ANGLES[1], 2.0], [ANGLES[3], 0.0]])
+    cases = {
+        "svgpvae": (svgpvae.predict_y, (X, Y)),
+        "posterior": (svgpvae.posterior((X, Y)).predict_y, None),
+        "deep_svigp": (deep.predict_y, None),
+        "gppvae": (gppvae.predict_y, (X, Y)),
+        "cvae": (cvae.predict_y, (X, Y)),
+    }
+    for name, (predict_y, data) in cases.items():
+        both = predict_y(Xnew, data).numpy()
+        one = predict_y(Xnew[:1], data)
+        assert one.shape == (1, K), name
+        np.testing.assert_allclose(one.numpy()[0], both[0], rtol=1e-6, err_msg=name)
+        mean, samples = predict_y(Xnew[:1], data, num_samples=3, seed=4)
+        assert mean.shape == (1, K) and samples.shape == (3, 1, K), name
+        np.testing.assert_allclose(mean.numpy(), one.numpy(), rtol=1e-6, err_msg=name)
