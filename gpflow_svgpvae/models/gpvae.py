@@ -119,6 +119,8 @@ class GPVAE(VideoGPAutoencoder):
 
     :param missing_values: ``None`` or ``"nan"`` (NaN entries are missing).
     :param encoder_sees_mask: the encoder sees ``concat([Y zero-filled, mask], -1)``.
+    :param encoder_dropout: observed entries hidden from the encoder in training (see
+        :class:`~gpflow_svgpvae.models.video.VideoAutoencoder`).
 
     ``data = (X [V, T, D], Y [V, T, ...])`` or ``(X, Y, mask)``; the ELBO is summed over
     videos. Padded videos: pad to a common ``T`` and pass the frame mask ``[V, T]``;
@@ -149,6 +151,7 @@ class GPVAE(VideoGPAutoencoder):
         seed: int = 0,
         missing_values: Optional[str] = None,
         encoder_sees_mask: bool = False,
+        encoder_dropout: float = 0.0,
         name: Optional[str] = None,
     ):
         super().__init__(
@@ -164,6 +167,7 @@ class GPVAE(VideoGPAutoencoder):
             seed=seed,
             missing_values=missing_values,
             encoder_sees_mask=encoder_sees_mask,
+            encoder_dropout=encoder_dropout,
             name=name,
         )
 

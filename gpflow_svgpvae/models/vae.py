@@ -36,6 +36,8 @@ class VAE(VideoAutoencoder):
     :param missing_values: ``None`` or ``"nan"`` (NaN entries are missing); see
         :class:`~gpflow_svgpvae.models.video.VideoAutoencoder`.
     :param encoder_sees_mask: the encoder sees ``concat([Y zero-filled, mask], -1)``.
+    :param encoder_dropout: observed entries hidden from the encoder in training (see
+        :class:`~gpflow_svgpvae.models.video.VideoAutoencoder`).
     """
 
     def latent_posterior(self, X, means, variances, num_data=None, weights=None) -> LatentPosterior:
