@@ -173,11 +173,8 @@ class LatentVariableAutoencoder(BayesianModel, ExternalDataTrainingLossMixin, ab
         super().__init__(name=name)
         if missing_values not in (None, "nan"):
             raise ValueError(f"missing_values must be None or 'nan'; got {missing_values!r}")
-        if (
-            not isinstance(encoder_dropout, numbers.Real)
-            or isinstance(encoder_dropout, bool)
-            or not (0.0 <= float(encoder_dropout) < 1.0)
-        ):
+        rate: object = encoder_dropout  # a float to the type checker, but any object may arrive
+        if isinstance(rate, bool) or not isinstance(rate, numbers.Real) or not 0.0 <= float(rate) < 1.0:
             raise ValueError(
                 f"encoder_dropout (the probability of hiding an observed entry from the encoder in training) "
                 f"must be a number in [0, 1); got {encoder_dropout!r}"

@@ -70,8 +70,9 @@ def select(
         (nothing held out) for its best epoch count; that model is returned instead.
     :param train_kwargs: passed to ``train`` (``batch_size``, ``optimizer``, ``objective``, ...).
     :return: ``(model, table)``: the selected model, and one row per candidate in the given order:
-        ``{"candidate", "val_mse", "val_nll", "best_epoch", "seconds", "selected"}`` (``seconds``:
-        its training time; ``val_nll`` ``None`` where the validation gives no NLL).
+        ``{"candidate", "val_mse", "val_nll", "best_epoch", "epochs", "seconds", "selected"}``
+        (``epochs``: the epochs it trained before it stopped; ``seconds``: its training time;
+        ``val_nll`` ``None`` where the validation gives no NLL).
     :raises ValueError: for no candidates or candidates that are not dicts, an ``optimizer`` both
         returned by ``build_model`` and passed, or a ``monitor`` the validation does not give.
     """
@@ -113,6 +114,7 @@ def select(
                 "val_mse": _float(scores.get("mse")),
                 "val_nll": _float(scores.get("nll")),
                 "best_epoch": history["best_epoch"],
+                "epochs": len(history["loss"]),  # type: ignore[arg-type]  # a list of floats
                 "seconds": seconds,
                 "selected": False,
             }

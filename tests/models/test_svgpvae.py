@@ -345,8 +345,12 @@ def test_gpflow_training_loss_closure_with_minimize(tiny):
     assert len(model.trainable_variables) == len(twin.trainable_variables) > 4
     moved = 0.0
     for mine, theirs, initial in zip(model.trainable_variables, twin.trainable_variables, start):
-        np.testing.assert_allclose(mine.numpy(), theirs.numpy(), rtol=1e-4, atol=1e-6, err_msg=mine.name)
-        moved = max(moved, float(np.max(np.abs(mine.numpy() - initial))))
+        # The two paths' float32 network ops round differently (oneDNN picks kernels per graph), so
+        # compare the displacements the five steps made, to 2% of the largest: a wrong loss, scale
+        # or variable would move them by their whole size.
+        step, expected = mine.numpy() - initial, theirs.numpy() - initial
+        np.testing.assert_allclose(step, expected, rtol=0, atol=0.02 * np.max(np.abs(expected)), err_msg=mine.name)
+        moved = max(moved, float(np.max(np.abs(expected))))
     assert moved > 1e-4  # the steps did move the parameters
 
 

@@ -220,6 +220,7 @@ def test_select_picks_the_candidate_with_the_lowest_score_and_reports_each():
     assert [row["selected"] for row in table] == [False, True, False]
     assert [row["val_mse"] for row in table] == [3.0, 1.0, 2.0] and table[0]["val_nll"] == -3.0
     assert all(row["best_epoch"] == 1 and row["seconds"] > 0 for row in table)  # constant scores: the first
+    assert [row["epochs"] for row in table] == [2, 2, 2]  # patience None: every epoch runs
     model, _ = select(
         build, candidates[:2], (X, Y), validation=validation, epochs=1, patience=None, monitor="val_nll", batch_size=30
     )

@@ -115,6 +115,9 @@ class Config:
     # precision-weighted mean and precision; see networks.GaussianSiteHead). The VAE's head is the
     # posterior itself and keeps the variance form.
     site_parametrization: str = "variance"
+    # Learned models: the probability of hiding an observed pixel from the encoder in a training
+    # step (the model's ``encoder_dropout``); 0: none.
+    encoder_dropout: float = 0.0
     nll_samples: int = 20
     seeds: Sequence[int] = (0, 1, 2, 3, 4)
     show_sequences: int = 3
@@ -154,6 +157,8 @@ class Config:
             )
             if self.kl_warmup_epochs:  # absent when 0, so the runs cached before keep their keys
                 settings["kl_warmup_epochs"] = float(self.kl_warmup_epochs)
+            if self.encoder_dropout:  # absent when 0, so the runs cached before keep their keys
+                settings["encoder_dropout"] = float(self.encoder_dropout)
         if method in ("gpvae", "svgpvae"):
             settings["lengthscale"] = self.lengthscale
             if self.site_parametrization != "variance":  # absent by default: cached runs keep their keys
@@ -296,7 +301,12 @@ def build_model(method: str, config: Config, seed: int):
         site_parametrization="variance" if method == "vae" else config.site_parametrization,
     )
     decoder = mlp_decoder(config.num_latent, pixels, hidden_units=tuple(config.hidden), activation="relu")
-    common = dict(sequence_length=config.num_frames, seed=seed, encoder_sees_mask=config.encoder_sees_mask)
+    common = dict(
+        sequence_length=config.num_frames,
+        seed=seed,
+        encoder_sees_mask=config.encoder_sees_mask,
+        encoder_dropout=config.encoder_dropout,
+    )
     if method == "vae":
         return VAE(encoder, decoder, "bernoulli", **common)
     if config.shared_channels:
@@ -697,6 +707,12 @@ def _parser() -> argparse.ArgumentParser:
         default=None,
         help="Adam learning rate of every learned model (default 1e-3); part of each run's cache key",
     )
+    p.add_argument(
+        "--encoder-dropout",
+        type=float,
+        default=None,
+        help="learned models: probability of hiding an observed pixel from the encoder in a training step (default 0)",
+    )
     p.add_argument("--out", default=None, help="results folder (default results/hmnist[_long][_quick])")
     p.add_argument("--quiet", action="store_true")
     return p
@@ -737,6 +753,7 @@ def config_from_args(argv: Optional[Sequence[str]] = None) -> Config:
         "site_parametrization",
         "fixed_inducing",
         "learning_rate",
+        "encoder_dropout",
     ):
         value = getattr(args, name)
         if value is not None:

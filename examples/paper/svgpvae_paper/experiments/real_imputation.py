@@ -97,6 +97,7 @@ RECIPE = dict(
     lengthscale_frames=2.0,
     noise_variance=0.1,
     num_samples=50,
+    encoder_dropout=0.0,
 )
 
 #: ``--quick``: one seed, few epochs, small networks (a smoke run of every piece).
@@ -123,6 +124,10 @@ class Config:
     lengthscale_frames: float = RECIPE["lengthscale_frames"]
     noise_variance: float = RECIPE["noise_variance"]
     num_samples: int = RECIPE["num_samples"]
+    encoder_dropout: float = RECIPE["encoder_dropout"]
+    # The SVGP-VAE's candidates for gpflow_svgpvae.training.select (dicts of num_latent, hidden,
+    # learning_rate); empty: the recipe's single setting, as the other learned models.
+    grid: Tuple[dict, ...] = ()
     validation_fraction: float = 0.1
     validate_every: int = RECIPE["validate_every"]
     patience: int = RECIPE["patience"]
@@ -347,10 +352,19 @@ class ChannelGP:
 # the VAE family
 
 
-def build_model(method: str, num_channels: int, num_frames: int, config: Config, seed: int):
+def build_model(
+    method: str,
+    num_channels: int,
+    num_frames: int,
+    config: Config,
+    seed: int,
+    num_latent: Optional[int] = None,
+    hidden: Optional[Sequence[int]] = None,
+):
     """The masked VAE, exact GP-VAE or SVGP-VAE with ``mlp_encoder``/``mlp_decoder`` networks,
     a Matern-5/2 kernel over time (in frames), a trainable Gaussian likelihood,
-    ``missing_values="nan"`` and ``encoder_sees_mask=True``, as in ``docs/imputation.pct.py``."""
+    ``missing_values="nan"``, ``encoder_sees_mask=True`` and ``encoder_dropout``, as in
+    ``docs/imputation.pct.py``; ``num_latent`` and ``hidden`` override the config's."""
     import gpflow
     from gpflow.keras import tf_keras
 
@@ -358,11 +372,12 @@ def build_model(method: str, num_channels: int, num_frames: int, config: Config,
     from gpflow_svgpvae.networks import mlp_decoder, mlp_encoder
 
     tf_keras.utils.set_random_seed(seed)
-    L, D = config.num_latent, num_channels
-    encoder = mlp_encoder(2 * D, L, hidden_units=tuple(config.hidden))
-    decoder = mlp_decoder(L, D, hidden_units=tuple(config.hidden))
+    L, D = num_latent or config.num_latent, num_channels
+    hidden = tuple(hidden or config.hidden)
+    encoder = mlp_encoder(2 * D, L, hidden_units=hidden)
+    decoder = mlp_decoder(L, D, hidden_units=hidden)
     likelihood = gv.Gaussian(config.noise_variance, trainable=True)
-    options = dict(missing_values="nan", encoder_sees_mask=True)
+    options = dict(missing_values="nan", encoder_sees_mask=True, encoder_dropout=config.encoder_dropout)
     if method == "vae":
         return gv.VAE(encoder, decoder, likelihood, seed=seed, **options)
     kernel = gpflow.kernels.Matern52(lengthscales=config.lengthscale_frames)
@@ -401,6 +416,8 @@ def _fit_learned(method, train, test, config: Config, seed: int):
     from gpflow_svgpvae.training import train as train_model
 
     X, Y, frames = train
+    if method == "svgpvae" and config.grid:
+        return _fit_selected(train, test, config, seed)
     model = build_model(method, Y.shape[-1], Y.shape[1], config, seed)
     data, extra = _validation_split((X, Y.astype(np.float32), frames), config, seed)
     stamps: List[float] = []
@@ -417,15 +434,59 @@ def _fit_learned(method, train, test, config: Config, seed: int):
         **extra,
     )
     seconds = time.perf_counter() - start
+    return _imputed(model, history, test, config, seed, _seconds_per_epoch(stamps, seconds), seconds, len(stamps))
+
+
+def _fit_selected(train, test, config: Config, seed: int):
+    """The SVGP-VAE chosen by :func:`gpflow_svgpvae.training.select` among ``config.grid`` on held-out
+    training entries (one split for all candidates), each candidate stopped early as the recipe says."""
+    from gpflow.keras import tf_keras
+
+    from gpflow_svgpvae.imputation import hold_out_entries
+    from gpflow_svgpvae.training import select
+
+    X, Y, frames = train
+    data, validation = hold_out_entries(
+        (X, Y.astype(np.float32), frames), fraction=config.validation_fraction, seed=seed
+    )
+
+    def build(num_latent, hidden, learning_rate):
+        model = build_model("svgpvae", Y.shape[-1], Y.shape[1], config, seed, num_latent=num_latent, hidden=hidden)
+        return model, tf_keras.optimizers.Adam(learning_rate)
+
+    start = time.perf_counter()
+    model, table = select(
+        build,
+        [dict(c) for c in config.grid],
+        data,
+        epochs=config.epochs,
+        patience=config.patience,
+        validate_every=config.validate_every,
+        validation=validation,
+        seed=seed,
+        batch_size=config.batch_size,
+    )
+    seconds = time.perf_counter() - start
+    chosen = next(row for row in table if row["selected"])
+    epochs = sum(row["epochs"] for row in table)
+    info_extra = {"selection": table, "selected": chosen["candidate"]}
+    history = {"best_epoch": chosen["best_epoch"], "best_value": chosen["val_mse"], "monitor": "val_mse"}
+    mean, variance, info = _imputed(model, history, test, config, seed, seconds / max(epochs, 1), seconds, epochs)
+    info.update(info_extra)
+    return mean, variance, info
+
+
+def _imputed(model, history, test, config: Config, seed: int, seconds_per_epoch, seconds, epochs):
+    """The trained ``model``'s imputation of ``test``: mean, variance (latent samples + noise), info."""
     Xt, Yt, ft = test
     imputed, samples = model.impute((Xt, Yt.astype(np.float32), ft), num_samples=config.num_samples, seed=seed)
     imputed, samples = np.asarray(imputed, float), np.asarray(samples, float)
     noise = float(np.asarray(model.likelihood.variance.numpy()).mean())
     variance = samples.var(0) + noise
     info = {
-        "seconds_per_epoch": _seconds_per_epoch(stamps, seconds),
+        "seconds_per_epoch": seconds_per_epoch,
         "train_seconds": seconds,
-        "epochs": len(stamps),
+        "epochs": epochs,
         "noise_variance": noise,
     }
     if "elbo" in history:
@@ -550,8 +611,12 @@ def _cache_spec(config: Config, method: str) -> dict:
         spec["lengthscale"] = config.lengthscale_frames
     if method in LEARNED:
         spec["noise_variance"] = config.noise_variance
+        if config.encoder_dropout:  # absent when 0: the runs cached before keep their keys
+            spec["encoder_dropout"] = config.encoder_dropout
     if method == "svgpvae":
         spec["num_inducing"] = config.num_inducing
+        if config.grid:
+            spec["grid"] = [dict(c) for c in config.grid]
     if method == "pypots":
         spec["pypots_epochs"] = config.pypots_epochs
     return spec
