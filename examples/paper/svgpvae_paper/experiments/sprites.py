@@ -96,7 +96,7 @@ from gpflow_svgpvae.auxiliary import ObjectVectors
 from gpflow_svgpvae.models.cvae import CVAE
 from gpflow_svgpvae.models.svgpvae import SVGPVAE
 from gpflow_svgpvae.networks.precision import network_precision
-from gpflow_svgpvae.networks.representation import StyleRepresentation, pretrain_representation, representation_network
+from gpflow_svgpvae.networks.representation import StyleRepresentation
 from gpflow_svgpvae.training import GECO, train
 from gpflow_svgpvae.transforms import representation_and_table
 from svgpvae_paper.datasets.sprites import (
@@ -107,6 +107,7 @@ from svgpvae_paper.datasets.sprites import (
     sprites,
 )
 from svgpvae_paper.kernels import sprites_kernel
+from svgpvae_paper.networks.representation import character_styles, pretrain_representation, representation_network
 from svgpvae_paper.networks.sprites import sprites_decoder, sprites_encoder
 
 from .common import command_argv, git_commit, write_json
@@ -226,8 +227,8 @@ def _build_model(cfg: Config, train_frames: np.ndarray, train_characters, train_
         return model, info
     if cfg.model != "svgpvae":
         raise ValueError(f"model must be one of {MODELS}; got {cfg.model!r}")
-    _, styles = representation.styles(
-        train_frames.reshape((C * P,) + train_frames.shape[2:]), np.repeat(train_characters, P)
+    _, styles = character_styles(
+        representation, train_frames.reshape((C * P,) + train_frames.shape[2:]), np.repeat(train_characters, P)
     )
     Z = init_sprites_inducing(pose_init, styles, cfg.num_inducing, seed=cfg.seed)
     kernel = sprites_kernel(
