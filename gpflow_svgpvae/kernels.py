@@ -3,7 +3,7 @@ Kernels for the SVGP-VAE experiments on object/view data.
 
 * :class:`CosineLinear` -- a cosine-normalised linear kernel (the building block
   of the SPRITES kernel of the paper's experiments);
-* :class:`PeriodicLinear` (:func:`periodic_linear_kernel`) -- periodic kernel on a view
+* :class:`PeriodicLinear` (also named ``periodic_linear_kernel``) -- periodic kernel on a view
   angle times a linear kernel on object vectors (rotated MNIST, protocol of Casale et al. 2018);
 * :class:`Cauchy` -- the Cauchy kernel of the GP-VAE (Fortuin et al., 2020).
 
@@ -196,16 +196,8 @@ class PeriodicLinear(gpflow.kernels.Product):
         return self.kernels[1]
 
 
-def periodic_linear_kernel(
-    angle_dims: ActiveDims = (0,),
-    object_dims: ActiveDims = slice(1, None),
-    period: float = 2.0 * np.pi,
-    lengthscales: float = 1.0,
-    variance: float = 1.0,
-    linear_variance: float = 1.0,
-) -> PeriodicLinear:
-    """The rotated-MNIST kernel: ``PeriodicLinear(...)`` (same arguments; see :class:`PeriodicLinear`)."""
-    return PeriodicLinear(angle_dims, object_dims, period, lengthscales, variance, linear_variance)
+#: The rotated-MNIST kernel: another name of :class:`PeriodicLinear` (the same arguments).
+periodic_linear_kernel = PeriodicLinear
 
 
 class Cauchy(gpflow.kernels.IsotropicStationary):

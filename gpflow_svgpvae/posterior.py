@@ -127,7 +127,7 @@ def _statistics(model, X_gp, means, variances, weights=None):
 
 
 @check_shapes("return[0]: [batch..., L, M, M]", "return[1]: [batch..., L, M]", "return[2]: []")
-def data_statistics(model, data, batch_size: int = 1024, context: Any = None):
+def _data_statistics(model, data, batch_size: int = 1024, context: Any = None):
     """Whitened statistics ``(P [..., L, M, M], r [..., L, M], count)`` of all of ``data``
     (summed over points; per latent dataset for ``X [V, T, D]``), encoder in inference mode.
     ``data`` may carry masks (``(X, Y, mask)``; see :mod:`gpflow_svgpvae.models.svgpvae`):
@@ -218,7 +218,7 @@ class SVGPVAEPosterior(tf.Module):
             _chunks(data, batch_size)  # type and length checks first
             model.input_transform.check_inputs(np.asarray(data[0]))
         context = _transform_context(model, data, batch_size)
-        P, r, count = data_statistics(model, data, batch_size, context)
+        P, r, count = _data_statistics(model, data, batch_size, context)
         posterior = cls(model, scale * P, scale * r, count, context)
         # Kept (not saved) so that predict_f(None) predicts at the conditioning inputs.
         posterior._conditioned_inputs = None if isinstance(data, tf.data.Dataset) else np.asarray(data[0])
@@ -248,7 +248,7 @@ class SVGPVAEPosterior(tf.Module):
             return self.whitened, self.context
         scale = check_scale(scale)
         context = _transform_context(self.model, data, batch_size)
-        P, r, _ = data_statistics(self.model, data, batch_size, context)
+        P, r, _ = _data_statistics(self.model, data, batch_size, context)
         P, r = self.P + scale * P, self.r + scale * r  # [..., L, M, M]: the cached data and each new dataset
         prior_chol = amortized.with_batch_rank(self.prior_chol, P.shape.rank - 3)
         return amortized.posterior_from_statistics(prior_chol, P, r, scale=1.0), context

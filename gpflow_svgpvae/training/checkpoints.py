@@ -17,12 +17,12 @@ from tensorflow.core.protobuf import trackable_object_graph_pb2
 
 from ..models.base import LatentVariableAutoencoder
 
-__all__ = ["check_checkpoint", "restore_checkpoint", "checkpoint_path", "RunSettings", "check_run_settings"]
+__all__ = ["check_checkpoint", "restore_checkpoint", "RunSettings", "check_run_settings"]
 
 _GRAPH_KEY = "_CHECKPOINTABLE_OBJECT_GRAPH"
 
 
-def checkpoint_path(path) -> str:
+def _checkpoint_path(path) -> str:
     """``path`` as a checkpoint prefix (a directory gives its latest checkpoint).
 
     :raises ValueError: if there is no checkpoint at ``path``.
@@ -169,7 +169,7 @@ def check_checkpoint(path, root=None, **objects) -> str:
     :raises ValueError: naming every mismatched part (e.g. "inducing inputs: checkpoint has 6,
         model has 10"; an encoder layer's width; L; a likelihood parameter the other model lacks).
     """
-    path = checkpoint_path(path)
+    path = _checkpoint_path(path)
     root = tf.train.Checkpoint(**objects) if root is None else root
     reader = tf.train.load_checkpoint(path)
     if not reader.has_tensor(_GRAPH_KEY):

@@ -28,12 +28,12 @@ from .. import distribute
 from ..models.base import recording_network_outputs
 from ..tracing import not_autographed
 
-__all__ = ["training_step", "evaluation_terms", "LOG_KEYS", "FINITE_KEY", "non_finite_message", "step_checks"]
+__all__ = ["training_step", "evaluation_terms", "LOG_KEYS", "FINITE_KEY", "non_finite_message"]
 
 #: The keys every training and evaluation step logs (objectives add their own ``log_keys``).
 LOG_KEYS = ("loss", "elbo", "reconstruction", "kl")
 
-#: Key of the step's finiteness flags (one per entry of :func:`step_checks`) in the logs of
+#: Key of the step's finiteness flags (one per entry of the model's check labels) in the logs of
 #: :func:`training_step`; the training paths remove it before logging.
 FINITE_KEY = "_finite"
 
@@ -124,14 +124,14 @@ def _forward_state(model, objective) -> List[tf.Variable]:
     return state
 
 
-def step_checks(model) -> Tuple[str, ...]:
+def _check_labels(model) -> Tuple[str, ...]:
     """The names of the flags under :data:`FINITE_KEY` of ``model``'s last traced training step."""
     return model.__dict__.get("_step_checks", ())
 
 
 def non_finite_message(model, finite) -> str:
     """The guard's message for the flags ``finite`` (numpy booleans) of ``model``'s step."""
-    labels = step_checks(model)
+    labels = _check_labels(model)
     bad = [label for label, ok in zip(labels, np.asarray(finite).ravel()) if not ok]
     return _PREFIX + ", ".join(bad or ["values"]) + _HINT
 
@@ -202,7 +202,7 @@ def training_step(model, objective, optimizer, batch, check_in_graph: Optional[b
         being compiled with XLA, which cannot compile the assertion; the caller then reads the
         flags (:data:`FINITE_KEY`, :func:`non_finite_message`).
     :return: the logs of :func:`_logs` (one scale: the whole training set's), and under
-        :data:`FINITE_KEY` the step's finiteness flags, named by :func:`step_checks`.
+        :data:`FINITE_KEY` the step's finiteness flags, named by the model's check labels.
 
     ``batch`` is ``(X, Y)`` or, for models with missing data (``SVGPVAE``),
     ``(X, Y, mask)``; the model's entry mask reaches the objective as ``terms.mask``.
