@@ -1,29 +1,14 @@
 """
 GP-LVM auxiliary inputs for object/view datasets.
 
-In the rotated-MNIST and SPRITES experiments each data point is one *object*
-(a digit instance, a sprite character) seen under one *view* (a rotation
-angle, a pose). The GP prior over the latent channels lives on the joint
-auxiliary space ``[view features..., object vector]``: the view features are
-observed, the object vector is a learned, per-object vector (a GP-LVM latent,
-Lawrence 2005; Casale et al. 2018).
-
-This module holds the pieces that do not depend on a particular dataset:
-
-* :class:`ObjectVectors` -- the learned table of object vectors, a
-  :class:`gpflow.Module` that maps raw auxiliary inputs
-  ``[view features..., object id]`` to ``[view features..., object vector]``;
-* :func:`split_id_column` -- separates the id column from the view features;
-* :func:`pca_object_vectors` / :func:`random_object_vectors` -- initialisations
-  (PCA of the unrotated/canonical images, or the paper's random ablation);
-* :func:`init_inducing_per_view` -- inducing inputs with a fixed number of points
-  per view value and object parts drawn from the Gaussian fitted to the object
-  vectors.
-
-Because the inducing inputs are built in the *mapped* space
-``[view features..., object vector]``, the kernel sees data and inducing
-inputs in one space: use ``ObjectVectors.mapped_dims`` to get the column
-indices for the kernel's ``active_dims``.
+Each data point is one *object* (a digit, a sprite character) seen under one *view* (a
+rotation angle, a pose). The GP prior lives on ``[view features..., object vector]``: the
+view features are observed, the object vector is learned per object (a GP-LVM latent,
+Lawrence 2005; Casale et al. 2018). :class:`ObjectVectors` is that table, an input transform
+``[view features..., object id] -> [view features..., object vector]``;
+:func:`pca_object_vectors` and :func:`random_object_vectors` initialise it;
+:func:`init_inducing_per_view` places inducing inputs in the mapped space, where the kernel
+sees them and the data (``ObjectVectors.mapped_dims`` gives the kernel's ``active_dims``).
 """
 
 from typing import Optional, Tuple
@@ -186,10 +171,7 @@ class ObjectVectors(InputTransform):
             return self.output_dim
         return None if input_dim is None else int(input_dim) - 1 + self.Q
 
-    def check_inputs(self, X: np.ndarray) -> None:
-        """Validate the width and the ids of a whole dataset's raw inputs (see :meth:`check_ids`)."""
-        X = np.asarray(X)
-        width = X.shape[-1] if X.ndim else 0
+    def _check_width(self, width: int) -> None:
         if self.num_view_features is not None and width != self.num_view_features + 1:
             raise ValueError(
                 f"ObjectVectors: X (raw auxiliary inputs) must have num_view_features + 1 = "
@@ -200,6 +182,12 @@ class ObjectVectors(InputTransform):
                     else "."
                 )
             )
+
+    def check_inputs(self, X: np.ndarray) -> None:
+        """Validate the width and the ids of a whole dataset's raw inputs (see :meth:`check_ids`)."""
+        X = np.asarray(X)
+        width = X.shape[-1] if X.ndim else 0
+        self._check_width(width)
         column = _normalise_column(self.id_column, width)
         try:
             self.check_ids(X[..., column])
@@ -304,12 +292,7 @@ class ObjectVectors(InputTransform):
         width = X.shape[-1]
         if width is None:
             raise ValueError("ObjectVectors: the last dimension of X must be statically known.")
-        if self.num_view_features is not None and width != self.num_view_features + 1:
-            raise ValueError(
-                f"ObjectVectors: raw auxiliary inputs must have num_view_features + 1 = "
-                f"{self.num_view_features + 1} columns (view features and the object id), "
-                f"got {width}."
-            )
+        self._check_width(width)
         views, ids = split_id_column(X, self.id_column)  # [batch..., Dv], [batch...]
         obj = self.lookup(ids)  # [batch..., Q]
         views = tf.cast(views, obj.dtype)

@@ -15,28 +15,15 @@ costs :math:`O(N H^2 + H^3)` via the Woodbury identity and the matrix
 determinant lemma, uses Cholesky factors and triangular solves only, and
 expects inputs in :func:`gpflow.default_float` (float64).
 
-How a GPPVAE model uses the pieces
-----------------------------------
-
-Casale et al. train the encoder/decoder and the GP parameters differently:
-
-* The GP parameters (``V``, i.e. object vectors and the view kernel, and
-  ``alpha``) are trained on the *exact* negative log-likelihood with the
-  latents held fixed: :func:`gp_term_for_hyperparameters` (``Z`` is wrapped in
-  ``tf.stop_gradient``).
-* The networks are trained through a first-order Taylor expansion of the GP
-  term around the current latent means: :func:`gppvae_taylor_surrogate`, whose
-  value is the exact NLL and whose gradient w.r.t. ``Z`` is the exact gradient
-  :math:`K^{-1} Z`, and which carries *no* gradient into ``V`` or ``alpha``.
-
-With full batches, ``surrogate(Z) + gp_term_for_hyperparameters(Z)`` has exactly
-the gradients of ``lowrank_gaussian_nll(Z, V, alpha)`` w.r.t. every argument
-(its value is twice the NLL). The surrogate is useful with minibatches: compute
-the coefficients :math:`G = K^{-1} Z` once from the latent means of *all* ``N``
-points (:func:`lowrank_nll_gradient`), then, for a minibatch ``b``, use
-:func:`taylor_linear_term` ``(Z_b, G_b)`` as the GP term of the network loss;
-its gradient w.r.t. the minibatch latents is the matching rows of the exact
-full-data gradient (evaluated at the expansion point).
+Casale et al. train the GP parameters (``V``: object vectors and view kernel, and
+``alpha``) on the exact NLL with the latents held fixed
+(:func:`gp_term_for_hyperparameters`), and the networks through a first-order Taylor
+expansion of it around the latent means (:func:`gppvae_taylor_surrogate`). With full
+batches the two together have exactly the gradients of :func:`lowrank_gaussian_nll`
+w.r.t. every argument. With minibatches, :math:`G = K^{-1} Z` is computed once from the
+latent means of *all* ``N`` points (:func:`lowrank_nll_gradient`) and a minibatch's GP
+term is :func:`taylor_linear_term` ``(Z_b, G_b)``: its gradient is the matching rows of
+the exact full-data gradient at the expansion point.
 """
 
 import math

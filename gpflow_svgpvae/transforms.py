@@ -37,7 +37,6 @@ __all__ = [
     "Chain",
     "Concatenate",
     "GroupRepresentation",
-    "representation_and_table",
     "as_input_transform",
     "flatten_leading",
 ]
@@ -320,22 +319,6 @@ class GroupRepresentation(InputTransform):
             message="GroupRepresentation: a query's group is not in the conditioning data (no observations of it).",
         )
         return tf.gather(vectors, tf.argmax(tf.cast(match, tf.int32), axis=-1))  # [..., R, d]
-
-
-def representation_and_table(
-    representation, table: InputTransform, group_column: int = 0, id_column: int = 1
-) -> Concatenate:
-    """Raw ``[group id, view id]`` rows (and their observations) -> ``[group vector, view vector]``.
-
-    The group's vector comes from its observations (:class:`GroupRepresentation`),
-    the view's from a learned table (an :class:`~gpflow_svgpvae.auxiliary.ObjectVectors`
-    reading one id column): SPRITES' ``[style, pose vector]``.
-    """
-    if getattr(table, "num_view_features", None) not in (None, 0):
-        raise ValueError("the table must map a single id column (num_view_features=0).")
-    return Concatenate(
-        [GroupRepresentation(representation, group_column=group_column), Chain([SelectColumns([id_column]), table])]
-    )
 
 
 def as_input_transform(transform) -> InputTransform:

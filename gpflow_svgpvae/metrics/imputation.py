@@ -4,43 +4,22 @@ The protocol of the GP-VAE paper (Fortuin et al. 2020, HMNIST): data are binary
 sequences ``truth [V, T, H, W, C]`` with an observation ``mask`` of the same
 shape (1 = observed, 0 = missing), and the imputation metrics are computed on
 the *missing* entries only (:math:`\mathcal M = \{i : \text{mask}_i = 0\}`):
-
-* :func:`missing_bernoulli_nll` -- the negative log likelihood per missing
-  entry of the truth under ``S`` sampled Bernoulli probability maps
-  :math:`p_{s}` (clipped to :math:`[\epsilon, 1 - \epsilon]`), averaged over
-  the samples *inside* the log (a Monte Carlo estimate of the predictive
-  likelihood):
-  :math:`|\mathcal M|^{-1} \sum_{i \in \mathcal M} -\log \big(S^{-1} \sum_s
-  p_{s,i}^{y_i} (1 - p_{s,i})^{1 - y_i}\big)`.
-* :func:`imputation_mse` -- :math:`|\mathcal M|^{-1} \sum_{i \in \mathcal M}
-  (\hat y_i - y_i)^2`, optionally with :math:`\hat y` rounded to {0, 1}.
+the negative log likelihood under sampled Bernoulli probabilities
+(:func:`missing_bernoulli_nll`) and the squared error (:func:`imputation_mse`).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from ..imputation import _check_data
+
 __all__ = ["missing_bernoulli_nll", "imputation_mse"]
 
 
-def _as_mask(mask, shape) -> np.ndarray:
-    """``mask`` (1 = observed, 0 = missing) as a bool array of ``shape``."""
-    mask = np.asarray(mask)
-    if mask.shape != tuple(shape):
-        raise ValueError(f"mask must have the truth's shape {tuple(shape)}; got {mask.shape}")
-    if mask.dtype != np.bool_:
-        if not np.issubdtype(mask.dtype, np.number) or np.issubdtype(mask.dtype, np.complexfloating):
-            raise ValueError(f"mask must be boolean or hold 0/1 numbers; got dtype {mask.dtype}")
-        if mask.size and not np.all((mask == 0) | (mask == 1)):
-            raise ValueError("mask must hold only 0 (missing) and 1 (observed)")
-        mask = mask != 0
-    return mask
-
-
 def _check_unit_interval(values: np.ndarray, name: str) -> None:
-    if not np.issubdtype(values.dtype, np.number) and values.dtype != np.bool_:
-        raise ValueError(f"{name} must be real numbers; got dtype {values.dtype}")
-    if np.issubdtype(values.dtype, np.complexfloating):
+    real = np.issubdtype(values.dtype, np.number) or values.dtype == np.bool_
+    if not real or np.issubdtype(values.dtype, np.complexfloating):
         raise ValueError(f"{name} must be real numbers; got dtype {values.dtype}")
     lo, hi = np.min(values), np.max(values)
     if not (lo >= 0 and hi <= 1):  # also catches NaN
@@ -62,7 +41,7 @@ def _missing_entries(values, truth, mask, *, name: str, allow_samples: bool):
     values = np.asarray(values)
     if truth.size == 0:
         raise ValueError(f"truth is empty: {truth.shape}")
-    missing = ~_as_mask(mask, truth.shape)
+    missing = ~_check_data(truth, mask, name="truth", min_rank=0)[1]
     if values.shape == truth.shape:
         values = values[None]
     elif not (allow_samples and values.ndim == truth.ndim + 1 and values.shape[1:] == truth.shape):

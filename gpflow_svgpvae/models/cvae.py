@@ -24,8 +24,8 @@ them; both require the context ``data = (X, Y)``.
 Other conditions come from an input transform (``condition=``, a
 :class:`~gpflow_svgpvae.transforms.InputTransform`, the same modules that map an
 :class:`~gpflow_svgpvae.SVGPVAE`'s raw inputs to GP inputs). SPRITES: ``X =
-[character id, pose id]`` and :func:`~gpflow_svgpvae.transforms.representation_and_table`
-gives :math:`c = [\text{style of the character's frames}, \text{pose vector}]`; at
+[character id, pose id]`` and a :class:`~gpflow_svgpvae.transforms.GroupRepresentation`
+beside a pose table give :math:`c = [\text{style of the character's frames}, \text{pose vector}]`; at
 prediction the style is computed from the context frames
 (:meth:`~gpflow_svgpvae.transforms.InputTransform.context`).
 """

@@ -33,7 +33,7 @@ def set_output_bias(decoder, Y, likelihood: str, clip: float = 1e-3) -> np.ndarr
     first steps spend the reconstruction gradient on the background, through the latent codes too.
     Together with holding the kernel hyperparameters early
     (:class:`~gpflow_svgpvae.training.schedules.DelayedStart`) this lets GP-prior VAEs on the
-    moving ball train from random networks (issue 13).
+    moving ball train from random networks.
 
     :param Y: observations ``[N, ...]`` (a sample of the training data is enough).
     :return: the bias that was set.

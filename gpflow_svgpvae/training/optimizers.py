@@ -220,14 +220,11 @@ def gp_optimizer_groups(
     other variable (networks, input transforms) is in the networks' group. The inducing inputs
     train from the first step.
 
-    Why the hold (issue 13, ``docs/results.md``): from random networks the encoder's first
-    paths are entangled, and a lengthscale trained from step 0 fits them (it shrinks to about
-    half the true one) faster than the encoder untangles them; GP-prior VAEs then stay in that
-    optimum. Starting the lengthscale *above* the true one and holding it there while the
-    encoder learns (with the decoder's output bias at the data's mean,
-    :func:`~gpflow_svgpvae.networks.set_output_bias`) reaches the good optimum on the moving
-    ball from random networks. Use it with ``train(..., optimizer=...)`` or
-    ``model.as_training_model().compile(optimizer=...)``.
+    Why the hold: see :mod:`~gpflow_svgpvae.training.schedules`; starting the lengthscale *above*
+    the true one and holding it while the encoder learns (with the decoder's output bias at the
+    data's mean, :func:`~gpflow_svgpvae.networks.set_output_bias`) reaches the good optimum on
+    the moving ball from random networks (``docs/results.md``). Use it with
+    ``train(..., optimizer=...)`` or ``model.as_training_model().compile(optimizer=...)``.
 
     :param gp_learning_rate: default: ``learning_rate``.
     :param kernel_hold_steps: :math:`\ge 0` optimiser steps (0: no hold).

@@ -10,7 +10,7 @@ hyperparameters while the networks learn a first encoding::
         (Adam(1e-3), None),                                            # everything else from step 0
     ])
 
-Why (issue 13, moving ball): from random networks the encoder's first sites
+Why (moving ball): from random networks the encoder's first sites
 are entangled, and a kernel trained from step 0 fits its lengthscale to them
 (it falls to about half the true value) faster than the encoder can untangle
 them; the model then stays in that poor optimum.

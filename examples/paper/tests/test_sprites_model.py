@@ -9,7 +9,6 @@ from gpflow_svgpvae.auxiliary import ObjectVectors
 from gpflow_svgpvae.models.svgpvae import SVGPVAE
 from gpflow_svgpvae.networks.representation import StyleRepresentation
 from gpflow_svgpvae.training import GECO, train
-from gpflow_svgpvae.transforms import representation_and_table
 from svgpvae_paper.datasets.sprites import (
     character_batches,
     init_sprites_inducing,
@@ -19,7 +18,7 @@ from svgpvae_paper.datasets.sprites import (
 )
 from svgpvae_paper.kernels import sprites_kernel
 from svgpvae_paper.networks import sprites_decoder, sprites_encoder
-from svgpvae_paper.networks.representation import character_styles, representation_network
+from svgpvae_paper.networks.representation import character_styles, representation_and_table, representation_network
 
 
 @pytest.fixture(scope="module")

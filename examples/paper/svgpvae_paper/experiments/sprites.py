@@ -12,7 +12,7 @@ random poses (N = 50,000 frames); 296 unseen test characters, each with 36
 context poses and 36 target poses.
 
 Model (paper settings, the defaults): :class:`~gpflow_svgpvae.SVGPVAE` with the input transform
-:func:`~gpflow_svgpvae.transforms.representation_and_table`
+:func:`~svgpvae_paper.networks.representation.representation_and_table`
 with GP inputs ``[style (16), pose vector (8)]``; the style is the sum of the
 representation network's outputs over the character's frames in the batch
 (3 conv layers of 16 filters 2x2, one pooling layer, 16-dim output), optionally
@@ -98,7 +98,6 @@ from gpflow_svgpvae.models.svgpvae import SVGPVAE
 from gpflow_svgpvae.networks.precision import network_precision
 from gpflow_svgpvae.networks.representation import StyleRepresentation
 from gpflow_svgpvae.training import GECO, train
-from gpflow_svgpvae.transforms import representation_and_table
 from svgpvae_paper.datasets.sprites import (
     character_batches,
     init_sprites_inducing,
@@ -107,7 +106,12 @@ from svgpvae_paper.datasets.sprites import (
     sprites,
 )
 from svgpvae_paper.kernels import sprites_kernel
-from svgpvae_paper.networks.representation import character_styles, pretrain_representation, representation_network
+from svgpvae_paper.networks.representation import (
+    character_styles,
+    pretrain_representation,
+    representation_and_table,
+    representation_network,
+)
 from svgpvae_paper.networks.sprites import sprites_decoder, sprites_encoder
 
 from .common import command_argv, git_commit, write_json

@@ -2,7 +2,7 @@
 and the decoder modulations found for them."""
 
 from .conditioning import LatentMixing, LatentModulation
-from .representation import character_styles, pretrain_representation, representation_network
+from .representation import character_styles, pretrain_representation, representation_and_table, representation_network
 from .sprites import sprites_decoder, sprites_encoder
 
 __all__ = [
@@ -13,4 +13,5 @@ __all__ = [
     "representation_network",
     "pretrain_representation",
     "character_styles",
+    "representation_and_table",
 ]

@@ -11,6 +11,8 @@ SVGP-VAE. The style enters the GP prior as the object part of the auxiliary inpu
 * :func:`representation_network` -- the conv net :math:`h_\phi` (3 conv layers
   of 16 filters 2x2, one pooling layer, a dense 16-dim output), ``tf_keras``,
   float32;
+* :func:`representation_and_table` -- the input transform ``[character id, pose id] ->
+  [style, pose vector]``;
 * :func:`group_styles`, :func:`character_styles` -- the distinct characters of a set of
   frames and their styles (eager);
 * :func:`pretrain_representation` -- per-frame character classification
@@ -32,8 +34,15 @@ from tqdm.auto import tqdm
 
 from gpflow_svgpvae.networks.representation import StyleRepresentation
 from gpflow_svgpvae.tracing import not_autographed
+from gpflow_svgpvae.transforms import Chain, Concatenate, GroupRepresentation, InputTransform, SelectColumns
 
-__all__ = ["representation_network", "group_styles", "character_styles", "pretrain_representation"]
+__all__ = [
+    "representation_network",
+    "representation_and_table",
+    "group_styles",
+    "character_styles",
+    "pretrain_representation",
+]
 
 
 def representation_network(
@@ -66,6 +75,22 @@ def representation_network(
     h = tf_keras.layers.Flatten(name="flatten")(h)
     out = tf_keras.layers.Dense(int(output_dim), name="style")(h)
     return tf_keras.Model(frames, out, name=name)
+
+
+def representation_and_table(
+    representation: StyleRepresentation, table: InputTransform, group_column: int = 0, id_column: int = 1
+) -> Concatenate:
+    """Raw ``[group id, view id]`` rows (and their observations) -> ``[group vector, view vector]``.
+
+    The group's vector comes from its observations (:class:`~gpflow_svgpvae.transforms.GroupRepresentation`),
+    the view's from a learned table (an :class:`~gpflow_svgpvae.auxiliary.ObjectVectors`
+    reading one id column): SPRITES' ``[style, pose vector]``.
+    """
+    if getattr(table, "num_view_features", None) not in (None, 0):
+        raise ValueError("the table must map a single id column (num_view_features=0).")
+    return Concatenate(
+        [GroupRepresentation(representation, group_column=group_column), Chain([SelectColumns([id_column]), table])]
+    )
 
 
 def group_styles(features: tf.Tensor, group_ids: tf.Tensor, reduction: str = "sum") -> Tuple[np.ndarray, np.ndarray]:
