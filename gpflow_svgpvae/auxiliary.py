@@ -86,19 +86,13 @@ class ObjectVectors(InputTransform):
     Errors: a wrong static width (when ``num_view_features`` is given) or an
     impossible ``id_column`` raise :class:`ValueError` at call time; by default
     (``check_ids_in_graph=True``) ids that are negative, ``>= num_objects`` or not
-    integral raise :class:`tf.errors.InvalidArgumentError` (one ``tf.debugging``
-    assertion per call, so also inside ``tf.function``). Under XLA
-    (``tf.function(jit_compile=True)``) TensorFlow compiles assertions away and
-    ``tf.gather`` clamps out-of-range indices silently: validate the ids of a
-    dataset once, eagerly, with :meth:`check_inputs` / :meth:`check_ids` before
-    training with XLA (:func:`gpflow_svgpvae.training.train` does this for arrays).
-
-    ``check_ids_in_graph=False`` leaves the assertion out of the graph (a few ops
-    less per step): only for ids validated once at the data boundary, e.g. arrays
-    passed to ``train`` (which calls :meth:`check_inputs`) or a dataset whose id
-    column went through :meth:`check_inputs`. Unchecked, an out-of-range id still
-    raises in ``tf.gather`` on CPU, but a non-integral id is rounded silently and
-    on GPU an out-of-range id gives zeros.
+    integral raise :class:`tf.errors.InvalidArgumentError` (one assertion per call,
+    also inside ``tf.function``). XLA compiles assertions away and ``tf.gather``
+    clamps out-of-range indices silently: validate a dataset's ids once, eagerly, with
+    :meth:`check_inputs` (:func:`gpflow_svgpvae.training.train` does this for arrays).
+    Unchecked (``check_ids_in_graph=False``), an out-of-range id still raises in
+    ``tf.gather`` on CPU, but a non-integral id is rounded silently and on GPU an
+    out-of-range id gives zeros.
     """
 
     def __init__(
@@ -129,8 +123,8 @@ class ObjectVectors(InputTransform):
         :param seed: seed of the random initialisation.
         :param name: module name.
         :param check_ids_in_graph: assert in the graph (every call, every step) that the
-            ids are integral and in range (default). ``False``: no in-graph check; the
-            ids must be validated once beforehand (see the class docstring).
+            ids are integral and in range; ``False``: a few ops less per step, for ids
+            validated once beforehand (see the class docstring).
         """
         super().__init__(name=name)
         self.check_ids_in_graph = bool(check_ids_in_graph)

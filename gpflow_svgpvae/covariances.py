@@ -1,11 +1,9 @@
 r"""``Kuu`` and ``Kuf`` of :class:`~gpflow_svgpvae.kernels.PeriodicLinear`, through GPflow's dispatch.
 
-GPflow computes ``Kuu(InducingPoints, kernel)`` and ``Kuf(InducingPoints, kernel, X)`` of a
-product with the generic kernel call: each factor slices its active dimensions, builds a
-difference matrix with reshapes (or a ``tensordot``) and reads (transforms) its parameters.
-In an SVGP-VAE training step these covariances are a large part of the graph (the step is
-overhead-bound on a CPU, not FLOP-bound). The functions here compute exactly GPflow's
-formulas, in the same order, in a handful of operations:
+GPflow computes ``Kuu`` and ``Kuf`` of a product with the generic kernel call, many
+operations per factor; in an SVGP-VAE training step (overhead-bound on a CPU) they are a
+large part of the graph. The functions here compute exactly GPflow's formulas, in the
+same order, in a handful of operations:
 
 .. math::
 

@@ -49,17 +49,11 @@ class CosineLinear(Kernel):
     semi-definite with rank at most the number of active dimensions.
 
     Zero vectors. The norm is computed as
-
-    .. math::
-        \lVert\mathbf{x}\rVert_\epsilon = \sqrt{\mathbf{x}^\top\mathbf{x} + \epsilon^2},
-
-    so a zero input maps to the zero vector (its row and column of :math:`K`
-    are 0, as is its ``K_diag``) instead of producing NaN, and gradients stay
-    finite everywhere (at most :math:`1/\epsilon` in size, reached at
-    :math:`\mathbf{x} = 0`). For inputs with :math:`\lVert\mathbf{x}\rVert \gg
-    \epsilon` the relative error of the regularisation is
-    :math:`\approx \epsilon^2 / (2\lVert\mathbf{x}\rVert^2)`, i.e. nil in float64
-    with the default :math:`\epsilon = 10^{-12}`.
+    :math:`\lVert\mathbf{x}\rVert_\epsilon = \sqrt{\mathbf{x}^\top\mathbf{x} + \epsilon^2}`,
+    so a zero input maps to the zero vector (its row and column of :math:`K` are 0) instead
+    of NaN, and gradients stay finite (at most :math:`1/\epsilon`). Elsewhere the relative
+    error is :math:`\approx \epsilon^2 / (2\lVert\mathbf{x}\rVert^2)`, nil in float64 with
+    the default :math:`\epsilon = 10^{-12}`.
     """
 
     def __init__(
@@ -151,12 +145,9 @@ class PeriodicLinear(gpflow.kernels.Product):
     either), so :math:`\sigma_{\mathrm{lin}}^2` is non-trainable; the
     lengthscale and :math:`\sigma^2` are trainable.
 
-    Lengthscale convention. GPflow's ``Periodic(SquaredExponential)`` uses
-    :math:`\exp(-\tfrac12 \sin^2(\pi r/p)/\ell^2)`, TFP's ``ExpSinSquared``
-    (used by the SVGP-VAE research code) uses
-    :math:`\exp(-2 \sin^2(\pi r/p)/\ell_{\mathrm{TFP}}^2)`. The two agree for
-    :math:`\ell = \ell_{\mathrm{TFP}} / 2`: halve a TFP lengthscale before
-    passing it here.
+    Lengthscale convention. TFP's ``ExpSinSquared`` (used by the SVGP-VAE research code) is
+    :math:`\exp(-2 \sin^2(\pi r/p)/\ell_{\mathrm{TFP}}^2)`: halve a TFP lengthscale,
+    :math:`\ell = \ell_{\mathrm{TFP}} / 2`, before passing it here.
 
     :param angle_dims: the column(s) of X with the view angle.
     :param object_dims: the columns of X with the object vector.

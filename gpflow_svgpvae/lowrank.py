@@ -47,6 +47,14 @@ def _as_scalar_like(value: TensorType, like: tf.Tensor) -> tf.Tensor:
     return tf.convert_to_tensor(value, dtype=like.dtype)
 
 
+def _woodbury(Z: TensorType, V: TensorType, noise_variance: TensorType):
+    """``(Z, V, alpha, L_C, V^T Z)`` in ``Z``'s dtype: what the NLL and its gradient start from."""
+    Z = tf.convert_to_tensor(Z)
+    V = tf.convert_to_tensor(V, dtype=Z.dtype)
+    alpha = _as_scalar_like(noise_variance, Z)
+    return Z, V, alpha, _woodbury_cholesky(V, alpha), tf.linalg.matmul(V, Z, transpose_a=True)  # [H, H], [H, L]
+
+
 @check_shapes(
     "V: [N, H]",
     "noise_variance: []",
@@ -100,14 +108,9 @@ def lowrank_gaussian_nll(Z: TensorType, V: TensorType, noise_variance: TensorTyp
         parameter).
     :return: the summed negative log density (a scalar).
     """
-    Z = tf.convert_to_tensor(Z)
-    V = tf.convert_to_tensor(V, dtype=Z.dtype)
-    alpha = _as_scalar_like(noise_variance, Z)
+    Z, V, alpha, L_C, VtZ = _woodbury(Z, V, noise_variance)
     N = tf.cast(tf.shape(Z)[0], Z.dtype)
     num_columns = tf.cast(tf.shape(Z)[1], Z.dtype)
-
-    L_C = _woodbury_cholesky(V, alpha)  # [H, H]
-    VtZ = tf.linalg.matmul(V, Z, transpose_a=True)  # [H, L]
     A = tf.linalg.triangular_solve(L_C, VtZ, lower=True)  # [H, L]
     quad = (tf.reduce_sum(tf.square(Z)) - tf.reduce_sum(tf.square(A)) / alpha) / alpha
     logdet = N * tf.math.log(alpha) + 2.0 * tf.reduce_sum(tf.math.log(tf.linalg.diag_part(L_C)))
@@ -133,11 +136,7 @@ def lowrank_nll_gradient(Z: TensorType, V: TensorType, noise_variance: TensorTyp
     Differentiable in all arguments; :func:`gppvae_taylor_surrogate` wraps it in
     stop-gradients.
     """
-    Z = tf.convert_to_tensor(Z)
-    V = tf.convert_to_tensor(V, dtype=Z.dtype)
-    alpha = _as_scalar_like(noise_variance, Z)
-    L_C = _woodbury_cholesky(V, alpha)  # [H, H]
-    VtZ = tf.linalg.matmul(V, Z, transpose_a=True)  # [H, L]
+    Z, V, alpha, L_C, VtZ = _woodbury(Z, V, noise_variance)
     CinvVtZ = tf.linalg.cholesky_solve(L_C, VtZ)  # [H, L]
     return (Z - tf.linalg.matmul(V, CinvVtZ) / alpha) / alpha
 

@@ -123,12 +123,10 @@ class GPVAE(VideoGPAutoencoder):
     videos. Padded videos: pad to a common ``T`` and pass the frame mask ``[V, T]``;
     each video's KL and posterior are then those of its real frames alone.
 
-    Training from random networks can settle in a poor local optimum: on the moving
-    ball it ends with a short lengthscale and latents that are not an affine image of
-    the paths, and training longer does not leave it. Starting from the networks of a
-    :class:`~gpflow_svgpvae.SVGPVAE` with few inducing points
-    (pass the same ``encoder``/``decoder`` objects, or copy their weights) reaches a
-    higher bound and recovers the paths; see ``docs/results.md``.
+    Training from random networks can settle in a poor local optimum (on the moving ball:
+    a short lengthscale, latents not an affine image of the paths). Starting from the networks
+    of a :class:`~gpflow_svgpvae.SVGPVAE` with few inducing points reaches a higher bound and
+    recovers the paths (``docs/results.md``).
     """
 
     whole_sequences_only = True

@@ -18,12 +18,10 @@ optimiser Adam from the current (or given) rows; only the rows of the new
 objects change.
 
 ``objective="decoded_mean"`` replaces the expectation by :math:`\log p(y_i \mid \mu(x))`, the
-likelihood of the decoded predictive *mean*. The expectation is a lower bound on the
-marginal likelihood that is looser where the predictive variance is larger, so it pulls
-the vectors towards inputs of small prior variance (with a linear kernel on the vectors,
-towards the origin: a copy of a training object is fitted with a shrunken vector, see
-``tests/models/test_object_fitting.py``). The decoded mean has no such pull and matches
-what a prediction decodes.
+likelihood of the decoded predictive *mean*. The expectation's bound is looser where the
+predictive variance is larger, so it pulls the vectors towards inputs of small prior
+variance (with a linear kernel, towards the origin: a copy of a training object gets a
+shrunken vector); the decoded mean has no such pull and matches what a prediction decodes.
 """
 
 import contextlib

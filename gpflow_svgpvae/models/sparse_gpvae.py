@@ -100,12 +100,6 @@ class SparseGPVAE(InducingVideoAutoencoder):
         )  # [V, L]
         return W, LB, c, kdiag, qdiag, bound
 
-    def collapsed_bound(self, data) -> tf.Tensor:
-        r"""Titsias' bound :math:`\mathcal L_T^{vl}` of every video's latent dataset, ``[V, L]``
-        (``data = (X, Y)`` or ``(X, Y, mask)``: frames with nothing observed are left out)."""
-        X, _, _, weights, means, variances = self._videos(data, training=False)
-        return self._titsias(X, means, variances, weights)[-1]
-
     @staticmethod
     def _marginals(W, LB, c, kdiag, qdiag):
         r"""Sparse predictive marginals of the optimal :math:`q(v)` (:math:`v = L_m^{-1}u`, mean

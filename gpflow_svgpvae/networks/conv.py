@@ -64,16 +64,8 @@ class RepeatUpsampling2D(tf_keras.layers.Layer):
         x = inputs[:, :, None, :, None, :]  # [b, h, 1, w, 1, c]
         x = tf.broadcast_to(x, tf.stack([b, h, f, w, f, c]))
         out = tf.reshape(x, tf.stack([b, h * f, w * f, c]))
-        static = inputs.shape
-        if static.rank == 4:
-            out.set_shape(
-                [
-                    static[0],
-                    None if static[1] is None else static[1] * f,
-                    None if static[2] is None else static[2] * f,
-                    static[3],
-                ]
-            )
+        if inputs.shape.rank == 4:
+            out.set_shape(self.compute_output_shape(inputs.shape))
         return out
 
     def compute_output_shape(self, input_shape):

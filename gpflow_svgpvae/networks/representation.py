@@ -12,11 +12,8 @@ A network :math:`h_\phi` maps every observation to :math:`\mathbb R^{d}` and a g
 by its own observations. The paper's SPRITES network and its pretraining are in the
 research package (:mod:`svgpvae_paper.networks.representation`).
 
-* :func:`aggregate_by_group` -- per-row aggregation over rows of the same group,
-  written as a matrix product with the group-membership matrix
-  :math:`G_{ij} = [c_i = c_j]`, so it has static shapes, is invariant to the order
-  of the rows, compiles under XLA and is differentiable; computed in
-  ``gpflow.default_float()`` (float64), the boundary to the GP;
+* :func:`aggregate_by_group` -- per-row aggregation over the rows of the same group, a
+  product with the membership matrix :math:`G_{ij} = [c_i = c_j]` (static shapes, XLA);
 * :class:`StyleRepresentation` -- the network plus the aggregation.
 
 Sum or mean: they differ only for kernels that see the vector's norm (a

@@ -221,8 +221,6 @@ def _shape_of(model, key):
 def _describe_any(owner, path, layers, saved, current) -> str:
     if saved == "missing in the checkpoint":
         return f"{_model_term(path, layers)}: the model has it (shape {current}), the checkpoint does not"
-    if saved == "missing in the model":
-        return _describe(owner, path, layers, saved, current)
     return _describe(owner, path, layers, saved, current)
 
 

@@ -182,12 +182,9 @@ def as_optimizer(optimizer):
 def build_optimizer(optimizer, variables: Sequence[tf.Variable]) -> None:
     """Create the optimiser's state (slots, step counter) for ``variables`` now.
 
-    A ``tf.function`` whose first call creates variables is traced twice (once to
-    create them, once without); creating the optimiser's state before the first
-    compiled step halves its tracing time. A no-op for an optimiser already built
-    and for legacy optimisers (they create their state on first use). Pass every
-    variable the step will update: a built optimiser rejects variables it was not
-    built for.
+    A ``tf.function`` whose first call creates variables is traced twice, so this halves the
+    first compiled step's tracing time. A no-op for a built optimiser and for legacy ones.
+    Pass every variable the step will update: a built optimiser rejects others.
     """
     if isinstance(optimizer, OptimizerGroups):
         for member, group in zip(optimizer.optimizers, optimizer.split(variables)):

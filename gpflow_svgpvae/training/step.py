@@ -190,12 +190,8 @@ def training_step(model, objective, optimizer, batch, check_in_graph: Optional[b
     state update (GECO's lambda). Returns the logs.
 
     ``optimizer`` is a ``tf_keras`` optimiser or an
-    :class:`~gpflow_svgpvae.training.OptimizerGroups` (one optimiser per group of
-    variables, resolved here, after the forward pass).
-
-    All checks on the batch run inside the loss computation, before the
-    optimiser touches a variable, so a bad batch leaves the model unchanged; a non-finite
-    step is not applied at all (see the module docstring).
+    :class:`~gpflow_svgpvae.training.OptimizerGroups` (resolved after the forward pass).
+    A bad batch or a non-finite step leaves the model unchanged (see the module docstring).
 
     :param check_in_graph: raise from inside the step when it was not applied (an
         ``InvalidArgumentError`` naming what went non-finite). ``None``: unless the step is
