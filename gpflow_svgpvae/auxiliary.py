@@ -329,9 +329,8 @@ def pca_object_vectors(
     :param whiten: rescale each component to unit variance.
     :param scale: if given, multiply the (possibly whitened) scores by one factor so that
         their root mean square over all entries is ``scale`` (directions and ratios kept).
-        Small initial vectors train much faster on rotated MNIST (``docs/results.md``): the
-        raw scores of 28x28 images have column sds of 1-2.5, so the linear kernel starts with
-        a large prior variance and Adam's steps move the vectors slowly relative to their size.
+        Small initial vectors train much faster on rotated MNIST (``docs/results.md``): Adam's
+        steps move large raw scores (column sds 1-2.5) slowly relative to their size.
     :return: float64 array ``[n, Q]``.
     """
     del seed  # deterministic

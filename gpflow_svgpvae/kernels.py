@@ -204,11 +204,9 @@ class Cauchy(gpflow.kernels.IsotropicStationary):
     variance. Its tails decay polynomially (:math:`\propto r^{-2}`), so distant inputs
     stay correlated much longer than under the squared exponential.
 
-    It is GPflow's rational quadratic kernel with :math:`\alpha = 1` and lengthscale
-    :math:`\ell/\sqrt 2`: ``RationalQuadratic(alpha=1, lengthscales=ell / sqrt(2))``
-    (whose :math:`\alpha` is a trainable parameter; here the exponent is fixed at 1).
-    Like GPflow's stationary kernels it honours ``active_dims`` and accepts inputs with
-    leading batch dimensions (``[V, T, D] -> [V, T, T]``).
+    It is GPflow's ``RationalQuadratic(alpha=1, lengthscales=ell / sqrt(2))`` with the
+    exponent fixed at 1, and accepts inputs with leading batch dimensions
+    (``[V, T, D] -> [V, T, T]``).
 
     :param variance: the (initial) variance :math:`\sigma^2` (positive).
     :param lengthscales: the (initial) lengthscale(s) :math:`\ell` (positive; a vector

@@ -226,9 +226,7 @@ def gppvae_taylor_surrogate(Z: TensorType, V: TensorType, noise_variance: Tensor
     :func:`lowrank_nll_gradient`. Hence its value equals the exact NLL, its
     gradient w.r.t. ``Z`` equals the exact gradient :math:`+K^{-1} Z` (sign
     matters: minimising the surrogate must improve the GP fit), and its
-    gradient w.r.t. ``V`` and ``noise_variance`` is zero. Train the GP
-    parameters with :func:`gp_term_for_hyperparameters`; see the module
-    docstring for the minibatch use via :func:`taylor_linear_term`.
+    gradient w.r.t. ``V`` and ``noise_variance`` is zero (see the module docstring).
     """
     Z = tf.convert_to_tensor(Z)
     Z_fixed = tf.stop_gradient(Z)

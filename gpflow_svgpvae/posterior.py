@@ -9,16 +9,12 @@ data later only adds its statistics (:meth:`SVGPVAEPosterior.predict_f` with
 ``data``: e.g. the training set plus an unseen object's own observations).
 
 Data of many latent datasets (``X [V, T, D]``) give one posterior per dataset
-(``[V, L, M, M]``), predicted at ``Xnew [V, R, D]``.
+(``[V, L, M, M]``), predicted at ``Xnew [V, R, D]``. Queries are raw inputs, mapped by
+the model's input transform (one that reads observations maps them through its summary
+of the conditioning data).
 
-Queries are raw auxiliary inputs: they pass through the model's input
-transform; a transform that reads observations (a representation of each
-object) maps queries through the summary it made of the conditioning data.
-
-The cache is a snapshot: it holds :math:`L_m`, :math:`U`, :math:`L_m^{-1}\mu`
-and the statistics for the kernel, inducing inputs and encoder as they were
-when it was built (like GPflow's ``posterior()`` with a tensor cache). Build a
-new one after training further.
+The cache is a snapshot of :math:`L_m`, :math:`U`, :math:`L_m^{-1}\mu` and the statistics
+as they were when it was built (like GPflow's ``posterior()`` with a tensor cache).
 """
 
 import weakref

@@ -133,15 +133,19 @@ class SelectColumns(InputTransform):
             raise ValueError(f"SelectColumns{tuple(self.columns)}: the inputs have only {width} columns.")
 
 
-class Chain(InputTransform):
-    """``transforms[-1](...transforms[1](transforms[0](X)))``; each step sees the batch's ``Y``."""
+class _Composition(InputTransform):
+    """Several transforms; the composition reads the observations if any of them does."""
 
     def __init__(self, transforms: Sequence[InputTransform], name: Optional[str] = None):
         super().__init__(name=name)
         self.transforms = [as_input_transform(t) for t in transforms]
         if not self.transforms:
-            raise ValueError("Chain needs at least one transform.")
+            raise ValueError(f"{type(self).__name__} needs at least one transform.")
         self.needs_observations = any(t.needs_observations for t in self.transforms)
+
+
+class Chain(_Composition):
+    """``transforms[-1](...transforms[1](transforms[0](X)))``; each step sees the batch's ``Y``."""
 
     @property
     def input_dim(self) -> Optional[int]:
@@ -185,15 +189,8 @@ class Chain(InputTransform):
         return Xnew
 
 
-class Concatenate(InputTransform):
+class Concatenate(_Composition):
     """The outputs of several transforms of the same raw inputs, side by side (last axis)."""
-
-    def __init__(self, transforms: Sequence[InputTransform], name: Optional[str] = None):
-        super().__init__(name=name)
-        self.transforms = [as_input_transform(t) for t in transforms]
-        if not self.transforms:
-            raise ValueError("Concatenate needs at least one transform.")
-        self.needs_observations = any(t.needs_observations for t in self.transforms)
 
     @property
     def output_dim(self) -> Optional[int]:

@@ -103,21 +103,13 @@ def _exact_gp_factors(K: tf.Tensor, means: tf.Tensor, variances: tf.Tensor, jitt
 class GPVAE(VideoGPAutoencoder):
     r"""Exact GP-VAE: one exact GP posterior per video and channel (:math:`O(T^3)`; small T only).
 
-    :param encoder: ``tf_keras`` frame encoder ``Y [n, ...] -> (means [n, L], variances [n, L])``.
-    :param decoder: ``tf_keras`` decoder ``Z [n, L] -> likelihood parameters``.
-    :param kernel: GPflow kernel over the frame inputs (shared by the channels, or
-        ``SeparateIndependent``).
-    :param likelihood: decoder likelihood.
-    :param num_data: the number of training videos (``None``: each batch is the training set).
+    Arguments as :class:`~gpflow_svgpvae.models.video.VideoGPAutoencoder` (``encoder``,
+    ``decoder``, ``kernel``, ``likelihood``, ``num_data``, ``num_latent_gps``, ...), except:
+
     :param sequence_length: the number of frames :math:`N` of every video, if fixed: every training
         batch must then hold whole videos (:math:`T = N` frames each).
-    :param num_latent_gps: :math:`L` (checked against the encoder when given).
     :param jitter: added to :math:`K + \tilde D` before the Cholesky (default 0: the
         site variances, bounded below by the encoder head, regularise it).
-    :param missing_values: ``None`` or ``"nan"`` (NaN entries are missing).
-    :param encoder_sees_mask: the encoder sees ``concat([Y zero-filled, mask], -1)``.
-    :param kwargs: also ``num_samples``, ``seed``, ``name``, as
-        :class:`~gpflow_svgpvae.models.video.VideoAutoencoder`.
 
     ``data = (X [V, T, D], Y [V, T, ...])`` or ``(X, Y, mask)``; the ELBO is summed over
     videos. Padded videos: pad to a common ``T`` and pass the frame mask ``[V, T]``;

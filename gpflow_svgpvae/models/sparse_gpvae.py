@@ -55,9 +55,8 @@ class SparseGPVAE(InducingVideoAutoencoder):
     Same arguments as :class:`~gpflow_svgpvae.SVGPVAE` on video data (also ``missing_values``
     and ``encoder_sees_mask``). ``predict_f(Xnew, data)`` predicts with Titsias' optimal
     :math:`q(u)` of each video (at its frames for ``Xnew=None``, or at new inputs).
-    ``sequence_length``, if given, must be the number of frames of every video: a batch whose
-    videos have a different number of frames (a "minibatch" of frames) raises
-    ``ValueError`` (static shapes) or ``InvalidArgumentError`` (dynamic shapes).
+    ``sequence_length``, if given, must be the number of frames of every video: a
+    "minibatch" of frames raises ``ValueError`` (or ``InvalidArgumentError``, dynamic shapes).
     """
 
     whole_sequences_only = True

@@ -49,14 +49,10 @@ class OptimizerGroups(tf.__internal__.tracking.AutoTrackable):
         trainable variables) or a sequence of these. The last group's ``targets``
         may be ``None``: every variable not in an earlier group.
 
-    Groups are resolved by variable identity each time gradients are applied,
-    i.e. after the forward pass, so networks that build lazily are covered.
-    Every variable that receives a gradient must belong to exactly one group
-    (:class:`ValueError` otherwise). A group without variables with gradients
-    is skipped in that step (its optimiser's step counter does not advance).
-
-    The optimisers are tracked: ``tf.train.Checkpoint(optimizer=groups)``
-    saves and restores every group's state (slots, step counter).
+    Groups are resolved by variable identity each time gradients are applied (after the
+    forward pass, so lazily built networks are covered). Every variable with a gradient must
+    be in exactly one group (:class:`ValueError` otherwise); a group without gradients is
+    skipped in that step. ``tf.train.Checkpoint(optimizer=groups)`` saves every group's state.
     """
 
     def __init__(self, groups: Sequence[Tuple[Any, Optional[Any]]]):

@@ -8,14 +8,12 @@ and every gradient are finite,
     \text{ok} = \bigwedge_t \operatorname{all}(\operatorname{isfinite}(t))
     \wedge \bigwedge_g \operatorname{isfinite}\big(\textstyle\sum g^2\big),
 
-(a gradient whose square overflows, e.g. from one entry of ``Y`` at 1e30, would make Adam's
-second moment inf and the next updates NaN), one reduction per tensor and one ``tf.cond``
-around the update, with no read-back to the host.
-A step that is not ok makes no update: the optimiser's slots and step counter stay, the objective's
-state (GECO's :math:`\lambda`, a warm-up counter) stays, and what the forward pass wrote (the Monte
-Carlo draw counter, GECO's moving average, normalisation statistics) is written back. The step
-then raises (graph mode) or reports its flags (XLA, where assertions cannot be compiled; the
-compiled loop reads them after each step), naming what went non-finite.
+(a gradient whose square overflows would make Adam's second moment inf), one reduction per
+tensor and one ``tf.cond`` around the update, with no read-back to the host. A step that is
+not ok changes nothing: optimiser and objective state stay, and what the forward pass wrote
+(draw counter, GECO's moving average, normalisation statistics) is written back. It then
+raises (graph mode) or reports its flags (XLA; the compiled loop reads them), naming what
+went non-finite.
 """
 
 from typing import Dict, List, Optional, Sequence, Tuple
