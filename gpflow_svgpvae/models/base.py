@@ -15,6 +15,7 @@ is written once, in :meth:`ELBOTerms.elbo`. The training objectives (plain/beta 
 
 import abc
 import contextlib
+import numbers
 import threading
 from typing import List, NamedTuple, Optional, Tuple, Union
 
@@ -149,6 +150,9 @@ class LatentVariableAutoencoder(BayesianModel, ExternalDataTrainingLossMixin, ab
         ``supports_missing``.
     :param encoder_sees_mask: the encoder sees ``concat([Y zero-filled, mask], -1)``; models with
         ``supports_missing``.
+    :param encoder_dropout: in ``[0, 1)``; in training steps, each observed entry is hidden from
+        the encoder with this probability (see :meth:`encoder_view`); models with
+        ``supports_missing``.
     """
 
     def __init__(
@@ -163,15 +167,29 @@ class LatentVariableAutoencoder(BayesianModel, ExternalDataTrainingLossMixin, ab
         seed: int = 0,
         missing_values: Optional[str] = None,
         encoder_sees_mask: bool = False,
+        encoder_dropout: float = 0.0,
         name: Optional[str] = None,
     ):
         super().__init__(name=name)
         if missing_values not in (None, "nan"):
             raise ValueError(f"missing_values must be None or 'nan'; got {missing_values!r}")
-        if (missing_values is not None or encoder_sees_mask) and not self.supports_missing:
-            raise TypeError(f"{type(self).__name__} does not take missing data (missing_values, encoder_sees_mask).")
+        if (
+            not isinstance(encoder_dropout, numbers.Real)
+            or isinstance(encoder_dropout, bool)
+            or not (0.0 <= float(encoder_dropout) < 1.0)
+        ):
+            raise ValueError(
+                f"encoder_dropout (the probability of hiding an observed entry from the encoder in training) "
+                f"must be a number in [0, 1); got {encoder_dropout!r}"
+            )
+        if (missing_values is not None or encoder_sees_mask or encoder_dropout) and not self.supports_missing:
+            raise TypeError(
+                f"{type(self).__name__} does not take missing data "
+                "(missing_values, encoder_sees_mask, encoder_dropout)."
+            )
         self.missing_values = missing_values
         self.encoder_sees_mask = bool(encoder_sees_mask)
+        self.encoder_dropout = float(encoder_dropout)
         self.encoder = check_network(encoder, "encoder") if encoder is not None else None
         self.decoder = check_network(decoder, "decoder")
         self.likelihood = as_likelihood(likelihood)
@@ -248,6 +266,28 @@ class LatentVariableAutoencoder(BayesianModel, ExternalDataTrainingLossMixin, ab
             target_range=getattr(self.likelihood, "target_range", None),
             likelihood=type(self.likelihood).__name__,
         )
+
+    def encoder_view(self, batch: Batch, training: Optional[bool] = None) -> Batch:
+        r"""The batch as the encoder sees it: in a training step with ``encoder_dropout`` :math:`p > 0`,
+        each observed entry is hidden (zero-filled, mask 0) with probability :math:`p`, and a point
+        (frame) left with nothing visible gets weight 0 (no site); otherwise ``batch`` itself.
+
+        The reconstruction still scores every observed entry, so the model is trained to predict
+        entries its encoder did not see, which is what imputation asks of it. The bound stays a
+        lower bound on :math:`\log p(y_O)`: the sites of any subset of the entries define a valid
+        :math:`q`. The draw is keyed by ``(sample_seed, sample_counter)``, on a stream of its own.
+        """
+        if not training or self.encoder_dropout == 0.0:
+            return batch
+        mask = tf.ones_like(batch.Y) if batch.mask is None else batch.mask
+        key = tf.random.experimental.stateless_fold_in(
+            tf.stack([self.sample_seed.read_value(), self.sample_counter.read_value()]), 1
+        )
+        visible = (
+            tf.random.stateless_uniform(tf.shape(mask), key, dtype=mask.dtype, alg="philox") >= self.encoder_dropout
+        )
+        mask = mask * tf.cast(visible, mask.dtype)
+        return Batch(batch.X, batch.Y * mask, mask, data_boundary.point_weights(mask, batch.X.shape.rank - 1))
 
     def encoder_inputs(self, Y, mask=None):
         """What the encoder sees: ``Y`` (zero-filled at missing entries), with

@@ -93,6 +93,7 @@ class HensmanGPVAE(InducingVideoAutoencoder):
         seed: int = 0,
         missing_values: Optional[str] = None,
         encoder_sees_mask: bool = False,
+        encoder_dropout: float = 0.0,
         name: Optional[str] = None,
     ):
         super().__init__(
@@ -109,6 +110,7 @@ class HensmanGPVAE(InducingVideoAutoencoder):
             seed=seed,
             missing_values=missing_values,
             encoder_sees_mask=encoder_sees_mask,
+            encoder_dropout=encoder_dropout,
             name=name,
         )
         if num_latent_gps is None:

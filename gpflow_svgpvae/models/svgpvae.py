@@ -126,6 +126,10 @@ class SVGPVAE(LatentVariableAutoencoder):
         need a mask, ``data = (X, Y, mask)``); ``"nan"``: NaN entries of ``Y`` are missing.
     :param encoder_sees_mask: feed the encoder ``concat([Y zero-filled, mask], -1)``
         (last axis twice as wide) instead of the zero-filled ``Y`` alone.
+    :param encoder_dropout: in ``[0, 1)``: in training steps each observed entry is hidden from the
+        encoder with this probability and still scored by the likelihood, which trains the model
+        to predict entries it does not see, as imputation asks
+        (:meth:`~gpflow_svgpvae.models.LatentVariableAutoencoder.encoder_view`).
     :param decoder_gp_columns: columns ``c_1..c_C`` of the GP inputs (after the input
         transform) that the decoder reads beside the code, :math:`p(y_i \mid z_i, x_{i,c})`
         with decoder input ``[z_i, x_{i,c_1}, ..., x_{i,c_C}]`` (width :math:`L + C`), in
@@ -157,6 +161,7 @@ class SVGPVAE(LatentVariableAutoencoder):
         seed: int = 0,
         missing_values: Optional[str] = None,
         encoder_sees_mask: bool = False,
+        encoder_dropout: float = 0.0,
         decoder_gp_columns: Optional[Sequence[int]] = None,
         name: Optional[str] = None,
     ):
@@ -170,6 +175,7 @@ class SVGPVAE(LatentVariableAutoencoder):
             seed=seed,
             missing_values=missing_values,
             encoder_sees_mask=encoder_sees_mask,
+            encoder_dropout=encoder_dropout,
             name=name,
         )
         if not isinstance(kernel, Kernel):
@@ -263,6 +269,8 @@ class SVGPVAE(LatentVariableAutoencoder):
         :param num_data: :math:`N`; default: ``num_data`` of one latent dataset, ``sequence_length``
             of sequences, or (``None``) the batch's own points (:math:`s = 1`), summed over replicas.
         """
+        if training and self.encoder_dropout:  # the reconstruction keeps every observed entry
+            batch = self.encoder_view(batch, training=training)
         X_gp, means, variances = self._sites(batch, training=training)
         # One latent dataset: the statistics are sums over points, and summed across replicas
         # they are the global batch's. Many: each replica holds whole datasets.

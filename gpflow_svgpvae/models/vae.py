@@ -28,7 +28,7 @@ __all__ = ["VAE"]
 class VAE(VideoAutoencoder):
     """Standard VAE with the same networks and data format as the GP-VAEs; arguments as
     :class:`~gpflow_svgpvae.models.video.VideoAutoencoder` (``encoder``, ``decoder``,
-    ``likelihood``, ``num_data``, ``sequence_length``, ``missing_values``, ...)."""
+    ``likelihood``, ``num_data``, ``sequence_length``, ``missing_values``, ``encoder_dropout``, ...)."""
 
     def latent_posterior(self, X, means, variances, num_data=None, weights=None) -> LatentPosterior:
         if weights is not None:  # frames with nothing observed: the prior N(0, I), KL 0

@@ -195,6 +195,10 @@ class VideoAutoencoder(LatentVariableAutoencoder):
         need a mask, ``data = (X, Y, mask)``); ``"nan"``: NaN entries of ``Y`` are missing.
     :param encoder_sees_mask: feed the encoder ``concat([Y zero-filled, mask], -1)``
         (last axis twice as wide) instead of the zero-filled ``Y`` alone.
+    :param encoder_dropout: in ``[0, 1)``: in training steps each observed entry is hidden from the
+        encoder with this probability and still scored by the likelihood, which trains the model
+        to predict entries it does not see, as imputation asks
+        (:meth:`~gpflow_svgpvae.models.LatentVariableAutoencoder.encoder_view`).
 
     Subclasses set ``whole_sequences_only = True`` when their bound has no minibatch
     estimator; such models reject training batches whose number of frames per video
@@ -226,9 +230,10 @@ class VideoAutoencoder(LatentVariableAutoencoder):
     def _videos(self, data, conditioning: bool = False, training: Optional[bool] = None):
         """``data = (X, Y)`` or ``(X, Y, mask)`` -> ``(X, Y zero-filled, mask or None, frame
         weights [V, T] or None, site means, site variances)``."""
-        X, Y, mask, weights = self.data_batch(data, conditioning=conditioning)
-        means, variances = self.encode_videos(Y, training=training, mask=mask)
-        return X, Y, mask, weights, means, variances
+        batch = self.data_batch(data, conditioning=conditioning)
+        seen = self.encoder_view(batch, training=training)  # the frames' weights are those of what it sees
+        means, variances = self.encode_videos(seen.Y, training=training, mask=seen.mask)
+        return batch.X, batch.Y, batch.mask, seen.weights, means, variances
 
     # ------------------------------------------------------- latent model
     @property
@@ -356,6 +361,7 @@ class VideoGPAutoencoder(VideoAutoencoder):
         seed: int = 0,
         missing_values: Optional[str] = None,
         encoder_sees_mask: bool = False,
+        encoder_dropout: float = 0.0,
         name: Optional[str] = None,
     ):
         super().__init__(
@@ -368,6 +374,7 @@ class VideoGPAutoencoder(VideoAutoencoder):
             seed=seed,
             missing_values=missing_values,
             encoder_sees_mask=encoder_sees_mask,
+            encoder_dropout=encoder_dropout,
             name=name,
         )
         kernels = channel_kernels(kernel)
@@ -412,6 +419,7 @@ class InducingVideoAutoencoder(VideoGPAutoencoder):
         seed: int = 0,
         missing_values: Optional[str] = None,
         encoder_sees_mask: bool = False,
+        encoder_dropout: float = 0.0,
         name: Optional[str] = None,
     ):
         super().__init__(
@@ -427,6 +435,7 @@ class InducingVideoAutoencoder(VideoGPAutoencoder):
             seed=seed,
             missing_values=missing_values,
             encoder_sees_mask=encoder_sees_mask,
+            encoder_dropout=encoder_dropout,
             name=name,
         )
         if not isinstance(inducing_variable, InducingPoints):
