@@ -1,5 +1,4 @@
-"""
-GP-LVM auxiliary inputs for object/view datasets.
+"""GP-LVM auxiliary inputs for object/view datasets.
 
 Each data point is one *object* (a digit, a sprite character) seen under one *view* (a
 rotation angle, a pose). The GP prior lives on ``[view features..., object vector]``: the
@@ -44,16 +43,12 @@ def _normalise_column(id_column: int, width: int) -> int:
     "return[1]: [batch...]",
 )
 def split_id_column(X: TensorType, id_column: int = -1) -> Tuple[tf.Tensor, tf.Tensor]:
-    """
-    Split raw auxiliary inputs into the view features and the object ids.
+    """Split raw auxiliary inputs into the view features and the object ids.
 
-    :param X: raw auxiliary inputs ``[batch..., D]`` (float or integer); column
-        ``id_column`` holds the object id, all other columns (kept in their
-        order) are view features, so ``D_view = D - 1``. The last dimension must
-        be statically known.
-    :param id_column: the column of the id (negative values count from the end).
-    :return: ``(view_features, ids_as_stored)`` -- the ids are returned in the
-        dtype of X, unvalidated (:class:`ObjectVectors` checks and converts them).
+    :param X: raw auxiliary inputs ``[batch..., D]`` (float or integer, ``D`` static); column
+        ``id_column`` (negative: from the end) holds the object id, the others (in order)
+        are view features, ``D_view = D - 1``.
+    :return: ``(view_features, ids_as_stored)``: the ids in the dtype of X, unvalidated.
     """
     X = tf.convert_to_tensor(X)
     width = X.shape[-1]
@@ -66,8 +61,7 @@ def split_id_column(X: TensorType, id_column: int = -1) -> Tuple[tf.Tensor, tf.T
 
 
 class ObjectVectors(InputTransform):
-    r"""
-    A learned table of object vectors (GP-LVM latents),
+    r"""A learned table of object vectors (GP-LVM latents),
     :math:`W \in \mathbb{R}^{n_{\mathrm{obj}} \times Q}`, stored as a trainable
     :class:`gpflow.Parameter` in :func:`gpflow.default_float` (no transform).
 
@@ -192,25 +186,18 @@ class ObjectVectors(InputTransform):
             ) from None
 
     def mapped_dims(self, num_view_features: Optional[int] = None) -> Tuple[list, list]:
-        """
-        Column indices of the *mapped* inputs, for kernels' ``active_dims``.
-
-        :param num_view_features: number of view feature columns (defaults to
-            the value given at construction).
-        :return: ``(view_dims, object_dims)`` as lists,
-            ``[0, .., Dv-1]`` and ``[Dv, .., Dv+Q-1]``.
-        """
+        """Column indices of the *mapped* inputs, for kernels' ``active_dims``: ``(view_dims,
+        object_dims)``, ``[0, .., Dv-1]`` and ``[Dv, .., Dv+Q-1]`` (``Dv``: ``num_view_features``,
+        by default the one given at construction)."""
         dv = self.num_view_features if num_view_features is None else int(num_view_features)
         if dv is None:
             raise ValueError("mapped_dims: num_view_features is unknown; pass it.")
         return list(range(dv)), list(range(dv, dv + self.Q))
 
     def check_ids(self, ids: np.ndarray) -> np.ndarray:
-        """
-        Validate object ids eagerly in numpy (e.g. a whole dataset's id column).
+        """Validate object ids (integer or integral float, any shape; e.g. a whole dataset's id
+        column) eagerly in numpy, and return them as int64.
 
-        :param ids: array of ids, integer or integral float, any shape.
-        :return: the ids as an int64 array.
         :raises ValueError: for non-integral, negative or ``>= num_objects`` ids.
         """
         ids = np.asarray(ids)
@@ -234,12 +221,8 @@ class ObjectVectors(InputTransform):
         "return: [batch..., Q]",
     )
     def lookup(self, ids: TensorType) -> tf.Tensor:
-        """
-        The object vectors of the given ids, validated (see the class docstring).
-
-        :param ids: object ids, integer or integral float.
-        :return: the table rows, float64.
-        """
+        """The table rows (float64) of ``ids`` (integer or integral float), validated as in the
+        class docstring."""
         ids = self._validated_ids(tf.convert_to_tensor(ids))
         return tf.gather(self.vectors, ids)  # [batch..., Q]
 
@@ -275,13 +258,8 @@ class ObjectVectors(InputTransform):
         "return: [batch..., D_mapped]",
     )
     def __call__(self, X: TensorType, Y=None, training: Optional[bool] = None) -> tf.Tensor:
-        """
-        Map raw auxiliary inputs ``[view features..., object id]`` to
-        ``[view features..., object vector]`` (float64).
-
-        :param X: raw inputs ``[batch..., Dv + 1]``.
-        :return: mapped inputs ``[batch..., Dv + Q]``.
-        """
+        """Raw inputs ``[view features..., object id]`` ``[batch..., Dv + 1]`` ->
+        ``[view features..., object vector]`` ``[batch..., Dv + Q]`` (float64)."""
         X = tf.convert_to_tensor(X)
         width = X.shape[-1]
         if width is None:
@@ -300,8 +278,7 @@ def pca_object_vectors(
     whiten: bool = False,
     scale: Optional[float] = None,
 ) -> np.ndarray:
-    r"""
-    PCA scores of canonical ("unrotated") object images, the paper's
+    r"""PCA scores of canonical ("unrotated") object images, the paper's
     initialisation of the object vectors.
 
     With :math:`Y \in \mathbb{R}^{n \times P}` the flattened images and
@@ -362,24 +339,16 @@ def pca_object_vectors(
 
 
 def random_object_vectors(n: int, Q: int, scale: float = 0.1, seed: Optional[int] = None) -> np.ndarray:
-    """
-    Random object vectors, i.i.d. :math:`\\mathcal{N}(0, \\mathrm{scale}^2)`. The
-    paper's ablation of the PCA initialisation uses ``scale=1.5``; the default 0.1 trains
-    much faster (rotated MNIST, ``docs/results.md``).
-
-    :param n: number of objects.
-    :param Q: dimension of an object vector.
-    :param scale: standard deviation.
-    :param seed: seed for :func:`numpy.random.default_rng`.
-    :return: float64 array ``[n, Q]``.
+    """Random object vectors ``[n, Q]`` (float64), i.i.d. :math:`\\mathcal{N}(0, \\mathrm{scale}^2)`
+    from ``numpy.random.default_rng(seed)``. The paper's ablation of the PCA initialisation uses
+    ``scale=1.5``; the default 0.1 trains much faster (rotated MNIST, ``docs/results.md``).
     """
     rng = np.random.default_rng(seed)
     return scale * rng.standard_normal((int(n), int(Q)))
 
 
 def fit_gaussian(vectors: np.ndarray, max_jitter: float = 1e-3) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
-    r"""
-    Fit a Gaussian to the rows of ``vectors``: sample mean, sample covariance
+    r"""Fit a Gaussian to the rows of ``vectors``: sample mean, sample covariance
     (``ddof=1``, as :func:`numpy.cov`) and its lower Cholesky factor.
 
     If the covariance is singular (e.g. fewer objects than dimensions), jitter
@@ -418,8 +387,7 @@ def init_inducing_per_view(
     object_vectors: np.ndarray,
     seed: Optional[int] = None,
 ) -> np.ndarray:
-    r"""
-    Inducing inputs with ``num_per_view`` points at every view value, whose
+    r"""Inducing inputs with ``num_per_view`` points at every view value, whose
     object parts are drawn from the Gaussian fitted to the object vectors,
 
     .. math::

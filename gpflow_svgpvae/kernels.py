@@ -1,5 +1,4 @@
-"""
-Kernels for the SVGP-VAE experiments on object/view data.
+"""Kernels for the SVGP-VAE experiments on object/view data.
 
 * :class:`CosineLinear` -- a cosine-normalised linear kernel (the building block
   of the SPRITES kernel of the paper's experiments);
@@ -33,8 +32,7 @@ __all__ = [
 
 
 class CosineLinear(Kernel):
-    r"""
-    The cosine-normalised linear kernel. The kernel equation is
+    r"""The cosine-normalised linear kernel. The kernel equation is
 
     .. math::
         k(\mathbf{x}, \mathbf{x}') = \sigma^2
@@ -82,13 +80,8 @@ class CosineLinear(Kernel):
         self.epsilon = epsilon
 
     def normalise(self, X: TensorType) -> tf.Tensor:
-        """
-        Project (already sliced) inputs onto the unit sphere,
-        :math:`\\mathbf{x} / \\lVert\\mathbf{x}\\rVert_\\epsilon`.
-
-        :param X: inputs of shape ``[batch..., N, D]`` (after ``active_dims``).
-        :return: normalised inputs of the same shape.
-        """
+        """Inputs ``[batch..., N, D]`` (after ``active_dims``) projected onto the unit sphere,
+        :math:`\\mathbf{x} / \\lVert\\mathbf{x}\\rVert_\\epsilon`, of the same shape."""
         X = tf.convert_to_tensor(X)
         eps2 = tf.cast(self.epsilon, X.dtype) ** 2
         sq_norm = tf.reduce_sum(tf.square(X), axis=-1, keepdims=True)  # [batch..., N, 1]
@@ -120,8 +113,7 @@ def _as_active_dims(dims: ActiveDims) -> ActiveDims:
 
 
 class PeriodicLinear(gpflow.kernels.Product):
-    r"""
-    The rotated-MNIST kernel (Casale et al. 2018; Jazbec et al. 2021): a
+    r"""The rotated-MNIST kernel (Casale et al. 2018; Jazbec et al. 2021): a
     periodic squared-exponential kernel on the view angle times a linear kernel
     on the object vector,
 
@@ -192,8 +184,7 @@ periodic_linear_kernel = PeriodicLinear
 
 
 class Cauchy(gpflow.kernels.IsotropicStationary):
-    r"""
-    The Cauchy kernel (the GP-VAE's kernel, Fortuin et al. 2020). The kernel equation is
+    r"""The Cauchy kernel (the GP-VAE's kernel, Fortuin et al. 2020). The kernel equation is
 
     .. math::
         k(r) = \frac{\sigma^2}{1 + r^2 / \ell^2},

@@ -1,5 +1,4 @@
-"""
-Low-rank Gaussian prior term of the GPPVAE baseline (Casale et al., NeurIPS 2018).
+"""Low-rank Gaussian prior term of the GPPVAE baseline (Casale et al., NeurIPS 2018).
 
 GPPVAE places an independent zero-mean Gaussian prior on each of the ``L``
 latent channels ``Z[:, l]`` of ``N`` data points, with a low-rank-plus-noise
@@ -74,8 +73,7 @@ def _woodbury_cholesky(V: tf.Tensor, noise_variance: tf.Tensor) -> tf.Tensor:
     "return: []",
 )
 def lowrank_gaussian_nll(Z: TensorType, V: TensorType, noise_variance: TensorType) -> tf.Tensor:
-    """
-    Negative log density of ``L`` independent columns under a low-rank Gaussian::
+    """Negative log density of ``L`` independent columns under a low-rank Gaussian::
 
         sum_l -log N(Z[:, l] | 0, K),    K = V V^T + alpha I_N
 
@@ -125,8 +123,7 @@ def lowrank_gaussian_nll(Z: TensorType, V: TensorType, noise_variance: TensorTyp
     "return: [N, L]",
 )
 def lowrank_nll_gradient(Z: TensorType, V: TensorType, noise_variance: TensorType) -> tf.Tensor:
-    """
-    Closed-form gradient of :func:`lowrank_gaussian_nll` w.r.t. ``Z``, i.e.
+    """Closed-form gradient of :func:`lowrank_gaussian_nll` w.r.t. ``Z``, i.e.
     :math:`K^{-1} Z`, by Woodbury in :math:`O(N H^2 + H^3)`:
 
     .. math::
@@ -147,11 +144,8 @@ def lowrank_nll_gradient(Z: TensorType, V: TensorType, noise_variance: TensorTyp
     "return: [N, ab]",
 )
 def rowwise_kronecker(A: TensorType, B: TensorType) -> tf.Tensor:
-    """
-    Row-wise Kronecker (face-splitting) product: ``out[n] = kron(A[n], B[n])``,
-    i.e. ``out[n, i * b + j] = A[n, i] * B[n, j]``. Consequently
-    ``out @ out.T == (A @ A.T) * (B @ B.T)`` (elementwise product).
-    """
+    """Row-wise Kronecker (face-splitting) product, ``out[n, i * b + j] = A[n, i] * B[n, j]``,
+    so that ``out @ out.T == (A @ A.T) * (B @ B.T)`` (elementwise)."""
     A = tf.convert_to_tensor(A)
     B = tf.convert_to_tensor(B, dtype=A.dtype)
     outer = A[:, :, None] * B[:, None, :]  # [N, a, b]
@@ -171,8 +165,7 @@ def gppvae_kronecker_features(
     view_index: TensorType,
     object_index: TensorType = None,
 ) -> tf.Tensor:
-    """
-    GPPVAE's low-rank factor ``V`` (``H = Q * R``)::
+    """GPPVAE's low-rank factor ``V`` (``H = Q * R``)::
 
         V[i] = kron(x_{o(i)}, Lv[v(i), :])
 
@@ -212,8 +205,7 @@ def gppvae_kronecker_features(
     "return: []",
 )
 def gppvae_taylor_surrogate(Z: TensorType, V: TensorType, noise_variance: TensorType) -> tf.Tensor:
-    """
-    First-order Taylor surrogate of the GP NLL around the current latents, used
+    """First-order Taylor surrogate of the GP NLL around the current latents, used
     by GPPVAE (Casale et al. 2018) to train the encoder/decoder:
 
     .. math::
@@ -243,12 +235,9 @@ def gppvae_taylor_surrogate(Z: TensorType, V: TensorType, noise_variance: Tensor
     "return: []",
 )
 def taylor_linear_term(Z: TensorType, coefficients: TensorType) -> tf.Tensor:
-    """
-    ``sum(stop_gradient(coefficients) * Z)``: the linear Taylor term for a
-    minibatch. Pass the rows of :func:`lowrank_nll_gradient` computed (on all
-    ``N`` latent means) at the expansion point that belong to the minibatch; the
-    gradient w.r.t. ``Z`` is then exactly those coefficients.
-    """
+    """``sum(stop_gradient(coefficients) * Z)``, the linear Taylor term of a minibatch: with the
+    minibatch's rows of :func:`lowrank_nll_gradient` at the expansion point, its gradient
+    w.r.t. ``Z`` is exactly those coefficients."""
     Z = tf.convert_to_tensor(Z)
     coefficients = tf.stop_gradient(tf.convert_to_tensor(coefficients, dtype=Z.dtype))
     return tf.reduce_sum(coefficients * Z)
@@ -261,10 +250,7 @@ def taylor_linear_term(Z: TensorType, coefficients: TensorType) -> tf.Tensor:
     "return: []",
 )
 def gp_term_for_hyperparameters(Z: TensorType, V: TensorType, noise_variance: TensorType) -> tf.Tensor:
-    """
-    ``lowrank_gaussian_nll(stop_gradient(Z), V, noise_variance)``: the exact
-    NLL as a loss for the GP parameters (``V`` and ``noise_variance``) with the
-    latents held fixed; no gradient flows into ``Z`` (the networks).
-    """
+    """``lowrank_gaussian_nll(stop_gradient(Z), V, noise_variance)``: the exact NLL as a loss
+    for the GP parameters with the latents held fixed (no gradient into ``Z``)."""
     Z = tf.stop_gradient(tf.convert_to_tensor(Z))
     return lowrank_gaussian_nll(Z, V, noise_variance)

@@ -254,8 +254,7 @@ class SVGPVAEPosterior(tf.Module):
         """Latent predictive mean and variance ``[..., n, L]`` at raw inputs ``Xnew``.
 
         :param data: more data ``(X, Y)`` or ``(X, Y, mask)`` to condition on, besides the cached data
-            (``X [V, T, D]`` with ``Xnew [V, n, D]``: each query row block is
-            conditioned on its own dataset).
+            (``X [V, T, D]`` with ``Xnew [V, n, D]``: each block conditioned on its own dataset).
         :param scale: the weight of each point of ``data`` (see :func:`check_scale`); the cached
             data keep the weight they were built with.
         :param Xnew: ``None`` predicts at the inputs of the conditioning arrays.
@@ -298,12 +297,10 @@ class SVGPVAEPosterior(tf.Module):
         return checked_predictions(predictions, num_samples)
 
     def export(self, path: str) -> None:
-        """Write a SavedModel with signatures ``predict_f`` and ``predict_y``.
-
-        Reload with ``tf.saved_model.load(path)``; no Python class from this
-        package is needed: ``loaded.predict_f(Xnew)`` returns ``{"mean", "variance"}``,
-        ``loaded.predict_y(Xnew)`` returns ``{"mean"}`` (``Xnew`` float64 ``[n, D]``,
-        raw inputs).
+        """Write a SavedModel with signatures ``predict_f`` and ``predict_y``: reloaded with
+        ``tf.saved_model.load(path)`` (no Python class of this package needed),
+        ``loaded.predict_f(Xnew)`` returns ``{"mean", "variance"}`` and ``loaded.predict_y(Xnew)``
+        ``{"mean"}`` (``Xnew`` float64 ``[n, D]``, raw inputs).
         """
         spec = tf.TensorSpec([None, self.input_dim], gpflow.default_float(), name="Xnew")
 

@@ -1,12 +1,11 @@
 """Restores that either fit the model whole or change nothing.
 
-TensorFlow restores a checkpoint variable by variable and raises at the first shape that does not
-fit, after the variables before it were overwritten, with a message that names a graph variable
-("... (6, 1) and (10, 1) ... name Variable:0") rather than the model's part. :func:`check_checkpoint`
-reads the checkpoint's object graph and shapes first (no variable is touched), matches them to the
-live objects the way a restore does (by the path of attribute names from the root), and refuses a
-checkpoint that does not fit with every mismatch named in the model's terms: inducing inputs,
-encoder and decoder layers, the number of latent channels, the likelihood.
+TensorFlow restores variable by variable and raises at the first shape that does not fit, after
+overwriting the variables before it, naming a graph variable ("... name Variable:0").
+:func:`check_checkpoint` reads the checkpoint's object graph and shapes first, matches them to
+the live objects as a restore does (by attribute paths), and refuses a checkpoint that does not
+fit, naming every mismatch in the model's terms (inducing inputs, encoder and decoder layers,
+the number of latent channels, the likelihood).
 """
 
 import os
