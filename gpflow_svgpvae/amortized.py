@@ -32,9 +32,8 @@ package register their own there, :mod:`gpflow_svgpvae.covariances`).
 Shapes: every function accepts leading batch dimensions ``...`` (one latent
 dataset each, e.g. one per sequence: ``means [V, b, L]``); the channel axis of
 the prior factors is ``1`` for a kernel shared by all :math:`L` channels and
-``L`` for one kernel per channel (``SeparateIndependent``). This module is the
-one implementation of the posterior: the training step, the cached posterior
-and the tests all run these functions.
+``L`` for one kernel per channel (``SeparateIndependent``). The training step and the
+cached posterior both run these functions.
 """
 
 from typing import Callable, NamedTuple, Optional, Tuple, Union

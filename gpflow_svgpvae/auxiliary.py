@@ -1,29 +1,13 @@
-"""
-GP-LVM auxiliary inputs for object/view datasets.
+"""GP-LVM auxiliary inputs for object/view datasets.
 
-In the rotated-MNIST and SPRITES experiments each data point is one *object*
-(a digit instance, a sprite character) seen under one *view* (a rotation
-angle, a pose). The GP prior over the latent channels lives on the joint
-auxiliary space ``[view features..., object vector]``: the view features are
-observed, the object vector is a learned, per-object vector (a GP-LVM latent,
-Lawrence 2005; Casale et al. 2018).
-
-This module holds the pieces that do not depend on a particular dataset:
-
-* :class:`ObjectVectors` -- the learned table of object vectors, a
-  :class:`gpflow.Module` that maps raw auxiliary inputs
-  ``[view features..., object id]`` to ``[view features..., object vector]``;
-* :func:`split_id_column` -- separates the id column from the view features;
-* :func:`pca_object_vectors` / :func:`random_object_vectors` -- initialisations
-  (PCA of the unrotated/canonical images, or the paper's random ablation);
-* :func:`init_inducing_per_view` -- inducing inputs with a fixed number of points
-  per view value and object parts drawn from the Gaussian fitted to the object
-  vectors.
-
-Because the inducing inputs are built in the *mapped* space
-``[view features..., object vector]``, the kernel sees data and inducing
-inputs in one space: use ``ObjectVectors.mapped_dims`` to get the column
-indices for the kernel's ``active_dims``.
+Each data point is one *object* (a digit, a sprite character) seen under one *view* (a
+rotation angle, a pose). The GP prior lives on ``[view features..., object vector]``: the
+view features are observed, the object vector is learned per object (a GP-LVM latent,
+Lawrence 2005; Casale et al. 2018). :class:`ObjectVectors` is that table, an input transform
+``[view features..., object id] -> [view features..., object vector]``;
+:func:`pca_object_vectors` and :func:`random_object_vectors` initialise it;
+:func:`init_inducing_per_view` places inducing inputs in the mapped space, where the kernel
+sees them and the data (``ObjectVectors.mapped_dims`` gives the kernel's ``active_dims``).
 """
 
 from typing import Optional, Tuple
@@ -59,16 +43,12 @@ def _normalise_column(id_column: int, width: int) -> int:
     "return[1]: [batch...]",
 )
 def split_id_column(X: TensorType, id_column: int = -1) -> Tuple[tf.Tensor, tf.Tensor]:
-    """
-    Split raw auxiliary inputs into the view features and the object ids.
+    """Split raw auxiliary inputs into the view features and the object ids.
 
-    :param X: raw auxiliary inputs ``[batch..., D]`` (float or integer); column
-        ``id_column`` holds the object id, all other columns (kept in their
-        order) are view features, so ``D_view = D - 1``. The last dimension must
-        be statically known.
-    :param id_column: the column of the id (negative values count from the end).
-    :return: ``(view_features, ids_as_stored)`` -- the ids are returned in the
-        dtype of X, unvalidated (:class:`ObjectVectors` checks and converts them).
+    :param X: raw auxiliary inputs ``[batch..., D]`` (float or integer, ``D`` static); column
+        ``id_column`` (negative: from the end) holds the object id, the others (in order)
+        are view features, ``D_view = D - 1``.
+    :return: ``(view_features, ids_as_stored)``: the ids in the dtype of X, unvalidated.
     """
     X = tf.convert_to_tensor(X)
     width = X.shape[-1]
@@ -81,8 +61,7 @@ def split_id_column(X: TensorType, id_column: int = -1) -> Tuple[tf.Tensor, tf.T
 
 
 class ObjectVectors(InputTransform):
-    r"""
-    A learned table of object vectors (GP-LVM latents),
+    r"""A learned table of object vectors (GP-LVM latents),
     :math:`W \in \mathbb{R}^{n_{\mathrm{obj}} \times Q}`, stored as a trainable
     :class:`gpflow.Parameter` in :func:`gpflow.default_float` (no transform).
 
@@ -101,19 +80,13 @@ class ObjectVectors(InputTransform):
     Errors: a wrong static width (when ``num_view_features`` is given) or an
     impossible ``id_column`` raise :class:`ValueError` at call time; by default
     (``check_ids_in_graph=True``) ids that are negative, ``>= num_objects`` or not
-    integral raise :class:`tf.errors.InvalidArgumentError` (one ``tf.debugging``
-    assertion per call, so also inside ``tf.function``). Under XLA
-    (``tf.function(jit_compile=True)``) TensorFlow compiles assertions away and
-    ``tf.gather`` clamps out-of-range indices silently: validate the ids of a
-    dataset once, eagerly, with :meth:`check_inputs` / :meth:`check_ids` before
-    training with XLA (:func:`gpflow_svgpvae.training.train` does this for arrays).
-
-    ``check_ids_in_graph=False`` leaves the assertion out of the graph (a few ops
-    less per step): only for ids validated once at the data boundary, e.g. arrays
-    passed to ``train`` (which calls :meth:`check_inputs`) or a dataset whose id
-    column went through :meth:`check_inputs`. Unchecked, an out-of-range id still
-    raises in ``tf.gather`` on CPU, but a non-integral id is rounded silently and
-    on GPU an out-of-range id gives zeros.
+    integral raise :class:`tf.errors.InvalidArgumentError` (one assertion per call,
+    also inside ``tf.function``). XLA compiles assertions away and ``tf.gather``
+    clamps out-of-range indices silently: validate a dataset's ids once, eagerly, with
+    :meth:`check_inputs` (:func:`gpflow_svgpvae.training.train` does this for arrays).
+    Unchecked (``check_ids_in_graph=False``), an out-of-range id still raises in
+    ``tf.gather`` on CPU, but a non-integral id is rounded silently and on GPU an
+    out-of-range id gives zeros.
     """
 
     def __init__(
@@ -144,8 +117,8 @@ class ObjectVectors(InputTransform):
         :param seed: seed of the random initialisation.
         :param name: module name.
         :param check_ids_in_graph: assert in the graph (every call, every step) that the
-            ids are integral and in range (default). ``False``: no in-graph check; the
-            ids must be validated once beforehand (see the class docstring).
+            ids are integral and in range; ``False``: a few ops less per step, for ids
+            validated once beforehand (see the class docstring).
         """
         super().__init__(name=name)
         self.check_ids_in_graph = bool(check_ids_in_graph)
@@ -186,10 +159,7 @@ class ObjectVectors(InputTransform):
             return self.output_dim
         return None if input_dim is None else int(input_dim) - 1 + self.Q
 
-    def check_inputs(self, X: np.ndarray) -> None:
-        """Validate the width and the ids of a whole dataset's raw inputs (see :meth:`check_ids`)."""
-        X = np.asarray(X)
-        width = X.shape[-1] if X.ndim else 0
+    def _check_width(self, width: int) -> None:
         if self.num_view_features is not None and width != self.num_view_features + 1:
             raise ValueError(
                 f"ObjectVectors: X (raw auxiliary inputs) must have num_view_features + 1 = "
@@ -200,6 +170,12 @@ class ObjectVectors(InputTransform):
                     else "."
                 )
             )
+
+    def check_inputs(self, X: np.ndarray) -> None:
+        """Validate the width and the ids of a whole dataset's raw inputs (see :meth:`check_ids`)."""
+        X = np.asarray(X)
+        width = X.shape[-1] if X.ndim else 0
+        self._check_width(width)
         column = _normalise_column(self.id_column, width)
         try:
             self.check_ids(X[..., column])
@@ -210,25 +186,18 @@ class ObjectVectors(InputTransform):
             ) from None
 
     def mapped_dims(self, num_view_features: Optional[int] = None) -> Tuple[list, list]:
-        """
-        Column indices of the *mapped* inputs, for kernels' ``active_dims``.
-
-        :param num_view_features: number of view feature columns (defaults to
-            the value given at construction).
-        :return: ``(view_dims, object_dims)`` as lists,
-            ``[0, .., Dv-1]`` and ``[Dv, .., Dv+Q-1]``.
-        """
+        """Column indices of the *mapped* inputs, for kernels' ``active_dims``: ``(view_dims,
+        object_dims)``, ``[0, .., Dv-1]`` and ``[Dv, .., Dv+Q-1]`` (``Dv``: ``num_view_features``,
+        by default the one given at construction)."""
         dv = self.num_view_features if num_view_features is None else int(num_view_features)
         if dv is None:
             raise ValueError("mapped_dims: num_view_features is unknown; pass it.")
         return list(range(dv)), list(range(dv, dv + self.Q))
 
     def check_ids(self, ids: np.ndarray) -> np.ndarray:
-        """
-        Validate object ids eagerly in numpy (e.g. a whole dataset's id column).
+        """Validate object ids (integer or integral float, any shape; e.g. a whole dataset's id
+        column) eagerly in numpy, and return them as int64.
 
-        :param ids: array of ids, integer or integral float, any shape.
-        :return: the ids as an int64 array.
         :raises ValueError: for non-integral, negative or ``>= num_objects`` ids.
         """
         ids = np.asarray(ids)
@@ -252,12 +221,8 @@ class ObjectVectors(InputTransform):
         "return: [batch..., Q]",
     )
     def lookup(self, ids: TensorType) -> tf.Tensor:
-        """
-        The object vectors of the given ids, validated (see the class docstring).
-
-        :param ids: object ids, integer or integral float.
-        :return: the table rows, float64.
-        """
+        """The table rows (float64) of ``ids`` (integer or integral float), validated as in the
+        class docstring."""
         ids = self._validated_ids(tf.convert_to_tensor(ids))
         return tf.gather(self.vectors, ids)  # [batch..., Q]
 
@@ -293,23 +258,13 @@ class ObjectVectors(InputTransform):
         "return: [batch..., D_mapped]",
     )
     def __call__(self, X: TensorType, Y=None, training: Optional[bool] = None) -> tf.Tensor:
-        """
-        Map raw auxiliary inputs ``[view features..., object id]`` to
-        ``[view features..., object vector]`` (float64).
-
-        :param X: raw inputs ``[batch..., Dv + 1]``.
-        :return: mapped inputs ``[batch..., Dv + Q]``.
-        """
+        """Raw inputs ``[view features..., object id]`` ``[batch..., Dv + 1]`` ->
+        ``[view features..., object vector]`` ``[batch..., Dv + Q]`` (float64)."""
         X = tf.convert_to_tensor(X)
         width = X.shape[-1]
         if width is None:
             raise ValueError("ObjectVectors: the last dimension of X must be statically known.")
-        if self.num_view_features is not None and width != self.num_view_features + 1:
-            raise ValueError(
-                f"ObjectVectors: raw auxiliary inputs must have num_view_features + 1 = "
-                f"{self.num_view_features + 1} columns (view features and the object id), "
-                f"got {width}."
-            )
+        self._check_width(width)
         views, ids = split_id_column(X, self.id_column)  # [batch..., Dv], [batch...]
         obj = self.lookup(ids)  # [batch..., Q]
         views = tf.cast(views, obj.dtype)
@@ -323,8 +278,7 @@ def pca_object_vectors(
     whiten: bool = False,
     scale: Optional[float] = None,
 ) -> np.ndarray:
-    r"""
-    PCA scores of canonical ("unrotated") object images, the paper's
+    r"""PCA scores of canonical ("unrotated") object images, the paper's
     initialisation of the object vectors.
 
     With :math:`Y \in \mathbb{R}^{n \times P}` the flattened images and
@@ -352,9 +306,8 @@ def pca_object_vectors(
     :param whiten: rescale each component to unit variance.
     :param scale: if given, multiply the (possibly whitened) scores by one factor so that
         their root mean square over all entries is ``scale`` (directions and ratios kept).
-        Small initial vectors train much faster on rotated MNIST (``docs/results.md``): the
-        raw scores of 28x28 images have column sds of 1-2.5, so the linear kernel starts with
-        a large prior variance and Adam's steps move the vectors slowly relative to their size.
+        Small initial vectors train much faster on rotated MNIST (``docs/results.md``): Adam's
+        steps move large raw scores (column sds 1-2.5) slowly relative to their size.
     :return: float64 array ``[n, Q]``.
     """
     del seed  # deterministic
@@ -386,24 +339,16 @@ def pca_object_vectors(
 
 
 def random_object_vectors(n: int, Q: int, scale: float = 0.1, seed: Optional[int] = None) -> np.ndarray:
-    """
-    Random object vectors, i.i.d. :math:`\\mathcal{N}(0, \\mathrm{scale}^2)`. The
-    paper's ablation of the PCA initialisation uses ``scale=1.5``; the default 0.1 trains
-    much faster (rotated MNIST, ``docs/results.md``).
-
-    :param n: number of objects.
-    :param Q: dimension of an object vector.
-    :param scale: standard deviation.
-    :param seed: seed for :func:`numpy.random.default_rng`.
-    :return: float64 array ``[n, Q]``.
+    """Random object vectors ``[n, Q]`` (float64), i.i.d. :math:`\\mathcal{N}(0, \\mathrm{scale}^2)`
+    from ``numpy.random.default_rng(seed)``. The paper's ablation of the PCA initialisation uses
+    ``scale=1.5``; the default 0.1 trains much faster (rotated MNIST, ``docs/results.md``).
     """
     rng = np.random.default_rng(seed)
     return scale * rng.standard_normal((int(n), int(Q)))
 
 
 def fit_gaussian(vectors: np.ndarray, max_jitter: float = 1e-3) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
-    r"""
-    Fit a Gaussian to the rows of ``vectors``: sample mean, sample covariance
+    r"""Fit a Gaussian to the rows of ``vectors``: sample mean, sample covariance
     (``ddof=1``, as :func:`numpy.cov`) and its lower Cholesky factor.
 
     If the covariance is singular (e.g. fewer objects than dimensions), jitter
@@ -442,8 +387,7 @@ def init_inducing_per_view(
     object_vectors: np.ndarray,
     seed: Optional[int] = None,
 ) -> np.ndarray:
-    r"""
-    Inducing inputs with ``num_per_view`` points at every view value, whose
+    r"""Inducing inputs with ``num_per_view`` points at every view value, whose
     object parts are drawn from the Gaussian fitted to the object vectors,
 
     .. math::

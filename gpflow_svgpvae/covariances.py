@@ -1,11 +1,9 @@
 r"""``Kuu`` and ``Kuf`` of :class:`~gpflow_svgpvae.kernels.PeriodicLinear`, through GPflow's dispatch.
 
-GPflow computes ``Kuu(InducingPoints, kernel)`` and ``Kuf(InducingPoints, kernel, X)`` of a
-product with the generic kernel call: each factor slices its active dimensions, builds a
-difference matrix with reshapes (or a ``tensordot``) and reads (transforms) its parameters.
-In an SVGP-VAE training step these covariances are a large part of the graph (the step is
-overhead-bound on a CPU, not FLOP-bound). The functions here compute exactly GPflow's
-formulas, in the same order, in a handful of operations:
+GPflow computes ``Kuu`` and ``Kuf`` of a product with the generic kernel call, many
+operations per factor; in an SVGP-VAE training step (overhead-bound on a CPU) they are a
+large part of the graph. The functions here compute exactly GPflow's formulas, in the
+same order, in a handful of operations:
 
 .. math::
 
@@ -25,7 +23,7 @@ from gpflow.inducing_variables import InducingPoints
 
 from .kernels import PeriodicLinear
 
-__all__ = ["Kuu_inducingpoints_periodic_linear", "Kuf_inducingpoints_periodic_linear"]
+__all__: list = []  # nothing to call: importing the module registers the covariances
 
 
 def _periodic_linear_cross(kernel: PeriodicLinear, Z: tf.Tensor, X: tf.Tensor) -> tf.Tensor:
@@ -44,7 +42,7 @@ def _periodic_linear_cross(kernel: PeriodicLinear, Z: tf.Tensor, X: tf.Tensor) -
 
 
 @covariances.Kuu.register(InducingPoints, PeriodicLinear)
-def Kuu_inducingpoints_periodic_linear(
+def _Kuu_periodic_linear(
     inducing_variable: InducingPoints, kernel: PeriodicLinear, *, jitter: float = 0.0
 ) -> tf.Tensor:
     """:math:`K_{mm} + \\text{jitter}\\,I`, ``[M, M]``."""
@@ -54,9 +52,7 @@ def Kuu_inducingpoints_periodic_linear(
 
 
 @covariances.Kuf.register(InducingPoints, PeriodicLinear, TensorLike)
-def Kuf_inducingpoints_periodic_linear(
-    inducing_variable: InducingPoints, kernel: PeriodicLinear, Xnew: TensorType
-) -> tf.Tensor:
+def _Kuf_periodic_linear(inducing_variable: InducingPoints, kernel: PeriodicLinear, Xnew: TensorType) -> tf.Tensor:
     """:math:`K_{mb}`, ``[M, batch..., N]`` for ``Xnew [batch..., N, D]`` (GPflow's layout)."""
     Z = tf.convert_to_tensor(inducing_variable.Z)
     Xnew = tf.convert_to_tensor(Xnew)

@@ -1,9 +1,8 @@
-"""
-Kernels for the SVGP-VAE experiments on object/view data.
+"""Kernels for the SVGP-VAE experiments on object/view data.
 
 * :class:`CosineLinear` -- a cosine-normalised linear kernel (the building block
   of the SPRITES kernel of the paper's experiments);
-* :class:`PeriodicLinear` (:func:`periodic_linear_kernel`) -- periodic kernel on a view
+* :class:`PeriodicLinear` (also named ``periodic_linear_kernel``) -- periodic kernel on a view
   angle times a linear kernel on object vectors (rotated MNIST, protocol of Casale et al. 2018);
 * :class:`Cauchy` -- the Cauchy kernel of the GP-VAE (Fortuin et al., 2020).
 
@@ -33,8 +32,7 @@ __all__ = [
 
 
 class CosineLinear(Kernel):
-    r"""
-    The cosine-normalised linear kernel. The kernel equation is
+    r"""The cosine-normalised linear kernel. The kernel equation is
 
     .. math::
         k(\mathbf{x}, \mathbf{x}') = \sigma^2
@@ -49,17 +47,11 @@ class CosineLinear(Kernel):
     semi-definite with rank at most the number of active dimensions.
 
     Zero vectors. The norm is computed as
-
-    .. math::
-        \lVert\mathbf{x}\rVert_\epsilon = \sqrt{\mathbf{x}^\top\mathbf{x} + \epsilon^2},
-
-    so a zero input maps to the zero vector (its row and column of :math:`K`
-    are 0, as is its ``K_diag``) instead of producing NaN, and gradients stay
-    finite everywhere (at most :math:`1/\epsilon` in size, reached at
-    :math:`\mathbf{x} = 0`). For inputs with :math:`\lVert\mathbf{x}\rVert \gg
-    \epsilon` the relative error of the regularisation is
-    :math:`\approx \epsilon^2 / (2\lVert\mathbf{x}\rVert^2)`, i.e. nil in float64
-    with the default :math:`\epsilon = 10^{-12}`.
+    :math:`\lVert\mathbf{x}\rVert_\epsilon = \sqrt{\mathbf{x}^\top\mathbf{x} + \epsilon^2}`,
+    so a zero input maps to the zero vector (its row and column of :math:`K` are 0) instead
+    of NaN, and gradients stay finite (at most :math:`1/\epsilon`). Elsewhere the relative
+    error is :math:`\approx \epsilon^2 / (2\lVert\mathbf{x}\rVert^2)`, nil in float64 with
+    the default :math:`\epsilon = 10^{-12}`.
     """
 
     def __init__(
@@ -88,13 +80,8 @@ class CosineLinear(Kernel):
         self.epsilon = epsilon
 
     def normalise(self, X: TensorType) -> tf.Tensor:
-        """
-        Project (already sliced) inputs onto the unit sphere,
-        :math:`\\mathbf{x} / \\lVert\\mathbf{x}\\rVert_\\epsilon`.
-
-        :param X: inputs of shape ``[batch..., N, D]`` (after ``active_dims``).
-        :return: normalised inputs of the same shape.
-        """
+        """Inputs ``[batch..., N, D]`` (after ``active_dims``) projected onto the unit sphere,
+        :math:`\\mathbf{x} / \\lVert\\mathbf{x}\\rVert_\\epsilon`, of the same shape."""
         X = tf.convert_to_tensor(X)
         eps2 = tf.cast(self.epsilon, X.dtype) ** 2
         sq_norm = tf.reduce_sum(tf.square(X), axis=-1, keepdims=True)  # [batch..., N, 1]
@@ -126,8 +113,7 @@ def _as_active_dims(dims: ActiveDims) -> ActiveDims:
 
 
 class PeriodicLinear(gpflow.kernels.Product):
-    r"""
-    The rotated-MNIST kernel (Casale et al. 2018; Jazbec et al. 2021): a
+    r"""The rotated-MNIST kernel (Casale et al. 2018; Jazbec et al. 2021): a
     periodic squared-exponential kernel on the view angle times a linear kernel
     on the object vector,
 
@@ -151,12 +137,9 @@ class PeriodicLinear(gpflow.kernels.Product):
     either), so :math:`\sigma_{\mathrm{lin}}^2` is non-trainable; the
     lengthscale and :math:`\sigma^2` are trainable.
 
-    Lengthscale convention. GPflow's ``Periodic(SquaredExponential)`` uses
-    :math:`\exp(-\tfrac12 \sin^2(\pi r/p)/\ell^2)`, TFP's ``ExpSinSquared``
-    (used by the SVGP-VAE research code) uses
-    :math:`\exp(-2 \sin^2(\pi r/p)/\ell_{\mathrm{TFP}}^2)`. The two agree for
-    :math:`\ell = \ell_{\mathrm{TFP}} / 2`: halve a TFP lengthscale before
-    passing it here.
+    Lengthscale convention. TFP's ``ExpSinSquared`` (used by the SVGP-VAE research code) is
+    :math:`\exp(-2 \sin^2(\pi r/p)/\ell_{\mathrm{TFP}}^2)`: halve a TFP lengthscale,
+    :math:`\ell = \ell_{\mathrm{TFP}} / 2`, before passing it here.
 
     :param angle_dims: the column(s) of X with the view angle.
     :param object_dims: the columns of X with the object vector.
@@ -196,21 +179,12 @@ class PeriodicLinear(gpflow.kernels.Product):
         return self.kernels[1]
 
 
-def periodic_linear_kernel(
-    angle_dims: ActiveDims = (0,),
-    object_dims: ActiveDims = slice(1, None),
-    period: float = 2.0 * np.pi,
-    lengthscales: float = 1.0,
-    variance: float = 1.0,
-    linear_variance: float = 1.0,
-) -> PeriodicLinear:
-    """The rotated-MNIST kernel: ``PeriodicLinear(...)`` (same arguments; see :class:`PeriodicLinear`)."""
-    return PeriodicLinear(angle_dims, object_dims, period, lengthscales, variance, linear_variance)
+#: The rotated-MNIST kernel: another name of :class:`PeriodicLinear` (the same arguments).
+periodic_linear_kernel = PeriodicLinear
 
 
 class Cauchy(gpflow.kernels.IsotropicStationary):
-    r"""
-    The Cauchy kernel (the GP-VAE's kernel, Fortuin et al. 2020). The kernel equation is
+    r"""The Cauchy kernel (the GP-VAE's kernel, Fortuin et al. 2020). The kernel equation is
 
     .. math::
         k(r) = \frac{\sigma^2}{1 + r^2 / \ell^2},
@@ -221,11 +195,9 @@ class Cauchy(gpflow.kernels.IsotropicStationary):
     variance. Its tails decay polynomially (:math:`\propto r^{-2}`), so distant inputs
     stay correlated much longer than under the squared exponential.
 
-    It is GPflow's rational quadratic kernel with :math:`\alpha = 1` and lengthscale
-    :math:`\ell/\sqrt 2`: ``RationalQuadratic(alpha=1, lengthscales=ell / sqrt(2))``
-    (whose :math:`\alpha` is a trainable parameter; here the exponent is fixed at 1).
-    Like GPflow's stationary kernels it honours ``active_dims`` and accepts inputs with
-    leading batch dimensions (``[V, T, D] -> [V, T, T]``).
+    It is GPflow's ``RationalQuadratic(alpha=1, lengthscales=ell / sqrt(2))`` with the
+    exponent fixed at 1, and accepts inputs with leading batch dimensions
+    (``[V, T, D] -> [V, T, T]``).
 
     :param variance: the (initial) variance :math:`\sigma^2` (positive).
     :param lengthscales: the (initial) lengthscale(s) :math:`\ell` (positive; a vector

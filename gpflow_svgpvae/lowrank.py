@@ -1,5 +1,4 @@
-"""
-Low-rank Gaussian prior term of the GPPVAE baseline (Casale et al., NeurIPS 2018).
+"""Low-rank Gaussian prior term of the GPPVAE baseline (Casale et al., NeurIPS 2018).
 
 GPPVAE places an independent zero-mean Gaussian prior on each of the ``L``
 latent channels ``Z[:, l]`` of ``N`` data points, with a low-rank-plus-noise
@@ -15,28 +14,15 @@ costs :math:`O(N H^2 + H^3)` via the Woodbury identity and the matrix
 determinant lemma, uses Cholesky factors and triangular solves only, and
 expects inputs in :func:`gpflow.default_float` (float64).
 
-How a GPPVAE model uses the pieces
-----------------------------------
-
-Casale et al. train the encoder/decoder and the GP parameters differently:
-
-* The GP parameters (``V``, i.e. object vectors and the view kernel, and
-  ``alpha``) are trained on the *exact* negative log-likelihood with the
-  latents held fixed: :func:`gp_term_for_hyperparameters` (``Z`` is wrapped in
-  ``tf.stop_gradient``).
-* The networks are trained through a first-order Taylor expansion of the GP
-  term around the current latent means: :func:`gppvae_taylor_surrogate`, whose
-  value is the exact NLL and whose gradient w.r.t. ``Z`` is the exact gradient
-  :math:`K^{-1} Z`, and which carries *no* gradient into ``V`` or ``alpha``.
-
-With full batches, ``surrogate(Z) + gp_term_for_hyperparameters(Z)`` has exactly
-the gradients of ``lowrank_gaussian_nll(Z, V, alpha)`` w.r.t. every argument
-(its value is twice the NLL). The surrogate is useful with minibatches: compute
-the coefficients :math:`G = K^{-1} Z` once from the latent means of *all* ``N``
-points (:func:`lowrank_nll_gradient`), then, for a minibatch ``b``, use
-:func:`taylor_linear_term` ``(Z_b, G_b)`` as the GP term of the network loss;
-its gradient w.r.t. the minibatch latents is the matching rows of the exact
-full-data gradient (evaluated at the expansion point).
+Casale et al. train the GP parameters (``V``: object vectors and view kernel, and
+``alpha``) on the exact NLL with the latents held fixed
+(:func:`gp_term_for_hyperparameters`), and the networks through a first-order Taylor
+expansion of it around the latent means (:func:`gppvae_taylor_surrogate`). With full
+batches the two together have exactly the gradients of :func:`lowrank_gaussian_nll`
+w.r.t. every argument. With minibatches, :math:`G = K^{-1} Z` is computed once from the
+latent means of *all* ``N`` points (:func:`lowrank_nll_gradient`) and a minibatch's GP
+term is :func:`taylor_linear_term` ``(Z_b, G_b)``: its gradient is the matching rows of
+the exact full-data gradient at the expansion point.
 """
 
 import math
@@ -60,6 +46,14 @@ def _as_scalar_like(value: TensorType, like: tf.Tensor) -> tf.Tensor:
     return tf.convert_to_tensor(value, dtype=like.dtype)
 
 
+def _woodbury(Z: TensorType, V: TensorType, noise_variance: TensorType):
+    """``(Z, V, alpha, L_C, V^T Z)`` in ``Z``'s dtype: what the NLL and its gradient start from."""
+    Z = tf.convert_to_tensor(Z)
+    V = tf.convert_to_tensor(V, dtype=Z.dtype)
+    alpha = _as_scalar_like(noise_variance, Z)
+    return Z, V, alpha, _woodbury_cholesky(V, alpha), tf.linalg.matmul(V, Z, transpose_a=True)  # [H, H], [H, L]
+
+
 @check_shapes(
     "V: [N, H]",
     "noise_variance: []",
@@ -79,8 +73,7 @@ def _woodbury_cholesky(V: tf.Tensor, noise_variance: tf.Tensor) -> tf.Tensor:
     "return: []",
 )
 def lowrank_gaussian_nll(Z: TensorType, V: TensorType, noise_variance: TensorType) -> tf.Tensor:
-    """
-    Negative log density of ``L`` independent columns under a low-rank Gaussian::
+    """Negative log density of ``L`` independent columns under a low-rank Gaussian::
 
         sum_l -log N(Z[:, l] | 0, K),    K = V V^T + alpha I_N
 
@@ -113,14 +106,9 @@ def lowrank_gaussian_nll(Z: TensorType, V: TensorType, noise_variance: TensorTyp
         parameter).
     :return: the summed negative log density (a scalar).
     """
-    Z = tf.convert_to_tensor(Z)
-    V = tf.convert_to_tensor(V, dtype=Z.dtype)
-    alpha = _as_scalar_like(noise_variance, Z)
+    Z, V, alpha, L_C, VtZ = _woodbury(Z, V, noise_variance)
     N = tf.cast(tf.shape(Z)[0], Z.dtype)
     num_columns = tf.cast(tf.shape(Z)[1], Z.dtype)
-
-    L_C = _woodbury_cholesky(V, alpha)  # [H, H]
-    VtZ = tf.linalg.matmul(V, Z, transpose_a=True)  # [H, L]
     A = tf.linalg.triangular_solve(L_C, VtZ, lower=True)  # [H, L]
     quad = (tf.reduce_sum(tf.square(Z)) - tf.reduce_sum(tf.square(A)) / alpha) / alpha
     logdet = N * tf.math.log(alpha) + 2.0 * tf.reduce_sum(tf.math.log(tf.linalg.diag_part(L_C)))
@@ -135,8 +123,7 @@ def lowrank_gaussian_nll(Z: TensorType, V: TensorType, noise_variance: TensorTyp
     "return: [N, L]",
 )
 def lowrank_nll_gradient(Z: TensorType, V: TensorType, noise_variance: TensorType) -> tf.Tensor:
-    """
-    Closed-form gradient of :func:`lowrank_gaussian_nll` w.r.t. ``Z``, i.e.
+    """Closed-form gradient of :func:`lowrank_gaussian_nll` w.r.t. ``Z``, i.e.
     :math:`K^{-1} Z`, by Woodbury in :math:`O(N H^2 + H^3)`:
 
     .. math::
@@ -146,11 +133,7 @@ def lowrank_nll_gradient(Z: TensorType, V: TensorType, noise_variance: TensorTyp
     Differentiable in all arguments; :func:`gppvae_taylor_surrogate` wraps it in
     stop-gradients.
     """
-    Z = tf.convert_to_tensor(Z)
-    V = tf.convert_to_tensor(V, dtype=Z.dtype)
-    alpha = _as_scalar_like(noise_variance, Z)
-    L_C = _woodbury_cholesky(V, alpha)  # [H, H]
-    VtZ = tf.linalg.matmul(V, Z, transpose_a=True)  # [H, L]
+    Z, V, alpha, L_C, VtZ = _woodbury(Z, V, noise_variance)
     CinvVtZ = tf.linalg.cholesky_solve(L_C, VtZ)  # [H, L]
     return (Z - tf.linalg.matmul(V, CinvVtZ) / alpha) / alpha
 
@@ -161,11 +144,8 @@ def lowrank_nll_gradient(Z: TensorType, V: TensorType, noise_variance: TensorTyp
     "return: [N, ab]",
 )
 def rowwise_kronecker(A: TensorType, B: TensorType) -> tf.Tensor:
-    """
-    Row-wise Kronecker (face-splitting) product: ``out[n] = kron(A[n], B[n])``,
-    i.e. ``out[n, i * b + j] = A[n, i] * B[n, j]``. Consequently
-    ``out @ out.T == (A @ A.T) * (B @ B.T)`` (elementwise product).
-    """
+    """Row-wise Kronecker (face-splitting) product, ``out[n, i * b + j] = A[n, i] * B[n, j]``,
+    so that ``out @ out.T == (A @ A.T) * (B @ B.T)`` (elementwise)."""
     A = tf.convert_to_tensor(A)
     B = tf.convert_to_tensor(B, dtype=A.dtype)
     outer = A[:, :, None] * B[:, None, :]  # [N, a, b]
@@ -185,8 +165,7 @@ def gppvae_kronecker_features(
     view_index: TensorType,
     object_index: TensorType = None,
 ) -> tf.Tensor:
-    """
-    GPPVAE's low-rank factor ``V`` (``H = Q * R``)::
+    """GPPVAE's low-rank factor ``V`` (``H = Q * R``)::
 
         V[i] = kron(x_{o(i)}, Lv[v(i), :])
 
@@ -226,8 +205,7 @@ def gppvae_kronecker_features(
     "return: []",
 )
 def gppvae_taylor_surrogate(Z: TensorType, V: TensorType, noise_variance: TensorType) -> tf.Tensor:
-    """
-    First-order Taylor surrogate of the GP NLL around the current latents, used
+    """First-order Taylor surrogate of the GP NLL around the current latents, used
     by GPPVAE (Casale et al. 2018) to train the encoder/decoder:
 
     .. math::
@@ -240,9 +218,7 @@ def gppvae_taylor_surrogate(Z: TensorType, V: TensorType, noise_variance: Tensor
     :func:`lowrank_nll_gradient`. Hence its value equals the exact NLL, its
     gradient w.r.t. ``Z`` equals the exact gradient :math:`+K^{-1} Z` (sign
     matters: minimising the surrogate must improve the GP fit), and its
-    gradient w.r.t. ``V`` and ``noise_variance`` is zero. Train the GP
-    parameters with :func:`gp_term_for_hyperparameters`; see the module
-    docstring for the minibatch use via :func:`taylor_linear_term`.
+    gradient w.r.t. ``V`` and ``noise_variance`` is zero (see the module docstring).
     """
     Z = tf.convert_to_tensor(Z)
     Z_fixed = tf.stop_gradient(Z)
@@ -259,12 +235,9 @@ def gppvae_taylor_surrogate(Z: TensorType, V: TensorType, noise_variance: Tensor
     "return: []",
 )
 def taylor_linear_term(Z: TensorType, coefficients: TensorType) -> tf.Tensor:
-    """
-    ``sum(stop_gradient(coefficients) * Z)``: the linear Taylor term for a
-    minibatch. Pass the rows of :func:`lowrank_nll_gradient` computed (on all
-    ``N`` latent means) at the expansion point that belong to the minibatch; the
-    gradient w.r.t. ``Z`` is then exactly those coefficients.
-    """
+    """``sum(stop_gradient(coefficients) * Z)``, the linear Taylor term of a minibatch: with the
+    minibatch's rows of :func:`lowrank_nll_gradient` at the expansion point, its gradient
+    w.r.t. ``Z`` is exactly those coefficients."""
     Z = tf.convert_to_tensor(Z)
     coefficients = tf.stop_gradient(tf.convert_to_tensor(coefficients, dtype=Z.dtype))
     return tf.reduce_sum(coefficients * Z)
@@ -277,10 +250,7 @@ def taylor_linear_term(Z: TensorType, coefficients: TensorType) -> tf.Tensor:
     "return: []",
 )
 def gp_term_for_hyperparameters(Z: TensorType, V: TensorType, noise_variance: TensorType) -> tf.Tensor:
-    """
-    ``lowrank_gaussian_nll(stop_gradient(Z), V, noise_variance)``: the exact
-    NLL as a loss for the GP parameters (``V`` and ``noise_variance``) with the
-    latents held fixed; no gradient flows into ``Z`` (the networks).
-    """
+    """``lowrank_gaussian_nll(stop_gradient(Z), V, noise_variance)``: the exact NLL as a loss
+    for the GP parameters with the latents held fixed (no gradient into ``Z``)."""
     Z = tf.stop_gradient(tf.convert_to_tensor(Z))
     return lowrank_gaussian_nll(Z, V, noise_variance)

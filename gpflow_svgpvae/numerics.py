@@ -23,10 +23,8 @@ def numerical_checks() -> bool:
 def set_numerical_checks(enabled: bool) -> None:
     """Switch runtime assertions on or off.
 
-    They cost a host-side check per matrix. XLA (``jit_compile=True``) cannot
-    compile them, so the compiled training loop switches them off while it
-    traces an XLA step; the step's guard (finite loss, terms, network outputs and
-    gradients, else no update) still runs, and the loop reads its flags after each step.
+    XLA cannot compile them, so the compiled training loop switches them off while it traces
+    an XLA step; the step's guard (no update unless all is finite) still runs.
     """
     global _NUMERICAL_CHECKS
     _NUMERICAL_CHECKS = bool(enabled)

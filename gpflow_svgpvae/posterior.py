@@ -9,16 +9,12 @@ data later only adds its statistics (:meth:`SVGPVAEPosterior.predict_f` with
 ``data``: e.g. the training set plus an unseen object's own observations).
 
 Data of many latent datasets (``X [V, T, D]``) give one posterior per dataset
-(``[V, L, M, M]``), predicted at ``Xnew [V, R, D]``.
+(``[V, L, M, M]``), predicted at ``Xnew [V, R, D]``. Queries are raw inputs, mapped by
+the model's input transform (one that reads observations maps them through its summary
+of the conditioning data).
 
-Queries are raw auxiliary inputs: they pass through the model's input
-transform; a transform that reads observations (a representation of each
-object) maps queries through the summary it made of the conditioning data.
-
-The cache is a snapshot: it holds :math:`L_m`, :math:`U`, :math:`L_m^{-1}\mu`
-and the statistics for the kernel, inducing inputs and encoder as they were
-when it was built (like GPflow's ``posterior()`` with a tensor cache). Build a
-new one after training further.
+The cache is a snapshot of :math:`L_m`, :math:`U`, :math:`L_m^{-1}\mu` and the statistics
+as they were when it was built (like GPflow's ``posterior()`` with a tensor cache).
 """
 
 import weakref
@@ -127,7 +123,7 @@ def _statistics(model, X_gp, means, variances, weights=None):
 
 
 @check_shapes("return[0]: [batch..., L, M, M]", "return[1]: [batch..., L, M]", "return[2]: []")
-def data_statistics(model, data, batch_size: int = 1024, context: Any = None):
+def _data_statistics(model, data, batch_size: int = 1024, context: Any = None):
     """Whitened statistics ``(P [..., L, M, M], r [..., L, M], count)`` of all of ``data``
     (summed over points; per latent dataset for ``X [V, T, D]``), encoder in inference mode.
     ``data`` may carry masks (``(X, Y, mask)``; see :mod:`gpflow_svgpvae.models.svgpvae`):
@@ -218,7 +214,7 @@ class SVGPVAEPosterior(tf.Module):
             _chunks(data, batch_size)  # type and length checks first
             model.input_transform.check_inputs(np.asarray(data[0]))
         context = _transform_context(model, data, batch_size)
-        P, r, count = data_statistics(model, data, batch_size, context)
+        P, r, count = _data_statistics(model, data, batch_size, context)
         posterior = cls(model, scale * P, scale * r, count, context)
         # Kept (not saved) so that predict_f(None) predicts at the conditioning inputs.
         posterior._conditioned_inputs = None if isinstance(data, tf.data.Dataset) else np.asarray(data[0])
@@ -248,7 +244,7 @@ class SVGPVAEPosterior(tf.Module):
             return self.whitened, self.context
         scale = check_scale(scale)
         context = _transform_context(self.model, data, batch_size)
-        P, r, _ = data_statistics(self.model, data, batch_size, context)
+        P, r, _ = _data_statistics(self.model, data, batch_size, context)
         P, r = self.P + scale * P, self.r + scale * r  # [..., L, M, M]: the cached data and each new dataset
         prior_chol = amortized.with_batch_rank(self.prior_chol, P.shape.rank - 3)
         return amortized.posterior_from_statistics(prior_chol, P, r, scale=1.0), context
@@ -258,8 +254,7 @@ class SVGPVAEPosterior(tf.Module):
         """Latent predictive mean and variance ``[..., n, L]`` at raw inputs ``Xnew``.
 
         :param data: more data ``(X, Y)`` or ``(X, Y, mask)`` to condition on, besides the cached data
-            (``X [V, T, D]`` with ``Xnew [V, n, D]``: each query row block is
-            conditioned on its own dataset).
+            (``X [V, T, D]`` with ``Xnew [V, n, D]``: each block conditioned on its own dataset).
         :param scale: the weight of each point of ``data`` (see :func:`check_scale`); the cached
             data keep the weight they were built with.
         :param Xnew: ``None`` predicts at the inputs of the conditioning arrays.
@@ -302,12 +297,10 @@ class SVGPVAEPosterior(tf.Module):
         return checked_predictions(predictions, num_samples)
 
     def export(self, path: str) -> None:
-        """Write a SavedModel with signatures ``predict_f`` and ``predict_y``.
-
-        Reload with ``tf.saved_model.load(path)``; no Python class from this
-        package is needed: ``loaded.predict_f(Xnew)`` returns ``{"mean", "variance"}``,
-        ``loaded.predict_y(Xnew)`` returns ``{"mean"}`` (``Xnew`` float64 ``[n, D]``,
-        raw inputs).
+        """Write a SavedModel with signatures ``predict_f`` and ``predict_y``: reloaded with
+        ``tf.saved_model.load(path)`` (no Python class of this package needed),
+        ``loaded.predict_f(Xnew)`` returns ``{"mean", "variance"}`` and ``loaded.predict_y(Xnew)``
+        ``{"mean"}`` (``Xnew`` float64 ``[n, D]``, raw inputs).
         """
         spec = tf.TensorSpec([None, self.input_dim], gpflow.default_float(), name="Xnew")
 

@@ -12,13 +12,10 @@ def not_autographed(function):
     """``function`` as AutoGraph leaves it: called as written when a ``tf.function`` traces it.
 
     AutoGraph rewrites the source of every Python function a traced function calls,
-    recursively (here: this package, GPflow, ``check_shapes``, TensorFlow Probability). For
-    a training step that rewriting took most of the tracing time (the first step of a small
-    video model: 3.6 s without it, 24 s with it, on a loaded 2-core machine). The package's
-    code has no Python control flow on tensors and does not need it. Keras layers called
-    inside (the user's networks) are still converted, by Keras, as in any Keras model: the
-    conversion status inside is "unspecified", not "disabled" as under
-    ``tf.autograph.experimental.do_not_convert``.
+    recursively; for a training step that took most of the tracing time (a small video model's
+    first step: 3.6 s without, 24 s with it). The package's code has no Python control flow on
+    tensors. Keras layers called inside (the user's networks) are still converted by Keras: the
+    status inside is "unspecified", not "disabled" as under ``do_not_convert``.
     """
     return tf.__internal__.autograph.tf_convert(function, _UNSPECIFIED, convert_by_default=False)
 
@@ -26,12 +23,10 @@ def not_autographed(function):
 def per_model_function(python_function, **tf_function_kwargs):
     """``tf.function(python_function, **tf_function_kwargs)`` for a function built once per model.
 
-    TensorFlow counts the traces of every ``tf.function`` made from the same code together and
-    warns of "frequent retracing" after five in a short run of calls: aimed at a ``tf.function``
-    created in a loop by mistake. A function kept per model (a closure over the model, cached
-    with it) is traced a few times by each model by design (one trace per data layout), so a
-    process that trains a sweep of models would get the warning for nothing. This turns it off
-    for that function only; its own retraces are unchanged.
+    TensorFlow warns of "frequent retracing" when the ``tf.function`` objects made from the same
+    code trace five times in a short run (aimed at one created in a loop by mistake). A function
+    kept per model is traced by each model by design, so a sweep of models would get the warning
+    for nothing; this turns it off for that function only.
     """
     function = tf.function(python_function, **tf_function_kwargs)
     # Private flag read by TensorFlow's frequent-tracing detector (TF 2.x); absent, nothing changes.

@@ -37,7 +37,6 @@ __all__ = [
     "Chain",
     "Concatenate",
     "GroupRepresentation",
-    "representation_and_table",
     "as_input_transform",
     "flatten_leading",
 ]
@@ -134,15 +133,19 @@ class SelectColumns(InputTransform):
             raise ValueError(f"SelectColumns{tuple(self.columns)}: the inputs have only {width} columns.")
 
 
-class Chain(InputTransform):
-    """``transforms[-1](...transforms[1](transforms[0](X)))``; each step sees the batch's ``Y``."""
+class _Composition(InputTransform):
+    """Several transforms; the composition reads the observations if any of them does."""
 
     def __init__(self, transforms: Sequence[InputTransform], name: Optional[str] = None):
         super().__init__(name=name)
         self.transforms = [as_input_transform(t) for t in transforms]
         if not self.transforms:
-            raise ValueError("Chain needs at least one transform.")
+            raise ValueError(f"{type(self).__name__} needs at least one transform.")
         self.needs_observations = any(t.needs_observations for t in self.transforms)
+
+
+class Chain(_Composition):
+    """``transforms[-1](...transforms[1](transforms[0](X)))``; each step sees the batch's ``Y``."""
 
     @property
     def input_dim(self) -> Optional[int]:
@@ -186,15 +189,8 @@ class Chain(InputTransform):
         return Xnew
 
 
-class Concatenate(InputTransform):
+class Concatenate(_Composition):
     """The outputs of several transforms of the same raw inputs, side by side (last axis)."""
-
-    def __init__(self, transforms: Sequence[InputTransform], name: Optional[str] = None):
-        super().__init__(name=name)
-        self.transforms = [as_input_transform(t) for t in transforms]
-        if not self.transforms:
-            raise ValueError("Concatenate needs at least one transform.")
-        self.needs_observations = any(t.needs_observations for t in self.transforms)
 
     @property
     def output_dim(self) -> Optional[int]:
@@ -320,22 +316,6 @@ class GroupRepresentation(InputTransform):
             message="GroupRepresentation: a query's group is not in the conditioning data (no observations of it).",
         )
         return tf.gather(vectors, tf.argmax(tf.cast(match, tf.int32), axis=-1))  # [..., R, d]
-
-
-def representation_and_table(
-    representation, table: InputTransform, group_column: int = 0, id_column: int = 1
-) -> Concatenate:
-    """Raw ``[group id, view id]`` rows (and their observations) -> ``[group vector, view vector]``.
-
-    The group's vector comes from its observations (:class:`GroupRepresentation`),
-    the view's from a learned table (an :class:`~gpflow_svgpvae.auxiliary.ObjectVectors`
-    reading one id column): SPRITES' ``[style, pose vector]``.
-    """
-    if getattr(table, "num_view_features", None) not in (None, 0):
-        raise ValueError("the table must map a single id column (num_view_features=0).")
-    return Concatenate(
-        [GroupRepresentation(representation, group_column=group_column), Chain([SelectColumns([id_column]), table])]
-    )
 
 
 def as_input_transform(transform) -> InputTransform:

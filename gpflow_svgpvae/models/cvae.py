@@ -12,20 +12,16 @@ Minibatch ELBO in GPflow's units:
 :math:`\tfrac{N}{b}\sum_{i\in b}\big(E_q\log p(y_i\mid z_i,c_i) - \mathrm{KL}(q_i\,\|\,p)\big)`.
 
 Generating an object at an unseen view (the rotated-MNIST task): the CVAE has
-no notion of objects, so an object's code is taken as the average of the
-encoder means of that object's *context* images (its images at the other,
-seen views), :math:`\bar m_j = \operatorname{mean}_{i: o(i)=j} m_i`, and decoded
-with the new view's :math:`c`. A "decoded sample" draws
-:math:`z = \bar m_j + \sqrt{\bar v_j}\,\epsilon` with :math:`\bar v_j` the
-average encoder variance of those images. ``predict_f(Xnew, data)`` returns
-:math:`(\bar m_j, \bar v_j)` of each row's object and ``predict_y`` decodes
-them; both require the context ``data = (X, Y)``.
+no notion of objects, so an object's code is the average of the encoder means
+and variances of its *context* images (at the other, seen views),
+:math:`\bar m_j = \operatorname{mean}_{i: o(i)=j} m_i` and :math:`\bar v_j`, decoded
+with the new view's :math:`c` (``predict_f(Xnew, data)``, ``predict_y``).
 
 Other conditions come from an input transform (``condition=``, a
 :class:`~gpflow_svgpvae.transforms.InputTransform`, the same modules that map an
 :class:`~gpflow_svgpvae.SVGPVAE`'s raw inputs to GP inputs). SPRITES: ``X =
-[character id, pose id]`` and :func:`~gpflow_svgpvae.transforms.representation_and_table`
-gives :math:`c = [\text{style of the character's frames}, \text{pose vector}]`; at
+[character id, pose id]`` and a :class:`~gpflow_svgpvae.transforms.GroupRepresentation`
+beside a pose table give :math:`c = [\text{style of the character's frames}, \text{pose vector}]`; at
 prediction the style is computed from the context frames
 (:meth:`~gpflow_svgpvae.transforms.InputTransform.context`).
 """

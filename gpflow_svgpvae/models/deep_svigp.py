@@ -18,12 +18,9 @@ with an :class:`~gpflow_svgpvae.auxiliary.ObjectVectors` table, raw
 ``[view features..., object id]`` become ``[view features..., object vector]``
 (GP-LVM).
 
-Prediction conditions on nothing: :math:`q(u)` is a free parameter, so
-``predict_f`` / ``predict_y`` take no ``data`` (passing it raises a
-``ValueError``). Without an encoder, a *new* object (one never seen in
-training) can only be placed by optimising its object vector:
-:meth:`fit_object_vectors` does that on context images with everything else
-frozen; predict afterwards.
+Prediction conditions on nothing (:math:`q(u)` is a free parameter); without an encoder,
+a *new* object can only be placed by optimising its object vector on context images
+(:meth:`DeepSVIGP.fit_object_vectors`).
 """
 
 from typing import Optional, Union
@@ -114,15 +111,7 @@ class DeepSVIGP(LatentVariableAutoencoder):
         return tf.cast(self.input_transform(X), gpflow.default_float())
 
     def _latent(self, X, full_cov: bool = False):
-        return conditional(
-            self.map_inputs(X),
-            self.inducing_variable,
-            self.kernel,
-            self.q_mu,
-            q_sqrt=self.q_sqrt,
-            full_cov=full_cov,
-            white=True,
-        )
+        return self._free_posterior_latents(self.map_inputs(X), full_cov=full_cov)
 
     @staticmethod
     def _no_data(data):
@@ -207,5 +196,6 @@ class DeepSVIGP(LatentVariableAutoencoder):
             initial_vectors=initial_vectors,
         )
 
-    def _free_posterior_latents(self, X_gp):
-        return conditional(X_gp, self.inducing_variable, self.kernel, self.q_mu, q_sqrt=self.q_sqrt, white=True)
+    def _free_posterior_latents(self, X_gp, full_cov: bool = False):
+        kernel, q_mu, q_sqrt = self.kernel, self.q_mu, self.q_sqrt
+        return conditional(X_gp, self.inducing_variable, kernel, q_mu, q_sqrt=q_sqrt, full_cov=full_cov, white=True)

@@ -22,8 +22,8 @@ The encoder gives :math:`q(z_i \mid y_i) = \mathcal N(\mu_i, \mathrm{diag}\,\sig
 Training scheme (Casale et al.'s, with per-minibatch updates). The GP term
 couples all :math:`N` latents, so it is linearised once per epoch:
 
-1. :meth:`refresh` (call before the first epoch and after every epoch; the
-   experiment passes :meth:`refresh_callback` to :func:`~gpflow_svgpvae.training.train`):
+1. :meth:`refresh` (before the first epoch and after every epoch: pass
+   :meth:`refresh_callback` to :func:`~gpflow_svgpvae.training.train`):
    encode all :math:`N` images, draw :math:`\epsilon_i \sim \mathcal N(0, I)`,
    set the expansion point :math:`\bar Z = \mu + \sigma\odot\epsilon` and the
    Taylor coefficients :math:`G = K^{-1}\bar Z` (Woodbury), stored per
@@ -47,12 +47,10 @@ couples all :math:`N` latents, so it is linearised once per epoch:
    estimate of :math:`\mathrm{KL}(q(Z)\,\|\,p(Z))`.
 
 With one full batch (:math:`b = N`) and no parameter change since the refresh,
-the value and gradient of ``kl`` with respect to *every* parameter equal those
-of the exact :math:`-\log \mathcal N(Z \mid 0, K) - \sum_i H[q_i]` at
-:math:`Z = \mu + \sigma \odot \epsilon` (tested). With minibatch updates the
-coefficients become stale within an epoch; Casale et al. accumulate the
-gradients over the epoch and take one step per epoch instead, which is exact
-but gives 1 update per epoch (this implementation takes :math:`N/b`).
+the value and gradient of ``kl`` w.r.t. *every* parameter equal those of the exact
+:math:`-\log \mathcal N(Z \mid 0, K) - \sum_i H[q_i]` at :math:`Z = \mu + \sigma \odot \epsilon`
+(tested). With minibatches the coefficients go stale within an epoch; Casale et al.
+take one (exact) step per epoch instead of this implementation's :math:`N/b`.
 
 Prediction (the GP posterior of new latents given context images
 ``data = (X, Y)``, which :meth:`GPPVAE.predict_f` requires): with

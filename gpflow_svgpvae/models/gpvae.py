@@ -44,8 +44,6 @@ missing frames (their rows and columns of :math:`K_n` are unit vectors); then
 :math:`L_n^{-1}\,\mathrm{diag}(w)K`. With :math:`w = 1` these are exactly the unweighted numbers.
 """
 
-from typing import Optional
-
 import numpy as np
 import tensorflow as tf
 
@@ -61,7 +59,7 @@ from .video import (
     frame_sum,
 )
 
-__all__ = ["GPVAE", "exact_gp_factors"]
+__all__ = ["GPVAE"]
 
 
 def _frame_flags(weights, dtype) -> tf.Tensor:
@@ -69,7 +67,7 @@ def _frame_flags(weights, dtype) -> tf.Tensor:
     return tf.cast(tf.convert_to_tensor(weights) > 0, dtype)[..., None, :]
 
 
-def exact_gp_factors(K: tf.Tensor, means: tf.Tensor, variances: tf.Tensor, jitter: float = 0.0, weights=None):
+def _exact_gp_factors(K: tf.Tensor, means: tf.Tensor, variances: tf.Tensor, jitter: float = 0.0, weights=None):
     r"""Cholesky factor and whitened targets of the exact GP regression on latent datasets.
 
     :param K: prior covariances ``[V, C, T, T]`` (``C`` = 1 or L).
@@ -105,75 +103,33 @@ def exact_gp_factors(K: tf.Tensor, means: tf.Tensor, variances: tf.Tensor, jitte
 class GPVAE(VideoGPAutoencoder):
     r"""Exact GP-VAE: one exact GP posterior per video and channel (:math:`O(T^3)`; small T only).
 
-    :param encoder: ``tf_keras`` frame encoder ``Y [n, ...] -> (means [n, L], variances [n, L])``.
-    :param decoder: ``tf_keras`` decoder ``Z [n, L] -> likelihood parameters``.
-    :param kernel: GPflow kernel over the frame inputs (shared by the channels, or
-        ``SeparateIndependent``).
-    :param likelihood: decoder likelihood.
-    :param num_data: the number of training videos (``None``: each batch is the training set).
+    Arguments as :class:`~gpflow_svgpvae.models.video.VideoGPAutoencoder` (``encoder``,
+    ``decoder``, ``kernel``, ``likelihood``, ``num_data``, ``num_latent_gps``, ...), except:
+
     :param sequence_length: the number of frames :math:`N` of every video, if fixed: every training
         batch must then hold whole videos (:math:`T = N` frames each).
-    :param num_latent_gps: :math:`L` (checked against the encoder when given).
     :param jitter: added to :math:`K + \tilde D` before the Cholesky (default 0: the
         site variances, bounded below by the encoder head, regularise it).
-
-    :param missing_values: ``None`` or ``"nan"`` (NaN entries are missing).
-    :param encoder_sees_mask: the encoder sees ``concat([Y zero-filled, mask], -1)``.
-    :param encoder_dropout: observed entries hidden from the encoder in training (see
-        :class:`~gpflow_svgpvae.models.video.VideoAutoencoder`).
 
     ``data = (X [V, T, D], Y [V, T, ...])`` or ``(X, Y, mask)``; the ELBO is summed over
     videos. Padded videos: pad to a common ``T`` and pass the frame mask ``[V, T]``;
     each video's KL and posterior are then those of its real frames alone.
 
-    Training from random networks can settle in a poor local optimum: on the moving
-    ball it ends with a short lengthscale and latents that are not an affine image of
-    the paths, and training longer does not leave it. Starting from the networks of a
-    :class:`~gpflow_svgpvae.SVGPVAE` with few inducing points
-    (pass the same ``encoder``/``decoder`` objects, or copy their weights) reaches a
-    higher bound and recovers the paths; see ``docs/results.md``.
+    Training from random networks can settle in a poor local optimum (on the moving ball:
+    a short lengthscale, latents not an affine image of the paths). Starting from the networks
+    of a :class:`~gpflow_svgpvae.SVGPVAE` with few inducing points reaches a higher bound and
+    recovers the paths (``docs/results.md``).
     """
 
     whole_sequences_only = True
 
-    def __init__(
-        self,
-        encoder,
-        decoder,
-        kernel,
-        likelihood="gaussian",
-        *,
-        num_data=None,
-        sequence_length=None,
-        num_latent_gps=None,
-        jitter: float = 0.0,
-        num_samples: int = 1,
-        seed: int = 0,
-        missing_values: Optional[str] = None,
-        encoder_sees_mask: bool = False,
-        encoder_dropout: float = 0.0,
-        name: Optional[str] = None,
-    ):
-        super().__init__(
-            encoder,
-            decoder,
-            kernel,
-            likelihood,
-            num_data=num_data,
-            sequence_length=sequence_length,
-            num_latent_gps=num_latent_gps,
-            jitter=jitter,
-            num_samples=num_samples,
-            seed=seed,
-            missing_values=missing_values,
-            encoder_sees_mask=encoder_sees_mask,
-            encoder_dropout=encoder_dropout,
-            name=name,
-        )
+    def __init__(self, encoder, decoder, kernel, likelihood="gaussian", *, jitter: float = 0.0, **kwargs):
+        # VideoGPAutoencoder's arguments; only the default jitter differs.
+        super().__init__(encoder, decoder, kernel, likelihood, jitter=jitter, **kwargs)
 
     def latent_posterior(self, X, means, variances, num_data=None, weights=None) -> LatentPosterior:
         K = batched_gram(self.kernel, X)  # [V, C, T, T]
-        Ln, alpha, log_marginal = exact_gp_factors(K, means, variances, self.jitter, weights)
+        Ln, alpha, log_marginal = _exact_gp_factors(K, means, variances, self.jitter, weights)
         Kw = K if weights is None else K * _frame_flags(weights, K.dtype)[..., None]  # diag(w) K (rows)
         A = tf.linalg.triangular_solve(Ln, tf.broadcast_to(Kw, tf.shape(Ln)), lower=True)  # Ln^-1 K
         mean = tf.linalg.matvec(A, alpha, transpose_a=True)  # K (K + D)^-1 ytil, [V, L, T]
@@ -188,11 +144,11 @@ class GPVAE(VideoGPAutoencoder):
         ``(X, Y, mask)``: frames with nothing observed are left out)."""
         X, _, _, weights, means, variances = self._videos(data, conditioning=True, training=False)
         K = batched_gram(self.kernel, X)
-        return exact_gp_factors(K, means, variances, self.jitter, weights)[2]
+        return _exact_gp_factors(K, means, variances, self.jitter, weights)[2]
 
     def _predict_at(self, X, means, variances, Xnew, weights=None):
         K = batched_gram(self.kernel, X)
-        Ln, alpha, _ = exact_gp_factors(K, means, variances, self.jitter, weights)
+        Ln, alpha, _ = _exact_gp_factors(K, means, variances, self.jitter, weights)
         Kxr = batched_cross_gram(self.kernel, X, Xnew)  # [V, C, T, R]
         if weights is not None:  # rows of the left-out frames: 0
             Kxr = Kxr * _frame_flags(weights, Kxr.dtype)[..., None]

@@ -20,14 +20,10 @@ the computation and can be checked; the remaining objective is
 :math:`\sum_t E_{q_S}[\log p(y\mid z)] - \mathrm{KL}`, a decoder trained on a
 GP whose posterior never sees the frames.
 
-What "free :math:`q(u)`" means for many videos. Each video has its own GP
-draw, so a useful free posterior would need one :math:`q(u_v)` per video
-(``num_videos=V``: a fixed set of videos, always passed in the same order, as
-in a GP-LVM; new videos would need new optimisation). With ``num_videos=None``
-one :math:`q(u)` per channel is shared by all videos, i.e. every video is
-explained by the same latent path. Neither can use a stream of fresh videos;
-the class exists as the baseline that shows *why* the SVGP-VAE amortises
-:math:`q(u)`.
+Each video has its own GP draw, so a useful free posterior needs one :math:`q(u_v)` per
+video of a fixed set (``num_videos=V``, as in a GP-LVM); ``num_videos=None`` explains every
+video by the same latent path. Neither can use a stream of fresh videos: the class is the
+baseline that shows *why* the SVGP-VAE amortises :math:`q(u)`.
 
 Missing frames (``data = (X, Y, mask)``): a frame with nothing observed has site weight 0;
 it is left out of both the encoder cross-entropy and Hensman's data term (which still
@@ -70,8 +66,7 @@ class HensmanGPVAE(InducingVideoAutoencoder):
 
     :param num_latent_gps: :math:`L` (required: it fixes the shape of ``q_mu``).
     :param num_videos: ``None`` (one :math:`q(u)` per channel shared by all videos) or
-        :math:`V` (one per video of a fixed set; batches must hold exactly these videos,
-        in order).
+        :math:`V` (one per video; batches must hold exactly these videos, in order).
     :param q_mu: optional initial ``[Q, M, L]`` whitened means (default zeros).
     :param q_sqrt: optional initial lower-triangular ``[Q, L, M, M]`` (default identity).
 

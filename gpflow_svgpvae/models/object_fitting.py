@@ -18,12 +18,10 @@ optimiser Adam from the current (or given) rows; only the rows of the new
 objects change.
 
 ``objective="decoded_mean"`` replaces the expectation by :math:`\log p(y_i \mid \mu(x))`, the
-likelihood of the decoded predictive *mean*. The expectation is a lower bound on the
-marginal likelihood that is looser where the predictive variance is larger, so it pulls
-the vectors towards inputs of small prior variance (with a linear kernel on the vectors,
-towards the origin: a copy of a training object is fitted with a shrunken vector, see
-``tests/models/test_object_fitting.py``). The decoded mean has no such pull and matches
-what a prediction decodes.
+likelihood of the decoded predictive *mean*. The expectation's bound is looser where the
+predictive variance is larger, so it pulls the vectors towards inputs of small prior
+variance (with a linear kernel, towards the origin: a copy of a training object gets a
+shrunken vector); the decoded mean has no such pull and matches what a prediction decodes.
 """
 
 import contextlib
@@ -37,18 +35,18 @@ from gpflow.keras import tf_keras
 from ..auxiliary import ObjectVectors
 from ..tracing import not_autographed
 
-__all__ = ["fit_object_vectors", "OBJECTIVES"]
+__all__ = ["fit_object_vectors"]
 
-#: The objectives :func:`fit_object_vectors` can fit new object vectors with.
-OBJECTIVES = ("expected_log_likelihood", "decoded_mean")
+# The objectives fit_object_vectors can fit new object vectors with.
+_OBJECTIVES = ("expected_log_likelihood", "decoded_mean")
 
 # predict_latents(X_gp [n, D], *latent_args) -> (mean [n, L], var [n, L])
-LatentPredictor = Callable[..., tuple]
+_LatentPredictor = Callable[..., tuple]
 
 
 def fit_object_vectors(
     model,
-    predict_latents: LatentPredictor,
+    predict_latents: _LatentPredictor,
     latent_args: Sequence[tf.Tensor],
     X_context,
     Y_context,
@@ -94,8 +92,8 @@ def fit_object_vectors(
     unknown = np.setdiff1d(raw_ids, ids)
     if unknown.size:
         raise ValueError(f"context inputs have object ids not in object_ids: {unknown[:10].tolist()}")
-    if objective not in OBJECTIVES:
-        raise ValueError(f"objective must be one of {OBJECTIVES}; got {objective!r}")
+    if objective not in _OBJECTIVES:
+        raise ValueError(f"objective must be one of {_OBJECTIVES}; got {objective!r}")
     if int(steps) < 0 or not learning_rate > 0:
         raise ValueError(f"need steps >= 0 and learning_rate > 0; got {steps}, {learning_rate}.")
     lookup = tf.constant(np.searchsorted(np.sort(ids), raw_ids))
@@ -125,7 +123,7 @@ def fit_object_vectors(
 
 def _fitter(
     model,
-    predict_latents: LatentPredictor,
+    predict_latents: _LatentPredictor,
     num_rows: int,
     learning_rate: float,
     objective: str,

@@ -55,9 +55,8 @@ class SparseGPVAE(InducingVideoAutoencoder):
     Same arguments as :class:`~gpflow_svgpvae.SVGPVAE` on video data (also ``missing_values``
     and ``encoder_sees_mask``). ``predict_f(Xnew, data)`` predicts with Titsias' optimal
     :math:`q(u)` of each video (at its frames for ``Xnew=None``, or at new inputs).
-    ``sequence_length``, if given, must be the number of frames of every video: a batch whose
-    videos have a different number of frames (a "minibatch" of frames) raises
-    ``ValueError`` (static shapes) or ``InvalidArgumentError`` (dynamic shapes).
+    ``sequence_length``, if given, must be the number of frames of every video: a
+    "minibatch" of frames raises ``ValueError`` (or ``InvalidArgumentError``, dynamic shapes).
     """
 
     whole_sequences_only = True
@@ -99,12 +98,6 @@ class SparseGPVAE(InducingVideoAutoencoder):
             - 0.5 * frames((kdiag - qdiag) / vtil)
         )  # [V, L]
         return W, LB, c, kdiag, qdiag, bound
-
-    def collapsed_bound(self, data) -> tf.Tensor:
-        r"""Titsias' bound :math:`\mathcal L_T^{vl}` of every video's latent dataset, ``[V, L]``
-        (``data = (X, Y)`` or ``(X, Y, mask)``: frames with nothing observed are left out)."""
-        X, _, _, weights, means, variances = self._videos(data, training=False)
-        return self._titsias(X, means, variances, weights)[-1]
 
     @staticmethod
     def _marginals(W, LB, c, kdiag, qdiag):

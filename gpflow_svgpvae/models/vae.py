@@ -26,19 +26,9 @@ __all__ = ["VAE"]
 
 
 class VAE(VideoAutoencoder):
-    """Standard VAE with the same networks and data format as the GP-VAEs.
-
-    :param encoder: ``tf_keras`` frame encoder ``Y [n, ...] -> (means [n, L], variances [n, L])``.
-    :param decoder: ``tf_keras`` decoder ``Z [n, L] -> likelihood parameters``.
-    :param likelihood: decoder likelihood.
-    :param num_data: the number of training videos (``None``: each batch is the training set).
-    :param sequence_length: frames per video, when batches may hold fewer (scale ``N/b``).
-    :param missing_values: ``None`` or ``"nan"`` (NaN entries are missing); see
-        :class:`~gpflow_svgpvae.models.video.VideoAutoencoder`.
-    :param encoder_sees_mask: the encoder sees ``concat([Y zero-filled, mask], -1)``.
-    :param encoder_dropout: observed entries hidden from the encoder in training (see
-        :class:`~gpflow_svgpvae.models.video.VideoAutoencoder`).
-    """
+    """Standard VAE with the same networks and data format as the GP-VAEs; arguments as
+    :class:`~gpflow_svgpvae.models.video.VideoAutoencoder` (``encoder``, ``decoder``,
+    ``likelihood``, ``num_data``, ``sequence_length``, ``missing_values``, ``encoder_dropout``, ...)."""
 
     def latent_posterior(self, X, means, variances, num_data=None, weights=None) -> LatentPosterior:
         if weights is not None:  # frames with nothing observed: the prior N(0, I), KL 0

@@ -5,7 +5,7 @@ from .heads import GaussianSiteHead
 from .init import set_output_bias
 from .mlp import fan_in_truncated_normal, mlp_decoder, mlp_encoder
 from .precision import PRECISIONS, network_precision
-from .representation import StyleRepresentation, aggregate_by_group, pretrain_representation, representation_network
+from .representation import StyleRepresentation, aggregate_by_group
 from .validation import check_network
 
 __all__ = [
@@ -18,10 +18,8 @@ __all__ = [
     "RepeatUpsampling2D",
     "UpsamplingConv2D",
     "DepthwiseSumConv2D",
-    "representation_network",
     "StyleRepresentation",
     "aggregate_by_group",
-    "pretrain_representation",
     "check_network",
     "set_output_bias",
     "network_precision",

@@ -9,26 +9,17 @@ followed by a 3x3 ``Conv2D`` with 8 filters and ELU (7 -> 14 -> 28), and a final
 3x3 ``Conv2D`` with one channel (sigmoid by default, so the Gaussian mean lies
 in ``[0, 1]`` like the pixels).
 
-Upsampling and XLA. ``UpSampling2D``'s gradient (``ResizeNearestNeighborGrad``)
-cannot be compiled by XLA on CPU (TF 2.21), so a decoder that is trained with
-``jit_compile=True`` must not use it. :class:`RepeatUpsampling2D` computes the
-same nearest-neighbour upsampling with a broadcast and a reshape (its gradient
-is a reshape and a sum, which XLA compiles); ``upsampling="transpose"``
-uses a learned stride-2 ``Conv2DTranspose`` instead. Both are float32 and use
-only ``tf_keras`` (Keras 2) layers.
+Upsampling and XLA. ``UpSampling2D``'s gradient cannot be compiled by XLA on CPU
+(TF 2.21): :class:`RepeatUpsampling2D` computes the same nearest-neighbour upsampling
+with a broadcast and a reshape, and ``upsampling="transpose"`` uses a learned stride-2
+``Conv2DTranspose`` instead.
 
-Speed. By default the decoder computes the same function, with the same
-parameters and (for a given seed) the same initial weights, as ``RepeatUpsampling2D``
-+ ``Conv2D`` layers, in two faster forms: :class:`UpsamplingConv2D`
-(``upsampling="fused"``) convolves the low-resolution map once, with ``f^2`` kernels
-(one per output phase, each over the smallest window that holds its taps: 2x2 for a
-3x3 kernel at x2) summed from the layer's ``k x k`` kernel, adds the bias and applies
-the activation on that map (one fused convolution), and interleaves the phases with
-``depth_to_space``, so the upsampled map is never formed; the one-channel output
-layer is a :class:`DepthwiseSumConv2D` (``output_layer="depthwise_sum"``), since
-oneDNN's convolution with one output channel is slow on CPU.
-``upsampling="repeat", output_layer="conv"`` builds the plain Keras layers. Timings
-are in ``benchmarks/README.md``.
+Speed. By default the decoder computes the same function, with the same parameters and
+(for a given seed) the same initial weights, as ``RepeatUpsampling2D`` + ``Conv2D`` layers,
+in two faster forms: :class:`UpsamplingConv2D` (``upsampling="fused"``, the upsampled map
+is never formed) and, for the one-channel output layer, :class:`DepthwiseSumConv2D`
+(``output_layer="depthwise_sum"``). ``upsampling="repeat", output_layer="conv"`` builds the
+plain Keras layers. Timings are in ``benchmarks/README.md``.
 """
 
 from typing import Optional, Sequence, Tuple
@@ -73,16 +64,8 @@ class RepeatUpsampling2D(tf_keras.layers.Layer):
         x = inputs[:, :, None, :, None, :]  # [b, h, 1, w, 1, c]
         x = tf.broadcast_to(x, tf.stack([b, h, f, w, f, c]))
         out = tf.reshape(x, tf.stack([b, h * f, w * f, c]))
-        static = inputs.shape
-        if static.rank == 4:
-            out.set_shape(
-                [
-                    static[0],
-                    None if static[1] is None else static[1] * f,
-                    None if static[2] is None else static[2] * f,
-                    static[3],
-                ]
-            )
+        if inputs.shape.rank == 4:
+            out.set_shape(self.compute_output_shape(inputs.shape))
         return out
 
     def compute_output_shape(self, input_shape):

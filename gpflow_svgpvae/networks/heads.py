@@ -28,13 +28,10 @@ class GaussianSiteHead(tf_keras.layers.Layer):
         \tilde v = 1/\lambda,\quad \tilde y = \eta/\lambda,
 
     so an uninformative site is the finite point :math:`\eta = 0, \lambda \to \lambda_{\min}`
-    (with ``v_{\min}`` as :math:`1/\lambda_{\max}`, precisions are also capped at
-    :math:`1/v_{\min}`). Why: under a unit prior the posterior mean is
-    :math:`\tilde y / (1 + \tilde v) = \eta / (1 + \lambda)`; in the variance form its gradient
-    with respect to the network output :math:`\tilde y` is :math:`1/(1 + \tilde v)`, which
+    (precisions are capped at :math:`1/v_{\min}`). Why: under a unit prior the posterior mean
+    is :math:`\tilde y / (1 + \tilde v) = \eta / (1 + \lambda)`; its gradient w.r.t. :math:`\tilde y`
     vanishes as a channel becomes uninformative (:math:`\tilde v \to \infty`), so a channel the
-    KL has switched off early stays off. In the natural form the gradient with respect to
-    :math:`\eta` stays near 1 there, as in a VAE whose encoder outputs the posterior.
+    KL switched off early stays off, while the gradient w.r.t. :math:`\eta` stays near 1.
 
     :param num_latent_gps: :math:`L`, the number of latent channels.
     :param min_variance: :math:`v_{\min} > 0`, keeps the sites' precisions bounded.

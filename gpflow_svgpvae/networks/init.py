@@ -30,10 +30,9 @@ def set_output_bias(decoder, Y, likelihood: str, clip: float = 1e-3) -> np.ndarr
     entry over the data); a convolutional one one value per channel. Its kernel is untouched.
 
     Why: with a zero bias a Bernoulli decoder starts at probability 1/2 for every pixel, and the
-    first steps spend the reconstruction gradient on the background, through the latent codes too.
-    Together with holding the kernel hyperparameters early
-    (:class:`~gpflow_svgpvae.training.schedules.DelayedStart`) this lets GP-prior VAEs on the
-    moving ball train from random networks (issue 13).
+    first steps spend the reconstruction gradient (through the codes too) on the background.
+    With the kernel held early (:class:`~gpflow_svgpvae.training.schedules.DelayedStart`) this
+    lets GP-prior VAEs on the moving ball train from random networks.
 
     :param Y: observations ``[N, ...]`` (a sample of the training data is enough).
     :return: the bias that was set.

@@ -1,12 +1,11 @@
 """Restores that either fit the model whole or change nothing.
 
-TensorFlow restores a checkpoint variable by variable and raises at the first shape that does not
-fit, after the variables before it were overwritten, with a message that names a graph variable
-("... (6, 1) and (10, 1) ... name Variable:0") rather than the model's part. :func:`check_checkpoint`
-reads the checkpoint's object graph and shapes first (no variable is touched), matches them to the
-live objects the way a restore does (by the path of attribute names from the root), and refuses a
-checkpoint that does not fit with every mismatch named in the model's terms: inducing inputs,
-encoder and decoder layers, the number of latent channels, the likelihood.
+TensorFlow restores variable by variable and raises at the first shape that does not fit, after
+overwriting the variables before it, naming a graph variable ("... name Variable:0").
+:func:`check_checkpoint` reads the checkpoint's object graph and shapes first, matches them to
+the live objects as a restore does (by attribute paths), and refuses a checkpoint that does not
+fit, naming every mismatch in the model's terms (inducing inputs, encoder and decoder layers,
+the number of latent channels, the likelihood).
 """
 
 import os
@@ -17,12 +16,12 @@ from tensorflow.core.protobuf import trackable_object_graph_pb2
 
 from ..models.base import LatentVariableAutoencoder
 
-__all__ = ["check_checkpoint", "restore_checkpoint", "checkpoint_path", "RunSettings", "check_run_settings"]
+__all__ = ["check_checkpoint", "restore_checkpoint", "RunSettings", "check_run_settings"]
 
 _GRAPH_KEY = "_CHECKPOINTABLE_OBJECT_GRAPH"
 
 
-def checkpoint_path(path) -> str:
+def _checkpoint_path(path) -> str:
     """``path`` as a checkpoint prefix (a directory gives its latest checkpoint).
 
     :raises ValueError: if there is no checkpoint at ``path``.
@@ -169,7 +168,7 @@ def check_checkpoint(path, root=None, **objects) -> str:
     :raises ValueError: naming every mismatched part (e.g. "inducing inputs: checkpoint has 6,
         model has 10"; an encoder layer's width; L; a likelihood parameter the other model lacks).
     """
-    path = checkpoint_path(path)
+    path = _checkpoint_path(path)
     root = tf.train.Checkpoint(**objects) if root is None else root
     reader = tf.train.load_checkpoint(path)
     if not reader.has_tensor(_GRAPH_KEY):
@@ -221,8 +220,6 @@ def _shape_of(model, key):
 def _describe_any(owner, path, layers, saved, current) -> str:
     if saved == "missing in the checkpoint":
         return f"{_model_term(path, layers)}: the model has it (shape {current}), the checkpoint does not"
-    if saved == "missing in the model":
-        return _describe(owner, path, layers, saved, current)
     return _describe(owner, path, layers, saved, current)
 
 

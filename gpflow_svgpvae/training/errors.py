@@ -15,7 +15,7 @@ from typing import Callable, Optional
 
 import tensorflow as tf
 
-__all__ = ["errors_first", "core_message"]
+__all__ = ["errors_first"]
 
 # The message is the first bracketed item; later items ("[Condition ...]", "[x ...]") are details.
 _ASSERTION = re.compile(r"assertion failed: \[(?P<message>.*?)\](?= \[|\s*$)", re.S)
@@ -42,7 +42,7 @@ def _without_frames(text: str) -> str:
     return "\n".join(rest)
 
 
-def core_message(error: BaseException) -> Optional[str]:
+def _core_message(error: BaseException) -> Optional[str]:
     """The message at the heart of a wrapped TensorFlow/Keras error, or ``None`` if there is no
     wrapping to remove (the error's message is already its own)."""
     text = error.message if isinstance(error, tf.errors.OpError) else str(error)
@@ -90,7 +90,7 @@ def errors_first(where: Optional[Callable[[], str]] = None):
     try:
         yield
     except (tf.errors.OpError, ValueError, TypeError) as error:
-        core = core_message(error)
+        core = _core_message(error)
         if core is None:
             raise
         place = where() if where is not None else ""

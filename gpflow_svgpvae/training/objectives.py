@@ -92,10 +92,9 @@ class GECO(gpflow.Module):
     (``terms.mask``, from data ``(X, Y, mask)``) the mean runs over the observed
     entries only: :math:`C = \sum m_{ik}(y_{ik}-\hat y_{ik})^2 / \sum m_{ik} - \kappa^2`
     (over the global batch; missing values, even NaN, are never read). ``nu = 1`` and
-    no bounds is the original update, which the notes measured diverging
-    (the objective reached ~1.5e15 on rotated MNIST); the bounds keep
-    :math:`\lambda` finite. ``lagrange_multiplier``, ``constraint_ma`` and
-    ``initialized`` are variables, so checkpoints hold the GECO state.
+    no bounds is the original update, which diverged on rotated MNIST (the objective
+    reached ~1.5e15); the bounds keep :math:`\lambda` finite. ``lagrange_multiplier``,
+    ``constraint_ma`` and ``initialized`` are variables, so checkpoints hold the GECO state.
 
     :param kappa_squared: :math:`\kappa^2` (0.020 for rotated MNIST, 0.0075 SPRITES).
     :param alpha: moving-average rate.

@@ -49,14 +49,10 @@ class OptimizerGroups(tf.__internal__.tracking.AutoTrackable):
         trainable variables) or a sequence of these. The last group's ``targets``
         may be ``None``: every variable not in an earlier group.
 
-    Groups are resolved by variable identity each time gradients are applied,
-    i.e. after the forward pass, so networks that build lazily are covered.
-    Every variable that receives a gradient must belong to exactly one group
-    (:class:`ValueError` otherwise). A group without variables with gradients
-    is skipped in that step (its optimiser's step counter does not advance).
-
-    The optimisers are tracked: ``tf.train.Checkpoint(optimizer=groups)``
-    saves and restores every group's state (slots, step counter).
+    Groups are resolved by variable identity each time gradients are applied (after the
+    forward pass, so lazily built networks are covered). Every variable with a gradient must
+    be in exactly one group (:class:`ValueError` otherwise); a group without gradients is
+    skipped in that step. ``tf.train.Checkpoint(optimizer=groups)`` saves every group's state.
     """
 
     def __init__(self, groups: Sequence[Tuple[Any, Optional[Any]]]):
@@ -182,12 +178,9 @@ def as_optimizer(optimizer):
 def build_optimizer(optimizer, variables: Sequence[tf.Variable]) -> None:
     """Create the optimiser's state (slots, step counter) for ``variables`` now.
 
-    A ``tf.function`` whose first call creates variables is traced twice (once to
-    create them, once without); creating the optimiser's state before the first
-    compiled step halves its tracing time. A no-op for an optimiser already built
-    and for legacy optimisers (they create their state on first use). Pass every
-    variable the step will update: a built optimiser rejects variables it was not
-    built for.
+    A ``tf.function`` whose first call creates variables is traced twice, so this halves the
+    first compiled step's tracing time. A no-op for a built optimiser and for legacy ones.
+    Pass every variable the step will update: a built optimiser rejects others.
     """
     if isinstance(optimizer, OptimizerGroups):
         for member, group in zip(optimizer.optimizers, optimizer.split(variables)):
@@ -220,14 +213,11 @@ def gp_optimizer_groups(
     other variable (networks, input transforms) is in the networks' group. The inducing inputs
     train from the first step.
 
-    Why the hold (issue 13, ``docs/results.md``): from random networks the encoder's first
-    paths are entangled, and a lengthscale trained from step 0 fits them (it shrinks to about
-    half the true one) faster than the encoder untangles them; GP-prior VAEs then stay in that
-    optimum. Starting the lengthscale *above* the true one and holding it there while the
-    encoder learns (with the decoder's output bias at the data's mean,
-    :func:`~gpflow_svgpvae.networks.set_output_bias`) reaches the good optimum on the moving
-    ball from random networks. Use it with ``train(..., optimizer=...)`` or
-    ``model.as_training_model().compile(optimizer=...)``.
+    Why the hold: see :mod:`~gpflow_svgpvae.training.schedules`; starting the lengthscale *above*
+    the true one and holding it while the encoder learns (with the decoder's output bias at the
+    data's mean, :func:`~gpflow_svgpvae.networks.set_output_bias`) reaches the good optimum on
+    the moving ball from random networks (``docs/results.md``). Use it with
+    ``train(..., optimizer=...)`` or ``model.as_training_model().compile(optimizer=...)``.
 
     :param gp_learning_rate: default: ``learning_rate``.
     :param kernel_hold_steps: :math:`\ge 0` optimiser steps (0: no hold).

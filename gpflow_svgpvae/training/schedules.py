@@ -10,10 +10,9 @@ hyperparameters while the networks learn a first encoding::
         (Adam(1e-3), None),                                            # everything else from step 0
     ])
 
-Why (issue 13, moving ball): from random networks the encoder's first sites
-are entangled, and a kernel trained from step 0 fits its lengthscale to them
-(it falls to about half the true value) faster than the encoder can untangle
-them; the model then stays in that poor optimum.
+Why (moving ball): from random networks the encoder's first sites are entangled, and a
+kernel trained from step 0 fits its lengthscale to them (about half the true value) faster
+than the encoder untangles them; the model then stays in that poor optimum.
 """
 
 from typing import Union

@@ -8,14 +8,12 @@ and every gradient are finite,
     \text{ok} = \bigwedge_t \operatorname{all}(\operatorname{isfinite}(t))
     \wedge \bigwedge_g \operatorname{isfinite}\big(\textstyle\sum g^2\big),
 
-(a gradient whose square overflows, e.g. from one entry of ``Y`` at 1e30, would make Adam's
-second moment inf and the next updates NaN), one reduction per tensor and one ``tf.cond``
-around the update, with no read-back to the host.
-A step that is not ok makes no update: the optimiser's slots and step counter stay, the objective's
-state (GECO's :math:`\lambda`, a warm-up counter) stays, and what the forward pass wrote (the Monte
-Carlo draw counter, GECO's moving average, normalisation statistics) is written back. The step
-then raises (graph mode) or reports its flags (XLA, where assertions cannot be compiled; the
-compiled loop reads them after each step), naming what went non-finite.
+(a gradient whose square overflows would make Adam's second moment inf), one reduction per
+tensor and one ``tf.cond`` around the update, with no read-back to the host. A step that is
+not ok changes nothing: optimiser and objective state stay, and what the forward pass wrote
+(draw counter, GECO's moving average, normalisation statistics) is written back. It then
+raises (graph mode) or reports its flags (XLA; the compiled loop reads them), naming what
+went non-finite.
 """
 
 from typing import Dict, List, Optional, Sequence, Tuple
@@ -28,12 +26,12 @@ from .. import distribute
 from ..models.base import recording_network_outputs
 from ..tracing import not_autographed
 
-__all__ = ["training_step", "evaluation_terms", "LOG_KEYS", "FINITE_KEY", "non_finite_message", "step_checks"]
+__all__ = ["training_step", "evaluation_terms", "LOG_KEYS", "FINITE_KEY", "non_finite_message"]
 
 #: The keys every training and evaluation step logs (objectives add their own ``log_keys``).
 LOG_KEYS = ("loss", "elbo", "reconstruction", "kl")
 
-#: Key of the step's finiteness flags (one per entry of :func:`step_checks`) in the logs of
+#: Key of the step's finiteness flags (one per entry of the model's check labels) in the logs of
 #: :func:`training_step`; the training paths remove it before logging.
 FINITE_KEY = "_finite"
 
@@ -124,14 +122,14 @@ def _forward_state(model, objective) -> List[tf.Variable]:
     return state
 
 
-def step_checks(model) -> Tuple[str, ...]:
+def _check_labels(model) -> Tuple[str, ...]:
     """The names of the flags under :data:`FINITE_KEY` of ``model``'s last traced training step."""
     return model.__dict__.get("_step_checks", ())
 
 
 def non_finite_message(model, finite) -> str:
     """The guard's message for the flags ``finite`` (numpy booleans) of ``model``'s step."""
-    labels = step_checks(model)
+    labels = _check_labels(model)
     bad = [label for label, ok in zip(labels, np.asarray(finite).ravel()) if not ok]
     return _PREFIX + ", ".join(bad or ["values"]) + _HINT
 
@@ -190,19 +188,15 @@ def training_step(model, objective, optimizer, batch, check_in_graph: Optional[b
     state update (GECO's lambda). Returns the logs.
 
     ``optimizer`` is a ``tf_keras`` optimiser or an
-    :class:`~gpflow_svgpvae.training.OptimizerGroups` (one optimiser per group of
-    variables, resolved here, after the forward pass).
-
-    All checks on the batch run inside the loss computation, before the
-    optimiser touches a variable, so a bad batch leaves the model unchanged; a non-finite
-    step is not applied at all (see the module docstring).
+    :class:`~gpflow_svgpvae.training.OptimizerGroups` (resolved after the forward pass).
+    A bad batch or a non-finite step leaves the model unchanged (see the module docstring).
 
     :param check_in_graph: raise from inside the step when it was not applied (an
         ``InvalidArgumentError`` naming what went non-finite). ``None``: unless the step is
         being compiled with XLA, which cannot compile the assertion; the caller then reads the
         flags (:data:`FINITE_KEY`, :func:`non_finite_message`).
     :return: the logs of :func:`_logs` (one scale: the whole training set's), and under
-        :data:`FINITE_KEY` the step's finiteness flags, named by :func:`step_checks`.
+        :data:`FINITE_KEY` the step's finiteness flags, named by the model's check labels.
 
     ``batch`` is ``(X, Y)`` or, for models with missing data (``SVGPVAE``),
     ``(X, Y, mask)``; the model's entry mask reaches the objective as ``terms.mask``.

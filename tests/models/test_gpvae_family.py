@@ -340,36 +340,6 @@ def test_shapes_checks_and_prediction_at_new_times(rng):
     assert float(half.scale) == 2.0
 
 
-@pytest.mark.slow  # smoke only; make test-all (keeps the default suite under 10 minutes)
-def test_smoke_training_all_models_on_moving_ball():
-    """Tiny training run through the package's compiled loop: finite and improving ELBO."""
-    from gpflow_svgpvae.datasets.moving_ball import moving_ball
-    from gpflow_svgpvae.training import train
-
-    data = moving_ball(16, num_frames=10, image_size=8, radius=1.5, lengthscale=2.0, pixels_per_unit=1.5, seed=1)
-    X = np.broadcast_to(data.times[None, :, None], (16, 10, 1)).copy()
-    dataset = tf.data.Dataset.from_tensor_slices((X, data.videos)).batch(8)
-    Z = np.linspace(0, 9, 4)[:, None]
-    builders = {
-        "vae": lambda e, d: VAE(e, d, "bernoulli", sequence_length=10),
-        "gpvae": lambda e, d: GPVAE(e, d, _kernel(), "bernoulli", sequence_length=10),
-        "svgpvae": lambda e, d: SVGPVAE(e, d, _kernel(), Z, "bernoulli", sequence_length=10),
-        "sparse": lambda e, d: SparseGPVAE(e, d, _kernel(), Z, "bernoulli", sequence_length=10),
-        "hensman": lambda e, d: HensmanGPVAE(e, d, _kernel(), Z, "bernoulli", sequence_length=10, num_latent_gps=2),
-    }
-    from gpflow.keras import tf_keras
-
-    for name, build in builders.items():
-        tf.random.set_seed(0)
-        enc = mlp_encoder(64, 2, hidden_units=(32,))
-        dec = mlp_decoder(2, 64, hidden_units=(32,))
-        model = build(enc, dec)
-        history = train(model, dataset, epochs=6, optimizer=tf_keras.optimizers.Adam(1e-2), progress=False)
-        elbo = np.asarray(history["elbo"])
-        assert np.all(np.isfinite(elbo)), name
-        assert elbo[-2:].mean() > elbo[:2].mean(), name
-
-
 def test_one_prediction_interface_for_every_video_model(rng):
     """predict_f(Xnew, data) / predict_y(Xnew, data, num_samples, seed) / posterior(data) mean the
     same for every model: decoded means equal the decoder's likelihood mean at the latent mean."""

@@ -368,14 +368,14 @@ def make_style_cvae(X, encoder_sees_condition):
     """A CVAE whose condition is [style of the object's images, view vector] (SPRITES-like)."""
     from gpflow_svgpvae.networks import GaussianSiteHead
     from gpflow_svgpvae.networks.representation import StyleRepresentation
-    from gpflow_svgpvae.transforms import representation_and_table
+    from gpflow_svgpvae.transforms import Chain, Concatenate, GroupRepresentation, SelectColumns
 
     tf_keras.utils.set_random_seed(0)
     rep = StyleRepresentation(tf_keras.Sequential([tf_keras.Input((K,)), tf_keras.layers.Dense(2)]))
     views = ObjectVectors(
         A, 2, id_column=0, num_view_features=0, initial_vectors=np.random.default_rng(0).standard_normal((A, 2))
     )
-    condition = representation_and_table(rep, views, group_column=1, id_column=0)
+    condition = Concatenate([GroupRepresentation(rep, group_column=1), Chain([SelectColumns([0]), views])])
     H = 4
     inputs = [tf_keras.Input((K,)), tf_keras.Input((H,))] if encoder_sees_condition else [tf_keras.Input((K,))]
     h = tf_keras.layers.Concatenate()(inputs) if encoder_sees_condition else inputs[0]

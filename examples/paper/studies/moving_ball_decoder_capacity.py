@@ -27,7 +27,7 @@ import numpy as np
 import tensorflow as tf
 from gpflow.keras import tf_keras
 
-from gpflow_svgpvae.datasets.moving_ball import moving_ball_stream
+from svgpvae_paper.datasets.moving_ball import moving_ball_stream
 from svgpvae_paper.experiments.common import git_commit, pyplot, write_json
 from svgpvae_paper.experiments.moving_ball_runs import IMAGE_SIZE, Config, build_model
 

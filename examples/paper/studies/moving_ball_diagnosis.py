@@ -25,14 +25,14 @@ tf.config.threading.set_inter_op_parallelism_threads(1)
 import gpflow  # noqa: E402
 from gpflow.keras import tf_keras  # noqa: E402
 
-from gpflow_svgpvae.datasets.moving_ball import moving_ball_stream, moving_ball_test_set  # noqa: E402
-from gpflow_svgpvae.metrics import affine_path_rmse  # noqa: E402
 from gpflow_svgpvae.models.gpvae import GPVAE  # noqa: E402
 from gpflow_svgpvae.models.svgpvae import SVGPVAE  # noqa: E402
 from gpflow_svgpvae.models.vae import VAE  # noqa: E402
 from gpflow_svgpvae.networks import mlp_decoder  # noqa: E402
 from gpflow_svgpvae.training import ELBO, OptimizerGroups, train  # noqa: E402
+from svgpvae_paper.datasets.moving_ball import moving_ball_stream, moving_ball_test_set  # noqa: E402
 from svgpvae_paper.experiments import moving_ball_runs as mbr  # noqa: E402
+from svgpvae_paper.metrics import affine_path_rmse  # noqa: E402
 
 T, K, L = 30, 1024, 2
 

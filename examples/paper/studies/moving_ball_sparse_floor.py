@@ -33,9 +33,9 @@ import numpy as np
 import tensorflow as tf
 
 from gpflow_svgpvae import amortized
-from gpflow_svgpvae.datasets.moving_ball import sample_rbf_paths
-from gpflow_svgpvae.metrics import affine_path_rmse
+from svgpvae_paper.datasets.moving_ball import sample_rbf_paths
 from svgpvae_paper.experiments.common import git_commit, pyplot, write_csv, write_json
+from svgpvae_paper.metrics import affine_path_rmse
 
 
 def _inputs_and_kernel(times, lengthscale):

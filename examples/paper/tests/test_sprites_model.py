@@ -7,9 +7,8 @@ from gpflow.keras import tf_keras
 
 from gpflow_svgpvae.auxiliary import ObjectVectors
 from gpflow_svgpvae.models.svgpvae import SVGPVAE
-from gpflow_svgpvae.networks.representation import StyleRepresentation, representation_network
+from gpflow_svgpvae.networks.representation import StyleRepresentation
 from gpflow_svgpvae.training import GECO, train
-from gpflow_svgpvae.transforms import representation_and_table
 from svgpvae_paper.datasets.sprites import (
     character_batches,
     init_sprites_inducing,
@@ -19,6 +18,7 @@ from svgpvae_paper.datasets.sprites import (
 )
 from svgpvae_paper.kernels import sprites_kernel
 from svgpvae_paper.networks import sprites_decoder, sprites_encoder
+from svgpvae_paper.networks.representation import character_styles, representation_and_table, representation_network
 
 
 @pytest.fixture(scope="module")
@@ -33,7 +33,7 @@ def build(ds, frames, L=4, M=8, seed=0):
     C, P = ds.train_poses.shape
     pose_init = np.random.default_rng(seed).normal(size=(72, 8))
     rep = StyleRepresentation(representation_network())
-    _, styles = rep.styles(frames.reshape(-1, 64, 64, 3), np.repeat(ds.train_characters, P))
+    _, styles = character_styles(rep, frames.reshape(-1, 64, 64, 3), np.repeat(ds.train_characters, P))
     Z = init_sprites_inducing(pose_init, styles, M, seed=seed)
     table = ObjectVectors(72, 8, id_column=0, num_view_features=0, initial_vectors=pose_init)
     kernel = sprites_kernel(list(range(16)), list(range(16, 24)), noise_variance=1e-2)
@@ -252,7 +252,7 @@ def test_raw_posterior_predicts_for_conditioning_characters(data, model):
 
 
 def test_bad_construction():
-    rep = StyleRepresentation()
+    rep = StyleRepresentation(representation_network())
     table = ObjectVectors(72, 8, id_column=0, num_view_features=0, initial_vectors=np.zeros((72, 8)))
     kernel = sprites_kernel(list(range(16)), list(range(16, 24)))
     with pytest.raises(ValueError, match="columns"):

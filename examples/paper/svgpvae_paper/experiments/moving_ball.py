@@ -14,18 +14,18 @@ Every command writes ``<command>.png``, ``<command>.csv`` and ``<command>.json``
 
 Protocol (paper defaults, used unless overridden): 32x32 binary frames,
 T = 30, one GP per video (b = N = 30), 35 fresh videos per step from
-:func:`~gpflow_svgpvae.datasets.moving_ball_stream` (seeded by the run's
+:func:`~svgpvae_paper.datasets.moving_ball_stream` (seeded by the run's
 seed), MLP encoder/decoder 2 x 500 tanh (the paper: one hidden layer of
 500, weights from a truncated normal with std 1/sqrt(fan_in):
 ``--hidden 500 --network-init truncated_normal``), L = 2, Bernoulli decoder,
 Adam 1e-3, 25,000 steps, one Monte Carlo sample; RBF kernel with variance
 fixed to 1 and a trainable lengthscale; SVGP-VAE inducing times trainable,
 initialised evenly on [0, 29]. The test
-set is :func:`~gpflow_svgpvae.datasets.moving_ball_test_set` (350 videos,
+set is :func:`~svgpvae_paper.datasets.moving_ball_test_set` (350 videos,
 seed ``--test-seed``, the same for every run); the metric is the RMSE per
 coordinate, in GP path units, between the true paths and the posterior
 means after the best affine map fitted per video
-(:func:`~gpflow_svgpvae.metrics.affine_path_rmse`).
+(:func:`~svgpvae_paper.metrics.affine_path_rmse`).
 
 ``--gp-learning-rate`` gives the kernel hyperparameters and inducing inputs their own
 Adam learning rate (default 1e-2, as in every committed result of the recipe; ``--paper``: the

@@ -120,7 +120,7 @@ def cmd_rmse_vs_m(cfg: Config, cache: str, out: str, test) -> dict:
 
 
 def cmd_trajectories(cfg: Config, cache: str, out: str, test) -> dict:
-    from gpflow_svgpvae.metrics import affine_align
+    from svgpvae_paper.metrics import affine_align
 
     seed = cfg.seeds[0]
     specs = [("vae", None), ("gpvae", None), ("svgpvae", cfg.trajectory_m)]

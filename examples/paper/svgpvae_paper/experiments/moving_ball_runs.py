@@ -120,7 +120,7 @@ class Config:
 
     def test_set(self):
         """The run's held-out videos (``test_videos`` of the test stream, paths of ``data_lengthscale``)."""
-        from gpflow_svgpvae.datasets.moving_ball import moving_ball_test_set
+        from svgpvae_paper.datasets.moving_ball import moving_ball_test_set
 
         return moving_ball_test_set(self.test_videos, seed=self.test_seed, **self.data_options())
 
@@ -195,8 +195,8 @@ def build_model(kind: str, cfg: Config, seed: int, num_inducing: Optional[int] =
     )
     decoder = mlp_decoder(L, K, hidden_units=tuple(cfg.hidden), activation="tanh", kernel_initializer=init)
     if cfg.decoder_bias == "data":
-        from gpflow_svgpvae.datasets.moving_ball import moving_ball_test_set
         from gpflow_svgpvae.networks import set_output_bias
+        from svgpvae_paper.datasets.moving_ball import moving_ball_test_set
 
         # A fresh sample of the training distribution (its own seed: neither the stream nor the test set).
         sample = moving_ball_test_set(100, seed=BIAS_SAMPLE_SEED, **cfg.data_options()).videos
@@ -265,7 +265,7 @@ def _lengthscale(model) -> float:
 def evaluate(model, test) -> Dict[str, np.ndarray]:
     """Posterior means/variances of the test videos' latents, the affine-aligned RMSE and the
     model's own bound per test video (``test_elbo``; one Monte Carlo sample per frame)."""
-    from gpflow_svgpvae.metrics import affine_path_rmse
+    from svgpvae_paper.metrics import affine_path_rmse
 
     means, variances, elbo = [], [], 0.0
     X = _times(test.num_videos)
@@ -353,8 +353,8 @@ def _fit(
     import tensorflow as tf
     from tqdm.auto import tqdm
 
-    from gpflow_svgpvae.datasets.moving_ball import moving_ball_stream
     from gpflow_svgpvae.training import ELBO, train
+    from svgpvae_paper.datasets.moving_ball import moving_ball_stream
 
     if first_step >= last_step:
         return

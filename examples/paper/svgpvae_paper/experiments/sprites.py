@@ -12,7 +12,7 @@ random poses (N = 50,000 frames); 296 unseen test characters, each with 36
 context poses and 36 target poses.
 
 Model (paper settings, the defaults): :class:`~gpflow_svgpvae.SVGPVAE` with the input transform
-:func:`~gpflow_svgpvae.transforms.representation_and_table`
+:func:`~svgpvae_paper.networks.representation.representation_and_table`
 with GP inputs ``[style (16), pose vector (8)]``; the style is the sum of the
 representation network's outputs over the character's frames in the batch
 (3 conv layers of 16 filters 2x2, one pooling layer, 16-dim output), optionally
@@ -96,9 +96,8 @@ from gpflow_svgpvae.auxiliary import ObjectVectors
 from gpflow_svgpvae.models.cvae import CVAE
 from gpflow_svgpvae.models.svgpvae import SVGPVAE
 from gpflow_svgpvae.networks.precision import network_precision
-from gpflow_svgpvae.networks.representation import StyleRepresentation, pretrain_representation, representation_network
+from gpflow_svgpvae.networks.representation import StyleRepresentation
 from gpflow_svgpvae.training import GECO, train
-from gpflow_svgpvae.transforms import representation_and_table
 from svgpvae_paper.datasets.sprites import (
     character_batches,
     init_sprites_inducing,
@@ -107,6 +106,12 @@ from svgpvae_paper.datasets.sprites import (
     sprites,
 )
 from svgpvae_paper.kernels import sprites_kernel
+from svgpvae_paper.networks.representation import (
+    character_styles,
+    pretrain_representation,
+    representation_and_table,
+    representation_network,
+)
 from svgpvae_paper.networks.sprites import sprites_decoder, sprites_encoder
 
 from .common import command_argv, git_commit, write_json
@@ -226,8 +231,8 @@ def _build_model(cfg: Config, train_frames: np.ndarray, train_characters, train_
         return model, info
     if cfg.model != "svgpvae":
         raise ValueError(f"model must be one of {MODELS}; got {cfg.model!r}")
-    _, styles = representation.styles(
-        train_frames.reshape((C * P,) + train_frames.shape[2:]), np.repeat(train_characters, P)
+    _, styles = character_styles(
+        representation, train_frames.reshape((C * P,) + train_frames.shape[2:]), np.repeat(train_characters, P)
     )
     Z = init_sprites_inducing(pose_init, styles, cfg.num_inducing, seed=cfg.seed)
     kernel = sprites_kernel(

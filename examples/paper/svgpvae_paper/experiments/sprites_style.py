@@ -29,6 +29,7 @@ import numpy as np
 from gpflow_svgpvae.transforms import GroupRepresentation
 from svgpvae_paper.datasets.sprites import STYLE_ATTRIBUTES, SpriteStyle, style_accuracy_summary
 from svgpvae_paper.datasets.sprites.styles import _ATTRIBUTE_SIZES
+from svgpvae_paper.networks.representation import character_styles
 
 __all__ = [
     "STYLE_RULE",
@@ -199,8 +200,10 @@ def style_probe(model, ds, context_frames, *, seed: int = 0) -> dict:
     """
     V, Q = context_frames.shape[:2]
     representation = _representation(model)
-    ids, styles = representation.styles(
-        context_frames.reshape((V * Q,) + context_frames.shape[2:]), np.repeat(np.asarray(ds.test_characters), Q)
+    ids, styles = character_styles(
+        representation,
+        context_frames.reshape((V * Q,) + context_frames.shape[2:]),
+        np.repeat(np.asarray(ds.test_characters), Q),
     )
     order = {int(c): i for i, c in enumerate(ids)}
     styles = styles[[order[int(c)] for c in ds.test_characters]]

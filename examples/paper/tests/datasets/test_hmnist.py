@@ -5,9 +5,9 @@ import json
 import numpy as np
 import pytest
 
-from gpflow_svgpvae.datasets.mnist import load_mnist
 from svgpvae_paper.datasets import HMNIST, HMNISTSplit, hmnist, long_hmnist, observed_arrays
 from svgpvae_paper.datasets.hmnist import rotate_each
+from svgpvae_paper.datasets.mnist import load_mnist
 from svgpvae_paper.datasets.rotated_mnist import rotate_images
 
 SMALL = dict(num_train_per_class=3, num_test_per_class=2, num_frames=4)

@@ -5,7 +5,7 @@ import dataclasses
 import numpy as np
 import pytest
 
-from gpflow_svgpvae.datasets.mnist import load_mnist
+from svgpvae_paper.datasets.mnist import load_mnist
 from svgpvae_paper.datasets.rotated_mnist import (
     DEFAULT_TEST_ANGLE_INDEX,
     RotatedMNIST,

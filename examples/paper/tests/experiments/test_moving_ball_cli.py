@@ -31,7 +31,7 @@ def tiny(**kwargs) -> mb.Config:
 
 @pytest.fixture(scope="module")
 def test_set():
-    from gpflow_svgpvae.datasets.moving_ball import moving_ball_test_set
+    from svgpvae_paper.datasets.moving_ball import moving_ball_test_set
 
     return moving_ball_test_set(12, seed=12345)
 

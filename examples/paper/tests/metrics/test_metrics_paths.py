@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from gpflow_svgpvae.metrics import affine_align, affine_path_rmse
+from svgpvae_paper.metrics import affine_align, affine_path_rmse
 
 
 def _random_affine_targets(rng, predicted, shared: bool):

@@ -1,9 +1,15 @@
 import itertools
 
+import gpflow
 import numpy as np
 import pytest
+import tensorflow as tf
+from gpflow.keras import tf_keras
 
-from gpflow_svgpvae.datasets.moving_ball import (
+from gpflow_svgpvae.models import GPVAE, SVGPVAE, VAE, HensmanGPVAE, SparseGPVAE
+from gpflow_svgpvae.networks import mlp_decoder, mlp_encoder
+from gpflow_svgpvae.training import train
+from svgpvae_paper.datasets.moving_ball import (
     MovingBallData,
     moving_ball,
     moving_ball_stream,
@@ -194,3 +200,33 @@ def test_invalid_counts_raise():
         moving_ball(-1)
     with pytest.raises(ValueError):
         next(moving_ball_stream(0, seed=0))
+
+
+@pytest.mark.slow  # smoke only; make test-all (keeps the default suite under 10 minutes)
+def test_smoke_training_all_models_on_moving_ball():
+    """Every sequence model of the library on moving-ball videos, through its compiled loop:
+    finite and improving ELBO."""
+
+    def kernel():
+        return gpflow.kernels.SquaredExponential(lengthscales=2.0)
+
+    data = moving_ball(16, num_frames=10, image_size=8, radius=1.5, lengthscale=2.0, pixels_per_unit=1.5, seed=1)
+    X = np.broadcast_to(data.times[None, :, None], (16, 10, 1)).copy()
+    dataset = tf.data.Dataset.from_tensor_slices((X, data.videos)).batch(8)
+    Z = np.linspace(0, 9, 4)[:, None]
+    builders = {
+        "vae": lambda e, d: VAE(e, d, "bernoulli", sequence_length=10),
+        "gpvae": lambda e, d: GPVAE(e, d, kernel(), "bernoulli", sequence_length=10),
+        "svgpvae": lambda e, d: SVGPVAE(e, d, kernel(), Z, "bernoulli", sequence_length=10),
+        "sparse": lambda e, d: SparseGPVAE(e, d, kernel(), Z, "bernoulli", sequence_length=10),
+        "hensman": lambda e, d: HensmanGPVAE(e, d, kernel(), Z, "bernoulli", sequence_length=10, num_latent_gps=2),
+    }
+    for name, build in builders.items():
+        tf.random.set_seed(0)
+        enc = mlp_encoder(64, 2, hidden_units=(32,))
+        dec = mlp_decoder(2, 64, hidden_units=(32,))
+        model = build(enc, dec)
+        history = train(model, dataset, epochs=6, optimizer=tf_keras.optimizers.Adam(1e-2), progress=False)
+        elbo = np.asarray(history["elbo"])
+        assert np.all(np.isfinite(elbo)), name
+        assert elbo[-2:].mean() > elbo[:2].mean(), name

@@ -6,7 +6,7 @@ import struct
 import numpy as np
 import pytest
 
-from gpflow_svgpvae.datasets.mnist import load_mnist, read_idx
+from svgpvae_paper.datasets.mnist import load_mnist, read_idx
 
 _CODES = {
     np.dtype("uint8"): 0x08,
