@@ -4,7 +4,9 @@
   of the SPRITES kernel of the paper's experiments);
 * :class:`PeriodicLinear` (also named ``periodic_linear_kernel``) -- periodic kernel on a view
   angle times a linear kernel on object vectors (rotated MNIST, protocol of Casale et al. 2018);
-* :class:`Cauchy` -- the Cauchy kernel of the GP-VAE (Fortuin et al., 2020).
+* :class:`Cauchy` -- the Cauchy kernel of the GP-VAE (Fortuin et al., 2020);
+* :func:`log_spaced_lengthscales` -- one kernel per latent channel, lengthscales spread
+  log-evenly (slow and fast latent paths side by side).
 
 All kernels are ordinary GPflow kernels: their parameters are
 :class:`gpflow.Parameter` objects in :func:`gpflow.default_float` with positive
@@ -25,6 +27,7 @@ from gpflow.utilities import positive
 __all__ = [
     "check_input_dim",
     "Cauchy",
+    "log_spaced_lengthscales",
     "CosineLinear",
     "PeriodicLinear",
     "periodic_linear_kernel",
@@ -210,6 +213,29 @@ class Cauchy(gpflow.kernels.IsotropicStationary):
         r""":math:`\sigma^2 / (1 + r^2)` of the squared scaled distances ``r2`` (any shape)."""
         # r2 is the squared distance already scaled by the lengthscales: r^2 / l^2.
         return self.variance / (1.0 + r2)
+
+
+def log_spaced_lengthscales(
+    kernel_class, num_latent_gps: int, shortest: float, longest: float, **kernel_args
+) -> gpflow.kernels.SeparateIndependent:
+    r"""One kernel per latent channel, :math:`k_l` = ``kernel_class(lengthscales=`` :math:`\ell_l` ``)``
+    with :math:`\ell_l = \ell_{\min}(\ell_{\max}/\ell_{\min})^{(l-1)/(L-1)}`, as a GPflow
+    ``SeparateIndependent`` kernel: latent paths that vary at several time scales from the start.
+
+    :param kernel_class: a stationary GPflow kernel class, e.g. ``gpflow.kernels.Matern52``.
+    :param num_latent_gps: :math:`L`.
+    :param shortest: :math:`\ell_{\min} > 0` (e.g. the inputs' spacing).
+    :param longest: :math:`\ell_{\max} \ge \ell_{\min}`.
+    :param kernel_args: other arguments of every kernel (``variance``, ``active_dims``).
+    """
+    if isinstance(num_latent_gps, bool) or int(num_latent_gps) != num_latent_gps or num_latent_gps < 1:
+        raise ValueError(f"num_latent_gps must be a positive whole number; got {num_latent_gps!r}")
+    if not 0 < shortest <= longest < np.inf:
+        raise ValueError(f"lengthscales need 0 < shortest <= longest; got shortest={shortest}, longest={longest}")
+    lengthscales = np.geomspace(shortest, longest, int(num_latent_gps))
+    return gpflow.kernels.SeparateIndependent(
+        [kernel_class(lengthscales=float(ell), **kernel_args) for ell in lengthscales]
+    )
 
 
 def _component_kernels(kernel: Kernel):

@@ -6,7 +6,7 @@ import pytest
 import tensorflow as tf
 import tensorflow_probability as tfp
 
-from gpflow_svgpvae.kernels import Cauchy, CosineLinear, periodic_linear_kernel
+from gpflow_svgpvae.kernels import Cauchy, CosineLinear, log_spaced_lengthscales, periodic_linear_kernel
 
 
 def np_cosine(A, B, variance=1.0):
@@ -270,3 +270,22 @@ def test_batched_prior_variance_has_one_column_per_channel_kernel(rng):
     coregion = gpflow.kernels.LinearCoregionalization([Cauchy(), Cauchy()], W=np.ones((2, 2)))
     with pytest.raises(TypeError, match="Unsupported multi-output kernel"):
         batched_prior_variance(coregion, X)
+
+
+def test_log_spaced_lengthscales_gives_one_matern_per_channel(rng):
+    kernel = log_spaced_lengthscales(gpflow.kernels.Matern52, 4, 1.0, 8.0, variance=2.0)
+    assert isinstance(kernel, gpflow.kernels.SeparateIndependent) and len(kernel.kernels) == 4
+    np.testing.assert_allclose([float(k.lengthscales.numpy()) for k in kernel.kernels], [1.0, 2.0, 4.0, 8.0])
+    X = rng.uniform(0, 10, size=(6, 1))
+    r = np.abs(X - X.T)
+    K_all = kernel.K(X, full_output_cov=False).numpy()
+    assert K_all.shape == (4, 6, 6)  # [L, N, N]
+    for ell, K in zip([1.0, 2.0, 4.0, 8.0], K_all):
+        s = np.sqrt(5.0) * r / ell
+        np.testing.assert_allclose(K, 2.0 * (1 + s + s**2 / 3) * np.exp(-s), rtol=1e-10)
+    assert len(log_spaced_lengthscales(gpflow.kernels.SquaredExponential, 1, 3.0, 3.0).kernels) == 1
+    for bad in [dict(num_latent_gps=0), dict(num_latent_gps=2.5), dict(shortest=0.0), dict(shortest=5.0, longest=2.0)]:
+        with pytest.raises(ValueError):
+            log_spaced_lengthscales(
+                gpflow.kernels.Matern52, **{**dict(num_latent_gps=3, shortest=1.0, longest=4.0), **bad}
+            )
