@@ -45,6 +45,7 @@ from gpflow.keras import tf_keras  # Keras 2, the Keras GPflow uses
 
 import gpflow_svgpvae as gv
 from gpflow_svgpvae.imputation import hold_out_entries
+from gpflow_svgpvae.kernels import log_spaced_lengthscales
 from gpflow_svgpvae.networks import mlp_decoder, mlp_encoder
 from gpflow_svgpvae.training import select, train
 
@@ -127,10 +128,21 @@ print(f"hidden entries: {hidden.sum()} of {real.sum()} real ({hidden.sum() / rea
 #   `encoder_sees_mask=True` the encoder gets the zero-filled readings
 #   *and* the mask side by side, so it takes `2 * D` inputs and can tell a
 #   missing value from a real 0.
-# * **Kernel and inducing times.** A GPflow `Matern52` kernel over time and a
-#   handful of inducing times spread over the longest sequence, shared by all
-#   sequences (each sequence gets its own posterior over them).
+# * **Kernel and inducing times.** One GPflow `Matern52` kernel per latent
+#   channel, their lengthscales spread log-evenly from the typical gap between
+#   time stamps to ten times it (`kernels.log_spaced_lengthscales`), so some
+#   latent paths can follow fast changes and others slow trends; and as many
+#   inducing times as the longest sequence has frames (up to 100), evenly
+#   spread and shared by all sequences (each sequence gets its own posterior
+#   over them). Fewer inducing times than frames smooth away changes faster
+#   than their spacing.
 # * **Likelihood.** Gaussian, with a trainable noise variance.
+# * **`encoder_dropout=0.4`.** In every training step 40 % of the observed
+#   entries are hidden from the encoder, and the likelihood still scores them:
+#   the model is trained to predict entries it does not see, which is what
+#   imputation asks of it. Without it, on real sensor data, the imputation
+#   error was up to 30 % higher and the predictive bands too narrow
+#   (`docs/results/real_imputation/README.md`).
 # * **No `num_data`**: every sequence is given whole in each step, so its
 #   posterior conditions on exactly its real, observed frames (`num_data`
 #   would be the number of training sequences, for GPflow's minibatch scaling).
@@ -142,21 +154,26 @@ print(f"hidden entries: {hidden.sum()} of {real.sum()} real ({hidden.sum() / rea
 
 
 # %%
-def build(num_latent_gps=4, width=64, learning_rate=3e-3):
+gaps = np.diff(X[..., 0], axis=1)[(frames[:, 1:] > 0) & (frames[:, :-1] > 0)]
+spacing = float(np.median(gaps))  # the typical time between two frames
+Z = np.linspace(X[frames > 0].min(), X[frames > 0].max(), min(T, 100))[:, None]
+
+
+def build(num_latent_gps=8, width=64, learning_rate=3e-3):
     """A fresh model and optimiser with these settings."""
     tf_keras.utils.set_random_seed(0)
     encoder = mlp_encoder(2 * D, num_latent_gps, hidden_units=(width, width))  # 2 * D: readings and mask
     decoder = mlp_decoder(num_latent_gps, D, hidden_units=(width, width))
-    kernel = gpflow.kernels.Matern52(lengthscales=1.5)
-    Z = np.linspace(0.0, X.max(), 12)[:, None]
+    kernel = log_spaced_lengthscales(gpflow.kernels.Matern52, num_latent_gps, spacing, 10 * spacing)
     model = gv.SVGPVAE(
         encoder,
         decoder,
         kernel,
         Z,
-        gv.Gaussian(0.05, trainable=True),
+        gv.Gaussian(0.1, trainable=True),
         missing_values="nan",
         encoder_sees_mask=True,
+        encoder_dropout=0.4,
     )
     return model, tf_keras.optimizers.Adam(learning_rate)
 

@@ -27,6 +27,10 @@ The choices (``--choices``; each a one-line change of the training setup):
 * ``fixed_inducing``: the inducing inputs held where they start (evenly spaced over the times);
 * ``widths_500``: the MLPs at the library's default widths (500, 500) instead of the setting's;
 * ``latent_8``: L = 8 latent channels instead of the setting's 2 (the data's true number).
+* ``dropout``: ``encoder_dropout=0.4`` (40% of the observed entries hidden from the encoder in
+  each training step, still scored by the likelihood) instead of 0;
+* ``spread``: one kernel per latent channel, lengthscales log-spaced from the inputs' spacing to
+  ten times it (:func:`~gpflow_svgpvae.kernels.log_spaced_lengthscales`) instead of one kernel.
 
 ``--datasets hmnist_quick moving_ball_quick`` adds the SVGP-VAE of two experiments' quick modes,
 scored by their own metrics, for the choices they can express (:data:`EXPERIMENT_CHOICES`).
@@ -49,11 +53,11 @@ from .common import git_commit, mean_sd, write_json
 
 __all__ = ["Config", "CHOICES", "DATASETS", "imputation_data", "moving_ball_data", "run_one", "run", "main"]
 
-CHOICES = ("site", "bias", "warmup", "hold", "gp_lr", "fixed_inducing", "widths_500", "latent_8")
+CHOICES = ("site", "bias", "warmup", "hold", "gp_lr", "fixed_inducing", "widths_500", "latent_8", "dropout", "spread")
 DATASETS = ("imputation", "moving_ball", "hmnist_quick", "moving_ball_quick")
 #: The choices each experiment's quick mode can express (as its own options); the others are skipped there.
 EXPERIMENT_CHOICES = {
-    "hmnist_quick": ("site", "warmup", "fixed_inducing"),
+    "hmnist_quick": ("site", "warmup", "fixed_inducing", "dropout", "spread"),
     "moving_ball_quick": ("site", "bias", "hold", "gp_lr"),
 }
 
@@ -145,6 +149,8 @@ def run_experiment_quick(dataset: str, choice: Optional[str], seed: int, cfg: Co
             "site": ["--site-parametrization", "natural"],
             "warmup": ["--kl-warmup-epochs", "0.2"],
             "fixed_inducing": ["--fixed-inducing"],
+            "dropout": ["--encoder-dropout", "0.4"],
+            "spread": ["--channel-lengthscales", "1", "10"],
         }[choice]
         out = os.path.join(cfg.out, "hmnist_quick_runs")
         argv = ["--quick", "--paper", "--methods", "svgpvae", "--seeds", str(seed), "--out", out] + flags
@@ -191,6 +197,7 @@ def run_one(dataset: str, choice: Optional[str], seed: int, cfg: Config) -> dict
     from gpflow.keras import tf_keras
 
     import gpflow_svgpvae as gv
+    from gpflow_svgpvae.kernels import log_spaced_lengthscales
     from gpflow_svgpvae.networks import mlp_decoder, mlp_encoder, set_output_bias
     from gpflow_svgpvae.training import ELBO, gp_optimizer_groups, train
 
@@ -209,15 +216,31 @@ def run_one(dataset: str, choice: Optional[str], seed: int, cfg: Config) -> dict
     if choice == "bias":
         observed_mean = np.nanmean(Y.reshape(-1, D), axis=0)
         set_output_bias(decoder, observed_mean[None, :], s["likelihood"])
+    kernel_class = gpflow.kernels.Matern52 if s["kernel"] == "matern52" else gpflow.kernels.SquaredExponential
+    if choice == "spread":
+        gaps = np.diff(X[..., 0], axis=1)[(frames[:, 1:] > 0) & (frames[:, :-1] > 0)]
+        spacing = float(np.median(gaps))
+        kernel = log_spaced_lengthscales(kernel_class, L, spacing, 10 * spacing)
+    else:
+        kernel = kernel_class(lengthscales=s["lengthscale"])
     if s["kernel"] == "matern52":
-        kernel = gpflow.kernels.Matern52(lengthscales=s["lengthscale"])
         likelihood = gv.Gaussian(0.05, trainable=True)
     else:
-        kernel = gpflow.kernels.SquaredExponential(lengthscales=s["lengthscale"])
-        gpflow.set_trainable(kernel.variance, False)
+        for k in getattr(kernel, "kernels", [kernel]):
+            gpflow.set_trainable(k.variance, False)
         likelihood = "bernoulli"
     Z = np.linspace(float(X.min()), float(X.max()), s["num_inducing"])[:, None]
-    model = gv.SVGPVAE(encoder, decoder, kernel, Z, likelihood, missing_values="nan", encoder_sees_mask=True, seed=seed)
+    model = gv.SVGPVAE(
+        encoder,
+        decoder,
+        kernel,
+        Z,
+        likelihood,
+        missing_values="nan",
+        encoder_sees_mask=True,
+        encoder_dropout=0.4 if choice == "dropout" else 0.0,
+        seed=seed,
+    )
     if choice == "fixed_inducing":
         gpflow.set_trainable(model.inducing_variable, False)
     steps = s["epochs"] * -(-len(X) // s["batch_size"])

@@ -89,7 +89,7 @@ RECIPE = dict(
     num_latent=8,
     hidden=(64, 64),
     learning_rate=3e-3,
-    epochs=150,
+    epochs=300,
     validate_every=5,
     patience=4,
     batch_size=5,
@@ -97,12 +97,29 @@ RECIPE = dict(
     lengthscale_frames=2.0,
     noise_variance=0.1,
     num_samples=50,
-    encoder_dropout=0.0,
+    encoder_dropout=0.4,
+    lengthscale_range=(1.0, 10.0),
+)
+
+#: The SVGP-VAE's candidates for ``select`` (``docs/imputation.pct.py``'s grid): L in {4, 8, 16},
+#: each with 64-unit networks at Adam 3e-3 and with 128-unit networks at Adam 1e-3.
+GRID = tuple(
+    dict(num_latent=L, hidden=(width, width), learning_rate=rate)
+    for L in (4, 8, 16)
+    for width, rate in ((64, 3e-3), (128, 1e-3))
 )
 
 #: ``--quick``: one seed, few epochs, small networks (a smoke run of every piece).
 QUICK = dict(
-    seeds=(0,), epochs=15, patience=2, hidden=(32, 32), num_latent=4, num_samples=10, pypots_epochs=5, num_inducing=10
+    seeds=(0,),
+    epochs=15,
+    patience=2,
+    hidden=(32, 32),
+    num_latent=4,
+    num_samples=10,
+    pypots_epochs=5,
+    num_inducing=10,
+    grid=tuple(dict(num_latent=L, hidden=(32, 32), learning_rate=3e-3) for L in (2, 4)),
 )
 
 
@@ -125,13 +142,16 @@ class Config:
     noise_variance: float = RECIPE["noise_variance"]
     num_samples: int = RECIPE["num_samples"]
     encoder_dropout: float = RECIPE["encoder_dropout"]
+    # (shortest, longest) initial lengthscales in frames of one Matern-5/2 kernel per latent
+    # channel (kernels.log_spaced_lengthscales); None: one kernel at lengthscale_frames.
+    lengthscale_range: Optional[Tuple[float, float]] = RECIPE["lengthscale_range"]
     # The SVGP-VAE's candidates for gpflow_svgpvae.training.select (dicts of num_latent, hidden,
     # learning_rate); empty: the recipe's single setting, as the other learned models.
-    grid: Tuple[dict, ...] = ()
+    grid: Tuple[dict, ...] = GRID
     validation_fraction: float = 0.1
     validate_every: int = RECIPE["validate_every"]
     patience: int = RECIPE["patience"]
-    pypots_epochs: int = RECIPE["epochs"]
+    pypots_epochs: int = 150  # its finished runs were made at this cap (early stopping ends sooner)
     threads: int = 0
     cached_only: bool = False
     quick: bool = False
@@ -369,6 +389,7 @@ def build_model(
     from gpflow.keras import tf_keras
 
     import gpflow_svgpvae as gv
+    from gpflow_svgpvae.kernels import log_spaced_lengthscales
     from gpflow_svgpvae.networks import mlp_decoder, mlp_encoder
 
     tf_keras.utils.set_random_seed(seed)
@@ -380,7 +401,10 @@ def build_model(
     options = dict(missing_values="nan", encoder_sees_mask=True, encoder_dropout=config.encoder_dropout)
     if method == "vae":
         return gv.VAE(encoder, decoder, likelihood, seed=seed, **options)
-    kernel = gpflow.kernels.Matern52(lengthscales=config.lengthscale_frames)
+    if config.lengthscale_range:
+        kernel = log_spaced_lengthscales(gpflow.kernels.Matern52, L, *config.lengthscale_range)
+    else:
+        kernel = gpflow.kernels.Matern52(lengthscales=config.lengthscale_frames)
     if method == "gpvae":
         return gv.GPVAE(encoder, decoder, kernel, likelihood, seed=seed, **options)
     num_inducing = config.num_inducing or min(num_frames, 100)  # 0: one inducing time per frame
@@ -609,6 +633,8 @@ def _cache_spec(config: Config, method: str) -> dict:
         )
     if method in ("gpvae", "svgpvae", "gp"):
         spec["lengthscale"] = config.lengthscale_frames
+    if method in ("gpvae", "svgpvae") and config.lengthscale_range:
+        spec["lengthscale_range"] = list(config.lengthscale_range)
     if method in LEARNED:
         spec["noise_variance"] = config.noise_variance
         if config.encoder_dropout:  # absent when 0: the runs cached before keep their keys
@@ -838,7 +864,18 @@ def _parser() -> argparse.ArgumentParser:
         default=None,
         help=f"initial kernel lengthscale in frames (default {RECIPE['lengthscale_frames']})",
     )
-    p.add_argument("--pypots-epochs", type=int, default=None, help="PyPOTS GPVAE epochs (default 100)")
+    p.add_argument(
+        "--encoder-dropout",
+        type=float,
+        default=None,
+        help=f"learned models' encoder_dropout (default {RECIPE['encoder_dropout']}; 0: off)",
+    )
+    p.add_argument(
+        "--no-select",
+        action="store_true",
+        help="train the SVGP-VAE at the recipe's one setting instead of choosing among GRID with select",
+    )
+    p.add_argument("--pypots-epochs", type=int, default=None, help="PyPOTS GPVAE epochs (default 150)")
     p.add_argument("--threads", type=int, default=None, help="TensorFlow/torch threads (default: all)")
     p.add_argument("--out", default=None, help="results folder (default docs/results/real_imputation[_quick])")
     p.add_argument(
@@ -864,9 +901,19 @@ def config_from_args(argv: Optional[Sequence[str]] = None) -> Config:
     for name in ("scenarios", "seeds", "methods"):
         if getattr(args, name) is not None:
             settings[name] = tuple(getattr(args, name))
-    for name in ("epochs", "pypots_epochs", "threads", "num_inducing", "lengthscale_frames", "cached_only"):
+    for name in (
+        "epochs",
+        "pypots_epochs",
+        "threads",
+        "num_inducing",
+        "lengthscale_frames",
+        "cached_only",
+        "encoder_dropout",
+    ):
         if getattr(args, name) is not None:
             settings[name] = getattr(args, name)
+    if args.no_select:
+        settings["grid"] = ()
     settings["out"] = args.out or ("results/real_imputation_quick" if args.quick else "docs/results/real_imputation")
     return Config(**settings)
 
