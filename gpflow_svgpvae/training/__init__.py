@@ -6,7 +6,7 @@ from .loop import make_dataset, train
 from .objectives import ELBO, GECO
 from .optimizers import OptimizerGroups, gp_optimizer_groups
 from .schedules import DelayedStart
-from .selection import select
+from .selection import IMPUTATION_GRID, select
 from .step import evaluation_terms, training_step
 
 __all__ = [
@@ -20,6 +20,7 @@ __all__ = [
     "KerasTrainingModel",
     "ImputationValidationCallback",
     "select",
+    "IMPUTATION_GRID",
     "training_step",
     "evaluation_terms",
     "check_checkpoint",

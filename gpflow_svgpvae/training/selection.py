@@ -4,20 +4,14 @@ r"""Model selection for imputation: train candidate settings, keep the one with 
 (:func:`~gpflow_svgpvae.imputation.hold_out_entries`), trains every candidate on the rest with
 early stopping on the held-out entries' imputation error, and returns the best model and a table.
 
-Recommended grid for imputation (measured in ``docs/results/selection/``, two synthetic datasets,
-two seeds each; the imputation notebook uses it)::
-
-    candidates = [dict(num_latent_gps=L, width=w, learning_rate=lr)
-                  for L in (2, 4, 16) for w in (64, 128) for lr in (1e-3, 3e-3)]
-
-No single setting won on both datasets (on the sensor sequences Adam 3e-3, width 128 and
-``L = 16`` ranked best, on the bump images ``L = 4`` and width 64), so the grid spans them: the
-number of latent channels from small (the generated data's true dimension is 1 or 2) to large
-(real sensor data may need 12 to 16). ``epochs`` is only a cap and ``patience`` (10 there) ends
-each candidate at its best epoch; within a 100-epoch cap 1e-3 was often still improving. On those
-runs the held-out entries chose the candidate that was best on the test entries in 5 of 6 cases,
-and retraining the choice on all entries for its best epoch count (``refit=True``) was worse on
-the sequences and mixed on the bumps, so it is off by default.
+:data:`IMPUTATION_GRID` is the grid recommended for imputation: the candidates
+``dict(num_latent_gps=L, width=w, learning_rate=lr)`` of a ``build_model(num_latent_gps, width,
+learning_rate)`` the user writes (``docs/imputation.pct.py``), with ``L`` in {4, 8, 16}, each with
+two 64-unit layers at Adam 3e-3 and with two 128-unit layers at Adam 1e-3. It is what the
+real-data imputation benchmark runs (``docs/results/real_imputation/``); ``epochs=300,
+patience=4, validate_every=5`` there. Retraining the choice on all entries for its best epoch
+count (``refit=True``) was worse on generated sequences and mixed on generated images
+(``docs/results/selection/``), so it is off by default.
 """
 
 import time
@@ -28,7 +22,14 @@ import numpy as np
 from ..imputation import ImputationValidation, hold_out_entries
 from .loop import train
 
-__all__ = ["select"]
+__all__ = ["select", "IMPUTATION_GRID"]
+
+#: The recommended candidates for imputation (see the module docstring).
+IMPUTATION_GRID = tuple(
+    dict(num_latent_gps=L, width=width, learning_rate=rate)
+    for L in (4, 8, 16)
+    for width, rate in ((64, 3e-3), (128, 1e-3))
+)
 
 
 def select(

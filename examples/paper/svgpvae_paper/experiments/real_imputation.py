@@ -52,7 +52,7 @@ import json
 import os
 import sys
 import time
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -101,13 +101,9 @@ RECIPE = dict(
     lengthscale_range=(1.0, 10.0),
 )
 
-#: The SVGP-VAE's candidates for ``select`` (``docs/imputation.pct.py``'s grid): L in {4, 8, 16},
-#: each with 64-unit networks at Adam 3e-3 and with 128-unit networks at Adam 1e-3.
-GRID = tuple(
-    dict(num_latent=L, hidden=(width, width), learning_rate=rate)
-    for L in (4, 8, 16)
-    for width, rate in ((64, 3e-3), (128, 1e-3))
-)
+#: The SVGP-VAE's candidates for ``select``: the library's recommended
+#: :data:`gpflow_svgpvae.training.selection.IMPUTATION_GRID` (the imputation notebook's).
+GRID = "library"
 
 #: ``--quick``: one seed, few epochs, small networks (a smoke run of every piece).
 QUICK = dict(
@@ -119,7 +115,7 @@ QUICK = dict(
     num_samples=10,
     pypots_epochs=5,
     num_inducing=10,
-    grid=tuple(dict(num_latent=L, hidden=(32, 32), learning_rate=3e-3) for L in (2, 4)),
+    grid=tuple(dict(num_latent_gps=L, width=32, learning_rate=3e-3) for L in (2, 4)),
 )
 
 
@@ -145,9 +141,19 @@ class Config:
     # (shortest, longest) initial lengthscales in frames of one Matern-5/2 kernel per latent
     # channel (kernels.log_spaced_lengthscales); None: one kernel at lengthscale_frames.
     lengthscale_range: Optional[Tuple[float, float]] = RECIPE["lengthscale_range"]
-    # The SVGP-VAE's candidates for gpflow_svgpvae.training.select (dicts of num_latent, hidden,
-    # learning_rate); empty: the recipe's single setting, as the other learned models.
-    grid: Tuple[dict, ...] = GRID
+    # The SVGP-VAE's candidates for gpflow_svgpvae.training.select (dicts of num_latent_gps, width,
+    # learning_rate; "library": the library's IMPUTATION_GRID); empty: the recipe's single setting,
+    # as the other learned models.
+    grid: Union[str, Tuple[dict, ...]] = GRID
+
+    def candidates(self) -> List[dict]:
+        """The SVGP-VAE's candidates for ``select`` (empty: no selection)."""
+        if self.grid == "library":
+            from gpflow_svgpvae.training.selection import IMPUTATION_GRID
+
+            return [dict(c) for c in IMPUTATION_GRID]
+        return [dict(c) for c in self.grid]
+
     validation_fraction: float = 0.1
     validate_every: int = RECIPE["validate_every"]
     patience: int = RECIPE["patience"]
@@ -440,7 +446,7 @@ def _fit_learned(method, train, test, config: Config, seed: int):
     from gpflow_svgpvae.training import train as train_model
 
     X, Y, frames = train
-    if method == "svgpvae" and config.grid:
+    if method == "svgpvae" and config.candidates():
         return _fit_selected(train, test, config, seed)
     model = build_model(method, Y.shape[-1], Y.shape[1], config, seed)
     data, extra = _validation_split((X, Y.astype(np.float32), frames), config, seed)
@@ -474,14 +480,16 @@ def _fit_selected(train, test, config: Config, seed: int):
         (X, Y.astype(np.float32), frames), fraction=config.validation_fraction, seed=seed
     )
 
-    def build(num_latent, hidden, learning_rate):
-        model = build_model("svgpvae", Y.shape[-1], Y.shape[1], config, seed, num_latent=num_latent, hidden=hidden)
+    def build(num_latent_gps, width, learning_rate):
+        model = build_model(
+            "svgpvae", Y.shape[-1], Y.shape[1], config, seed, num_latent=num_latent_gps, hidden=(width, width)
+        )
         return model, tf_keras.optimizers.Adam(learning_rate)
 
     start = time.perf_counter()
     model, table = select(
         build,
-        [dict(c) for c in config.grid],
+        config.candidates(),
         data,
         epochs=config.epochs,
         patience=config.patience,
@@ -641,8 +649,8 @@ def _cache_spec(config: Config, method: str) -> dict:
             spec["encoder_dropout"] = config.encoder_dropout
     if method == "svgpvae":
         spec["num_inducing"] = config.num_inducing
-        if config.grid:
-            spec["grid"] = [dict(c) for c in config.grid]
+        if config.candidates():
+            spec["grid"] = config.candidates()
     if method == "pypots":
         spec["pypots_epochs"] = config.pypots_epochs
     return spec
