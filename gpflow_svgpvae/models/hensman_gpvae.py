@@ -70,8 +70,8 @@ class HensmanGPVAE(InducingVideoAutoencoder):
     :param q_mu: optional initial ``[Q, M, L]`` whitened means (default zeros).
     :param q_sqrt: optional initial lower-triangular ``[Q, L, M, M]`` (default identity).
 
-    Other arguments (also ``missing_values``, ``encoder_sees_mask``) as
-    :class:`~gpflow_svgpvae.SVGPVAE` on video data.
+    Other arguments (also ``missing_values``, ``encoder_sees_mask``, ``encoder_dropout``) as
+    :class:`~gpflow_svgpvae.models.video.VideoGPAutoencoder`.
     """
 
     def __init__(
@@ -82,36 +82,14 @@ class HensmanGPVAE(InducingVideoAutoencoder):
         inducing_variable,
         likelihood="gaussian",
         *,
-        num_data: Optional[int] = None,
-        sequence_length: Optional[int] = None,
         num_latent_gps: int,
         num_videos: Optional[int] = None,
         q_mu=None,
         q_sqrt=None,
-        jitter: float = 1e-6,
-        num_samples: int = 1,
-        seed: int = 0,
-        missing_values: Optional[str] = None,
-        encoder_sees_mask: bool = False,
-        encoder_dropout: float = 0.0,
-        name: Optional[str] = None,
+        **kwargs,
     ):
         super().__init__(
-            encoder,
-            decoder,
-            kernel,
-            inducing_variable,
-            likelihood,
-            num_data=num_data,
-            sequence_length=sequence_length,
-            num_latent_gps=num_latent_gps,
-            jitter=jitter,
-            num_samples=num_samples,
-            seed=seed,
-            missing_values=missing_values,
-            encoder_sees_mask=encoder_sees_mask,
-            encoder_dropout=encoder_dropout,
-            name=name,
+            encoder, decoder, kernel, inducing_variable, likelihood, num_latent_gps=num_latent_gps, **kwargs
         )
         if num_latent_gps is None:
             raise ValueError("HensmanGPVAE needs num_latent_gps (the number of free q(u) per set).")

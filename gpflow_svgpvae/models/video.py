@@ -401,6 +401,8 @@ class InducingVideoAutoencoder(VideoGPAutoencoder):
 
     :param inducing_variable: an ``[M, D]`` array of inducing inputs or
         ``gpflow.inducing_variables.InducingPoints``.
+
+    Other arguments as :class:`VideoGPAutoencoder`.
     """
 
     def __init__(
@@ -410,34 +412,9 @@ class InducingVideoAutoencoder(VideoGPAutoencoder):
         kernel: Kernel,
         inducing_variable: Union[InducingPoints, tf.Tensor, np.ndarray],
         likelihood: Union[str, DecoderLikelihood] = "gaussian",
-        *,
-        num_data: Optional[int] = None,
-        sequence_length: Optional[int] = None,
-        num_latent_gps: Optional[int] = None,
-        jitter: float = 1e-6,
-        num_samples: int = 1,
-        seed: int = 0,
-        missing_values: Optional[str] = None,
-        encoder_sees_mask: bool = False,
-        encoder_dropout: float = 0.0,
-        name: Optional[str] = None,
+        **kwargs,
     ):
-        super().__init__(
-            encoder,
-            decoder,
-            kernel,
-            likelihood,
-            num_data=num_data,
-            sequence_length=sequence_length,
-            num_latent_gps=num_latent_gps,
-            jitter=jitter,
-            num_samples=num_samples,
-            seed=seed,
-            missing_values=missing_values,
-            encoder_sees_mask=encoder_sees_mask,
-            encoder_dropout=encoder_dropout,
-            name=name,
-        )
+        super().__init__(encoder, decoder, kernel, likelihood, **kwargs)
         if not isinstance(inducing_variable, InducingPoints):
             inducing_variable = InducingPoints(inducing_inputs(inducing_variable))
         elif type(inducing_variable) is not InducingPoints:
