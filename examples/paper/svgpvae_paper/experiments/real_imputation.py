@@ -879,6 +879,12 @@ def _parser() -> argparse.ArgumentParser:
         help=f"learned models' encoder_dropout (default {RECIPE['encoder_dropout']}; 0: off)",
     )
     p.add_argument(
+        "--single-kernel",
+        action="store_true",
+        help="one Matern-5/2 kernel at --lengthscale-frames for all latent channels, instead of one per "
+        "channel at lengthscales log-spaced over 1-10 frames",
+    )
+    p.add_argument(
         "--no-select",
         action="store_true",
         help="train the SVGP-VAE at the recipe's one setting instead of choosing among GRID with select",
@@ -922,6 +928,8 @@ def config_from_args(argv: Optional[Sequence[str]] = None) -> Config:
             settings[name] = getattr(args, name)
     if args.no_select:
         settings["grid"] = ()
+    if args.single_kernel:
+        settings["lengthscale_range"] = None
     settings["out"] = args.out or ("results/real_imputation_quick" if args.quick else "docs/results/real_imputation")
     return Config(**settings)
 
