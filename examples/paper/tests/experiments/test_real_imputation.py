@@ -178,3 +178,25 @@ def test_targets_compare_per_seed_and_average_the_ratio_over_datasets():
     assert out["mean_over_datasets_of_svgpvae_over_best_classical"]["mcar"] == pytest.approx(
         (0.5 / 1.0 + 3.0 / 2.0) / 2
     )
+
+
+def test_the_svgpvae_is_the_candidate_select_chose_and_imputes_only_hidden_entries():
+    rng = np.random.default_rng(0)
+    V, T, D = 6, 8, 3
+    X = np.broadcast_to(np.arange(T, dtype=float)[None, :, None], (V, T, 1)).copy()
+    Y = np.sin(X / 2.0 + rng.normal(size=(V, 1, D))) + 0.05 * rng.normal(size=(V, T, D))
+    frames = np.ones((V, T), np.float32)
+    hidden = rng.uniform(size=Y.shape) < 0.3
+    Y_nan = np.where(hidden, np.nan, Y)
+    grid = tuple(dict(num_latent_gps=L, width=8, learning_rate=1e-2) for L in (1, 2))
+    config = ri.Config(grid=grid, epochs=2, patience=1, validate_every=1, batch_size=3, num_samples=4, num_inducing=4)
+    assert config.candidates() == [dict(c) for c in grid]
+    mean, variance, info = ri._fit_learned("svgpvae", (X, Y_nan, frames), (X, Y_nan, frames), config, 0)
+    rows = info["selection"]
+    assert [row["candidate"] for row in rows] == [dict(c) for c in grid]
+    best = min(rows, key=lambda row: row["val_mse"])
+    assert info["selected"] == best["candidate"] and best["selected"]
+    assert info["epochs"] == sum(row["epochs"] for row in rows) and all(row["epochs"] >= 1 for row in rows)
+    np.testing.assert_allclose(mean[~hidden], Y[~hidden], rtol=1e-6)  # observed entries kept
+    assert np.all(variance[hidden] > 0) and np.all(np.isfinite(mean))
+    assert ri.Config(grid="library").candidates()[0] == dict(num_latent_gps=4, width=64, learning_rate=3e-3)
