@@ -32,8 +32,9 @@ from gpflow.keras import tf_keras
 import gpflow_svgpvae as gv
 from gpflow_svgpvae.datasets.synthetic import gp_bump_images
 from gpflow_svgpvae.imputation import ImputationValidation
+from gpflow_svgpvae.kernels import log_spaced_lengthscales
 from gpflow_svgpvae.networks import mlp_decoder, mlp_encoder
-from gpflow_svgpvae.training import select, train
+from gpflow_svgpvae.training import IMPUTATION_GRID, select, train
 
 from .common import write_json
 
@@ -124,24 +125,39 @@ def linear_interpolation(problem) -> np.ndarray:
 # ---------------------------------------------------------------------------------------- models
 
 
-def build(problem, num_latent_gps: int, width: int, learning_rate: float, seed: int):
-    """The notebook's model (for ``bumps``: one latent dataset over time) with these settings."""
+def build(problem, num_latent_gps: int, width: int, learning_rate: float, seed: int, recipe: str = "old"):
+    """The notebook's model (for ``bumps``: one latent dataset over time) with these settings.
+
+    ``recipe="old"``: the notebook's former model (one Matern-5/2 kernel, 12 inducing times, no
+    dropout); ``"library"``: its current one (one Matern-5/2 per latent channel at lengthscales
+    log-spaced from the time stamps' median spacing to ten times it, one inducing time per frame up
+    to 100, ``encoder_dropout=0.4``, initial noise variance 0.1)."""
     tf_keras.utils.set_random_seed(seed)
     D = problem["Y"].shape[-1]
     encoder = mlp_encoder(2 * D, num_latent_gps, hidden_units=(width, width))
     decoder = mlp_decoder(num_latent_gps, D, hidden_units=(width, width))
     X = problem["X"]
-    if X.ndim == 3:
-        kernel, Z, extra = gpflow.kernels.Matern52(lengthscales=1.5), np.linspace(0.0, X.max(), 12)[:, None], {}
+    extra = {} if X.ndim == 3 else dict(num_data=len(X))
+    if recipe == "library":
+        frames = problem["frames"] if X.ndim == 3 else np.ones((1, len(X)))
+        times = X[..., 0] if X.ndim == 3 else X[None, :, 0]
+        gaps = np.diff(times, axis=1)[(frames[:, 1:] > 0) & (frames[:, :-1] > 0)]
+        spacing = float(np.median(gaps))
+        kernel = log_spaced_lengthscales(gpflow.kernels.Matern52, num_latent_gps, spacing, 10 * spacing)
+        Z = np.linspace(times[frames > 0].min(), times[frames > 0].max(), min(times.shape[1], 100))[:, None]
+        extra.update(encoder_dropout=0.4)
+        noise = 0.1
+    elif X.ndim == 3:
+        kernel, Z, noise = gpflow.kernels.Matern52(lengthscales=1.5), np.linspace(0.0, X.max(), 12)[:, None], 0.05
     else:
         kernel, Z = gpflow.kernels.Matern52(lengthscales=1.0), np.linspace(X.min(), X.max(), 20)[:, None]
-        extra = dict(num_data=len(X))
+        noise = 0.05
     model = gv.SVGPVAE(
         encoder,
         decoder,
         kernel,
         Z,
-        gv.Gaussian(0.05, trainable=True),
+        gv.Gaussian(noise, trainable=True),
         missing_values="nan",
         encoder_sees_mask=True,
         seed=seed,
@@ -162,7 +178,16 @@ def test_scores(model, problem) -> Dict[str, float]:
     return test(model)
 
 
-def run_one(name: str, seed: int, grid: Dict[str, Sequence], epochs: int, patience: int, fraction: float) -> Dict:
+def run_one(
+    name: str,
+    seed: int,
+    grid: Dict[str, Sequence],
+    epochs: int,
+    patience: int,
+    fraction: float,
+    recipe: str = "old",
+    validate_every: int = 1,
+) -> Dict:
     problem = sensor_sequences(seed) if name == "sequences" else bump_problem(seed)
     data = data_tuple(problem)
     truth, hidden = problem["truth"], problem["hidden"]
@@ -176,11 +201,11 @@ def run_one(name: str, seed: int, grid: Dict[str, Sequence], epochs: int, patien
     built = []
 
     def build_candidate(**candidate):
-        model, optimizer = build(problem, seed=seed, **candidate)
+        model, optimizer = build(problem, seed=seed, recipe=recipe, **candidate)
         built.append(model)
         return model, optimizer
 
-    candidates = [dict(zip(grid, values)) for values in itertools.product(*grid.values())]
+    candidates = _candidates(grid, recipe)
     start = time.perf_counter()
     selected, table = select(
         build_candidate,
@@ -189,6 +214,7 @@ def run_one(name: str, seed: int, grid: Dict[str, Sequence], epochs: int, patien
         validation_fraction=fraction,
         epochs=epochs,
         patience=patience,
+        validate_every=validate_every,
         seed=seed,
         batch_size=batch_size(problem),
     )
@@ -200,7 +226,7 @@ def run_one(name: str, seed: int, grid: Dict[str, Sequence], epochs: int, patien
     print(f"[{name} seed {seed}] selected {chosen['candidate']}: test MSE {chosen['test_mse']:.4f}", flush=True)
 
     # Refit: the selected settings trained afresh on every observed entry for the best epoch count.
-    model, optimizer = build(problem, seed=seed, **chosen["candidate"])
+    model, optimizer = build(problem, seed=seed, recipe=recipe, **chosen["candidate"])
     start = time.perf_counter()
     train(
         model,
@@ -233,7 +259,15 @@ def run_one(name: str, seed: int, grid: Dict[str, Sequence], epochs: int, patien
         "baselines": baselines,
         "search_seconds": search_seconds,
         "num_test_entries": int(hidden.sum()),
+        "recipe": recipe,
     }
+
+
+def _candidates(grid: Dict[str, Sequence], recipe: str) -> List[Dict]:
+    """The product of ``grid``'s values (``recipe="old"``), or the library's ``IMPUTATION_GRID``."""
+    if recipe == "library":
+        return [dict(c) for c in IMPUTATION_GRID]
+    return [dict(zip(grid, values)) for values in itertools.product(*grid.values())]
 
 
 def summarise(runs: List[Dict], grid: Dict[str, Sequence]) -> Dict:
@@ -287,8 +321,12 @@ def run(
     fraction: float,
     grid: Optional[Dict] = None,
     argv: Optional[Sequence[str]] = None,
+    recipe: str = "old",
+    validate_every: int = 1,
 ) -> Dict:
     grid = dict(GRID if grid is None else grid)
+    if recipe == "library":  # the values of the library's grid, for the ranks by value
+        grid = {key: sorted({c[key] for c in IMPUTATION_GRID}) for key in IMPUTATION_GRID[0]}
     config = dict(
         datasets=list(datasets),
         seeds=list(seeds),
@@ -296,6 +334,8 @@ def run(
         patience=patience,
         validation_fraction=fraction,
         grid={k: list(v) for k, v in grid.items()},
+        recipe=recipe,
+        validate_every=validate_every,
         notebook_fixed_settings=NOTEBOOK_DEFAULT,
         threads=tf.config.threading.get_intra_op_parallelism_threads(),
     )
@@ -303,7 +343,7 @@ def run(
     path = os.path.join(out, "metrics.json")
     for name in datasets:
         for seed in seeds:
-            runs.append(run_one(name, seed, grid, epochs, patience, fraction))
+            runs.append(run_one(name, seed, grid, epochs, patience, fraction, recipe, validate_every))
             payload = dict(config=config, runs=runs, summary=summarise(runs, grid))
             write_json(path, payload, argv=argv)  # after every run: a killed sweep keeps what it did
     return payload
@@ -403,6 +443,15 @@ def main(argv: Optional[Sequence[str]] = None) -> Dict:
     parser.add_argument("--widths", nargs="+", type=int, default=list(GRID["width"]))
     parser.add_argument("--learning-rates", nargs="+", type=float, default=list(GRID["learning_rate"]))
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument(
+        "--recipe",
+        choices=["old", "library"],
+        default="old",
+        help="old: the notebook's former model and the --latents/--widths/--learning-rates grid; library: "
+        "its current model (log-spaced lengthscales, one inducing time per frame, encoder_dropout 0.4) "
+        "and the library's IMPUTATION_GRID",
+    )
+    parser.add_argument("--validate-every", type=int, default=1, help="epochs between validations")
     parser.add_argument("--merge", nargs="+", metavar="FOLDER", help="merge these folders' metrics.json into --out")
     parser.add_argument("--report", nargs="+", metavar="JSON", help="print markdown tables of these metrics files")
     args = parser.parse_args(argv)
@@ -415,7 +464,18 @@ def main(argv: Optional[Sequence[str]] = None) -> Dict:
     tf.config.threading.set_intra_op_parallelism_threads(args.threads)
     tf.config.threading.set_inter_op_parallelism_threads(args.threads)
     grid = dict(num_latent_gps=args.latents, width=args.widths, learning_rate=args.learning_rates)
-    return run(args.out, args.datasets, args.seeds, args.epochs, args.patience, args.fraction, grid, argv=command)
+    return run(
+        args.out,
+        args.datasets,
+        args.seeds,
+        args.epochs,
+        args.patience,
+        args.fraction,
+        grid,
+        argv=command,
+        recipe=args.recipe,
+        validate_every=args.validate_every,
+    )
 
 
 if __name__ == "__main__":
