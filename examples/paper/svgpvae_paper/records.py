@@ -1,4 +1,4 @@
-"""Run records without machine paths: rewrite committed records, and write new ones.
+"""Run records without machine paths, in a compact layout: rewrite committed records, write new ones.
 
 ``python -m svgpvae_paper.records [FOLDER ...]`` (default ``docs``) rewrites every ``.json``, ``.md``
 and ``.sh`` file under the folders so that no absolute machine path is left in them.
@@ -54,6 +54,8 @@ import shlex
 import subprocess
 import sys
 from typing import Dict, Iterable, List, Optional, Sequence, Set, Tuple
+
+from .experiments.common import is_series, json_text, round_series_value
 
 __all__ = [
     "MACHINE_ROOTS",
@@ -273,8 +275,6 @@ def _numbers(obj) -> int:
 def _check_compacted(old, new, path=()) -> None:
     """Raise ``ValueError`` unless ``new`` is ``old`` with only the floats of its numeric series
     rounded (:func:`~svgpvae_paper.experiments.common.round_series_value`)."""
-    from .experiments.common import is_series, round_series_value
-
     if isinstance(old, dict):
         if not isinstance(new, dict) or list(old) != list(new):
             raise ValueError(f"keys changed at {path}")
@@ -304,8 +304,6 @@ def compact_json_text(text: str) -> str:
     writes (:func:`~svgpvae_paper.experiments.common.json_text`). Raises ``ValueError`` if the new
     document differs from the old in anything but the rounding of its numeric series, or if the old
     one gives a key twice."""
-    from .experiments.common import json_text
-
     old = json.loads(text, object_pairs_hook=_unique_keys)
     result = json_text(old)
     new = json.loads(result)
