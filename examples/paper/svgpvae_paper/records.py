@@ -1,7 +1,10 @@
-"""Run records without machine paths: rewrite committed records, and write new ones.
+"""Run records without machine paths, in a compact layout: rewrite committed records, write new ones.
 
 ``python -m svgpvae_paper.records [FOLDER ...]`` (default ``docs``) rewrites every ``.json``, ``.md``
 and ``.sh`` file under the folders so that no absolute machine path is left in them.
+``python -m svgpvae_paper.records --compact [FOLDER ...]`` instead rewrites every ``.json`` file
+under the folders into the layout :func:`~svgpvae_paper.experiments.common.write_json` writes
+(:func:`compact_json_text`): lists of scalars on one line, numeric series to seven significant digits.
 
 What counts as a machine path: an absolute path whose first component is one of
 :data:`MACHINE_ROOTS` (``/tmp``, ``/work``, ``/home``, ...), or any path inside this repository's
@@ -32,6 +35,12 @@ JSON files are rewritten token by token: only the string literals that change ar
 indentation (none, 1, 2 or 4 spaces), key order and every number's spelling stay byte for byte as
 they were; :func:`rewrite_json_text` checks that the parsed document differs only in those strings.
 
+The compact layout (:func:`compact_folder`) changes numbers only inside numeric series (lists of at
+least 20 numbers: histories, curves), which are rounded to seven significant digits; every other
+number, every string and the key order stay as they were, and :func:`compact_json_text` checks this
+(and that no key is given twice, which a rewrite would lose). The hand-written manifest of the
+results page (:data:`NOT_COMPACTED`) is left as it is.
+
 :func:`run_record` gives what a new run should record about itself (command, commit, CPU,
 versions), with paths made relative by the same rule.
 """
@@ -46,6 +55,8 @@ import subprocess
 import sys
 from typing import Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
+from .experiments.common import is_series, json_text, round_series_value
+
 __all__ = [
     "MACHINE_ROOTS",
     "CHECKOUT_MARKERS",
@@ -54,6 +65,8 @@ __all__ = [
     "Rewriter",
     "rewrite_json_text",
     "rewrite_folder",
+    "compact_json_text",
+    "compact_folder",
     "clean",
     "run_record",
     "main",
@@ -240,6 +253,92 @@ def rewrite_folder(folder: str, rw: Optional[Rewriter] = None, dry_run: bool = F
     return changed
 
 
+#: JSON files under docs/ that are written by hand, not by a run: never compacted.
+NOT_COMPACTED = ("summary_sources.json",)
+
+
+def _unique_keys(pairs):
+    keys = [k for k, _ in pairs]
+    if len(set(keys)) != len(keys):
+        raise ValueError(f"a key is given twice: {sorted(k for k in set(keys) if keys.count(k) > 1)}")
+    return dict(pairs)
+
+
+def _same_number(a, b) -> bool:
+    return type(a) is type(b) and repr(a) == repr(b)  # bit for bit (also -0.0 and NaN)
+
+
+def _numbers(obj) -> int:
+    return sum(isinstance(v, (int, float)) and not isinstance(v, bool) for _, v in _leaves(obj))
+
+
+def _check_compacted(old, new, path=()) -> None:
+    """Raise ``ValueError`` unless ``new`` is ``old`` with only the floats of its numeric series
+    rounded (:func:`~svgpvae_paper.experiments.common.round_series_value`)."""
+    if isinstance(old, dict):
+        if not isinstance(new, dict) or list(old) != list(new):
+            raise ValueError(f"keys changed at {path}")
+        for k, v in old.items():
+            _check_compacted(v, new[k], path + (k,))
+        return
+    if isinstance(old, list):
+        if not isinstance(new, list) or len(old) != len(new):
+            raise ValueError(f"list changed at {path}")
+        if is_series(old):
+            for i, (a, b) in enumerate(zip(old, new)):
+                if not _same_number(round_series_value(a), b) or (isinstance(a, float) and abs(a - b) > 1e-6 * abs(a)):
+                    raise ValueError(f"series value at {path + (i,)} changed by more than rounding: {a!r} -> {b!r}")
+            return
+        for i, v in enumerate(old):
+            _check_compacted(v, new[i], path + (i,))
+        return
+    if isinstance(old, (int, float)) and not isinstance(old, bool):
+        if not _same_number(old, new):
+            raise ValueError(f"number at {path} changed: {old!r} -> {new!r}")
+    elif type(old) is not type(new) or old != new:
+        raise ValueError(f"value at {path} changed: {old!r} -> {new!r}")
+
+
+def compact_json_text(text: str) -> str:
+    """``text`` (a JSON document) in the layout :func:`~svgpvae_paper.experiments.common.write_json`
+    writes (:func:`~svgpvae_paper.experiments.common.json_text`). Raises ``ValueError`` if the new
+    document differs from the old in anything but the rounding of its numeric series, or if the old
+    one gives a key twice."""
+    old = json.loads(text, object_pairs_hook=_unique_keys)
+    result = json_text(old)
+    new = json.loads(result)
+    _check_compacted(old, new)
+    if _numbers(old) != _numbers(new):
+        raise ValueError("the number of numeric values changed")
+    return result
+
+
+def compact_folder(folder: str, dry_run: bool = False) -> Dict[str, Tuple[int, int]]:
+    """Rewrite every ``.json`` under ``folder`` (but :data:`NOT_COMPACTED`) by
+    :func:`compact_json_text`; returns ``{file: (bytes before, bytes after)}`` for the files that
+    changed. Every file is checked before any is written; a second run changes nothing."""
+    new_texts, changed = {}, {}
+    for f in _files(folder):
+        if not f.endswith(".json") or os.path.basename(f) in NOT_COMPACTED:
+            continue
+        with open(f, encoding="utf-8") as fh:
+            text = fh.read()
+        try:
+            new = compact_json_text(text)
+        except ValueError as error:
+            raise ValueError(f"{f}: {error}") from error
+        if new != text:
+            new_texts[f] = new
+            changed[f] = (len(text.encode("utf-8")), len(new.encode("utf-8")))
+    for f, new in new_texts.items():
+        if not dry_run:
+            tmp = f"{f}.tmp{os.getpid()}"
+            with open(tmp, "w", encoding="utf-8") as fh:
+                fh.write(new)
+            os.replace(tmp, f)
+    return changed
+
+
 def _git_commit(root: str) -> Optional[str]:
     try:
         return subprocess.run(
@@ -309,14 +408,27 @@ def main(argv: Optional[Sequence[str]] = None) -> Dict[str, int]:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("folders", nargs="*", default=["docs"], help="folders to rewrite (default: docs)")
     parser.add_argument("--dry-run", action="store_true", help="count, do not write")
+    parser.add_argument(
+        "--compact", action="store_true", help="rewrite the .json files into write_json's layout (not the paths)"
+    )
     args = parser.parse_args(argv)
+    verb = "would change" if args.dry_run else "changed"
+    if args.compact:
+        sizes: Dict[str, Tuple[int, int]] = {}
+        for folder in args.folders:
+            sizes.update(compact_folder(folder, dry_run=args.dry_run))
+        for f, (before, after) in sizes.items():
+            print(f"{before:9d} -> {after:9d} {f}")
+        before, after = sum(b for b, _ in sizes.values()), sum(a for _, a in sizes.values())
+        print(f"{len(sizes)} files {verb}, {before} -> {after} bytes")
+        return {f: before - after for f, (before, after) in sizes.items()}
     rw = Rewriter()
     changed: Dict[str, int] = {}
     for folder in args.folders:
         changed.update(rewrite_folder(folder, rw, dry_run=args.dry_run))
     for f, n in changed.items():
         print(f"{n:4d} {f}")
-    print(f"{len(changed)} files {'would change' if args.dry_run else 'changed'}, {sum(changed.values())} paths")
+    print(f"{len(changed)} files {verb}, {sum(changed.values())} paths")
     return changed
 
 

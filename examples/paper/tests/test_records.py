@@ -89,6 +89,37 @@ def test_run_record_has_no_absolute_path(tmp_path):
     assert read_json(str(tmp_path / "r.json")) == {"out": "/tmp/x"}
 
 
+def test_compact_rewrites_a_record_into_write_json_layout(tmp_path):
+    series = [0.1 * k + 1e-9 for k in range(30)]
+    doc = {
+        "test_mse": 0.020512345678901234,
+        "history": {"loss": series, "epoch": list(range(1, 31))},
+        "argv": ["svgpvae", "x"],
+        "rows": [{"x": 0.123456789012345}],
+    }
+    (tmp_path / "run.json").write_text(json.dumps(doc, indent=1))
+    (tmp_path / "summary_sources.json").write_text(json.dumps(doc, indent=1))  # hand-written: kept
+    (tmp_path / "notes.md").write_text("[\n 1\n]\n")
+    before = (tmp_path / "run.json").stat().st_size
+    changed = records.compact_folder(str(tmp_path))
+    text = (tmp_path / "run.json").read_text()
+    assert changed == {str(tmp_path / "run.json"): (before, len(text))} and len(text) < before
+    write_json(str(tmp_path / "written.json"), read_json(str(tmp_path / "run.json")))
+    assert (tmp_path / "written.json").read_text() == text  # exactly what write_json writes
+    new = json.loads(text)
+    assert new["history"]["loss"] == [float(f"{v:.7g}") for v in series]
+    assert {k: v for k, v in new.items() if k != "history"} == {k: v for k, v in doc.items() if k != "history"}
+    assert new["history"]["epoch"] == doc["history"]["epoch"]
+    assert (tmp_path / "summary_sources.json").read_text() == json.dumps(doc, indent=1)
+    assert records.compact_folder(str(tmp_path)) == {}  # a second run changes nothing
+    os.remove(tmp_path / "written.json")
+    (tmp_path / "twice.json").write_text('{"a": 1, "a": 2}')  # a key given twice: refused, nothing written
+    (tmp_path / "b.json").write_text('{"b": [\n 1\n]}')
+    with pytest.raises(ValueError, match="twice"):
+        records.compact_folder(str(tmp_path))
+    assert (tmp_path / "b.json").read_text() == '{"b": [\n 1\n]}'
+
+
 def _committed_docs():
     try:
         out = subprocess.run(["git", "ls-files", "docs"], cwd=ROOT, capture_output=True, text=True, check=True).stdout

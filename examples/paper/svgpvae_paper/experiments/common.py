@@ -11,6 +11,7 @@ the others skip the claimed run and come back to it once it is finished.
 import csv
 import hashlib
 import json
+import math
 import os
 import socket
 import subprocess
@@ -29,6 +30,11 @@ __all__ = [
     "waiting_postfix",
     "RUN_RECORD",
     "command_argv",
+    "SERIES_LENGTH",
+    "SERIES_DIGITS",
+    "is_series",
+    "round_series_value",
+    "json_text",
     "write_json",
     "read_json",
     "write_csv",
@@ -192,8 +198,64 @@ def command_argv(experiment: str, argv: Optional[Sequence[str]] = None) -> List[
     return ["svgpvae", experiment, *(sys.argv[1:] if argv is None else argv)]
 
 
+#: A list of at least this many numbers (``None`` allowed between them) is a numeric series: a
+#: history, a curve. Its floats are written to :data:`SERIES_DIGITS` significant digits.
+SERIES_LENGTH = 20
+#: Significant digits of the floats of a numeric series in a file written by :func:`write_json`.
+SERIES_DIGITS = 7
+
+
+def _is_scalar(value) -> bool:
+    return value is None or isinstance(value, (str, bool, int, float))
+
+
+def _is_number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def is_series(items: list) -> bool:
+    """Whether ``items`` is a numeric series: only numbers and ``None``, at least
+    :data:`SERIES_LENGTH` numbers."""
+    return sum(_is_number(v) for v in items) >= SERIES_LENGTH and all(v is None or _is_number(v) for v in items)
+
+
+def round_series_value(value):
+    """A float of a numeric series to :data:`SERIES_DIGITS` significant digits (idempotent);
+    integers, ``None`` and non-finite floats as they are."""
+    if isinstance(value, float) and math.isfinite(value):
+        return float(f"{value:.{SERIES_DIGITS}g}")
+    return value
+
+
+def _layout(obj, level: int) -> str:
+    if isinstance(obj, (dict, list)) and not obj:
+        return "{}" if isinstance(obj, dict) else "[]"
+    if isinstance(obj, list) and all(_is_scalar(v) for v in obj):
+        if is_series(obj):
+            obj = [round_series_value(v) for v in obj]
+        return "[" + ", ".join(json.dumps(v) for v in obj) + "]"
+    indent = "\n" + " " * (level + 1)
+    if isinstance(obj, dict):
+        items = [json.dumps(k) + ": " + _layout(v, level + 1) for k, v in obj.items()]
+        return "{" + indent + ("," + indent).join(items) + "\n" + " " * level + "}"
+    if isinstance(obj, list):
+        return "[" + indent + ("," + indent).join(_layout(v, level + 1) for v in obj) + "\n" + " " * level + "]"
+    return json.dumps(obj)
+
+
+def json_text(payload) -> str:
+    """``payload`` as :func:`write_json` writes it: dicts, and lists holding dicts or lists, one item a
+    line (indented by one space a level, as ``json.dump(indent=1)``); a list of scalars (numbers,
+    strings, booleans, ``None``) on one line; the floats of a numeric series (:func:`is_series`)
+    rounded to :data:`SERIES_DIGITS` significant digits, every other number exactly as given.
+    Numpy values become lists and numbers (as ``json.dump`` with :func:`_jsonable` makes them)."""
+    plain = json.loads(json.dumps(payload, default=_jsonable))  # numpy, tuples, non-string keys
+    return _layout(plain, 0)
+
+
 def write_json(path: str, payload, argv: Optional[Sequence[str]] = None, config: Optional[dict] = None) -> None:
-    """Write ``payload`` atomically (a reader never sees a half-written file); numpy values become lists.
+    """Write ``payload`` atomically (a reader never sees a half-written file), in the layout of
+    :func:`json_text` (numeric series to seven significant digits; numpy values become lists).
 
     With ``argv`` (a command line, e.g. :func:`command_argv`) the file is a run record: it gets
     ``"run_record"``, the :func:`svgpvae_paper.records.run_record` of ``config`` (default
@@ -208,16 +270,18 @@ def write_json(path: str, payload, argv: Optional[Sequence[str]] = None, config:
             raise ValueError(f"write_json: the payload has a key {RUN_RECORD!r} of its own; rename it")
         settings = payload.get("config", {}) if config is None else config
         payload = {**clean(json.loads(json.dumps(payload, default=_jsonable))), RUN_RECORD: run_record(settings, argv)}
+    text = json_text(payload)
     directory = os.path.dirname(path)
     if directory:
         os.makedirs(directory, exist_ok=True)
     tmp = f"{path}.tmp{os.getpid()}"
     with open(tmp, "w") as f:
-        json.dump(payload, f, indent=1, default=_jsonable)
+        f.write(text)
     os.replace(tmp, path)
 
 
 def read_json(path: str):
+    """A JSON file, in the layout of :func:`write_json` or any other (``json.dump`` with any indent)."""
     with open(path) as f:
         return json.load(f)
 

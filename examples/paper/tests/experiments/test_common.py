@@ -1,11 +1,16 @@
-"""Pieces the experiment commands share: claims on cached runs (:class:`RunClaim`)."""
+"""Pieces the experiment commands share: claims on cached runs (:class:`RunClaim`), the layout of
+the JSON files they write (:func:`write_json`)."""
 
+import json
+import math
 import os
 import socket
 import subprocess
 import sys
 
-from svgpvae_paper.experiments.common import RunClaim
+import numpy as np
+
+from svgpvae_paper.experiments.common import RunClaim, json_text, read_json, write_json
 
 
 def _dead_pid() -> int:
@@ -84,3 +89,57 @@ def test_the_experiment_commands_offer_the_heads_of_the_layer():
     from svgpvae_paper.experiments.common import SITE_PARAMETRIZATIONS
 
     assert SITE_PARAMETRIZATIONS == GaussianSiteHead.PARAMETRIZATIONS
+
+
+def test_write_json_puts_scalar_lists_on_one_line_and_rounds_only_long_series(tmp_path):
+    series = [1.0 / 3.0 * 10.0**k for k in range(-10, 10)]  # 20 floats: a series
+    payload = {
+        "test_mse": 0.020512345678901234,  # a headline number: kept to the last bit
+        "short": [0.1234567890123, 1e-05, -2.5e300, 3],  # 4 numbers: not a series
+        "history": {"loss": series, "step": list(range(25)), "elbo": [None, float("nan"), *series]},
+        "nineteen": series[:19],
+        "argv": ["svgpvae", "rotated_mnist", "--seed", "0"],
+        "mixed": [1, "a", True, None, 2.0000000001],
+        "rows": [{"x": 0.123456789012345, "ids": [1, 2]}, {}, []],
+        "grid": np.array([[0.5, 1.5], [2.5, 3.5]]),
+        "empty": {},
+        "negative_zero": -0.0,
+    }
+    write_json(str(tmp_path / "m.json"), payload)
+    text = (tmp_path / "m.json").read_text()
+    lines = text.split("\n")
+    assert ' "argv": ["svgpvae", "rotated_mnist", "--seed", "0"],' in lines
+    assert ' "mixed": [1, "a", true, null, 2.0000000001],' in lines
+    assert '  "step": [' + ", ".join(str(i) for i in range(25)) + "]," in lines
+    assert "  [0.5, 1.5]," in lines and '  "ids": [1, 2]' not in lines and '   "ids": [1, 2]' in lines
+    assert lines[:2] == ["{", f' "test_mse": {payload["test_mse"]!r},'] and lines[-1] == "}"
+    assert ' "empty": {},' in lines and "  {}," in lines and "  []" in lines
+    # The dicts and lists of containers are laid out as json.dump(indent=1) does.
+    nested = {"a": {"b": [{"c": 1}, {"d": {"e": None}}]}}
+    assert json_text(nested) == json.dumps(nested, indent=1)
+
+    back = read_json(str(tmp_path / "m.json"))
+    rounded = [float(f"{v:.7g}") for v in series]
+    assert back["history"]["loss"] == rounded != series
+    assert max(abs(a - b) / abs(b) for a, b in zip(rounded, series)) <= 5e-7
+    assert all(len(repr(v).split("e")[0].replace(".", "").strip("0")) <= 7 for v in rounded)
+    assert back["history"]["elbo"][0] is None and math.isnan(back["history"]["elbo"][1])
+    assert back["history"]["elbo"][2:] == rounded
+    assert back["history"]["step"] == list(range(25))
+    # Everything outside series round-trips exactly.
+    assert back["nineteen"] == series[:19]
+    assert back["test_mse"] == payload["test_mse"]
+    assert back["short"] == payload["short"] and type(back["short"][3]) is int
+    assert back["mixed"] == payload["mixed"] and back["rows"] == payload["rows"]
+    assert back["grid"] == [[0.5, 1.5], [2.5, 3.5]] and back["empty"] == {}
+    assert math.copysign(1.0, back["negative_zero"]) == -1.0
+    # Writing what was read gives the same file (the rounding is idempotent).
+    write_json(str(tmp_path / "again.json"), back)
+    assert (tmp_path / "again.json").read_text() == text
+
+
+def test_read_json_reads_the_old_layout_as_well(tmp_path):
+    payload = {"loss": [0.1, 0.2] * 15, "argv": ["a", "b"], "nested": {"x": [1, {"y": 2}]}}
+    (tmp_path / "old.json").write_text(json.dumps(payload, indent=1))
+    (tmp_path / "flat.json").write_text(json.dumps(payload))
+    assert read_json(str(tmp_path / "old.json")) == payload == read_json(str(tmp_path / "flat.json"))
