@@ -421,8 +421,10 @@ def _summarise(
 ):
     rows = summary_rows(results, models)
     table = write_tables(out, rows, settings_line([r["spec"] for r in results]))
+    # The per-epoch curves stay in each run's own record (runs/*.json): here the scalars of each run.
+    scalars = [{k: v for k, v in r.items() if not isinstance(v, (list, dict)) or k == "spec"} for r in results]
     write_json(
-        os.path.join(out, "metrics.json"), {"results": results, "summary": rows, **(extra or {})}, argv=argv, config={}
+        os.path.join(out, "metrics.json"), {"results": scalars, "summary": rows, **(extra or {})}, argv=argv, config={}
     )
     if progress:
         print(table, flush=True)
