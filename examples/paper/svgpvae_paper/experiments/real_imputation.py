@@ -101,6 +101,12 @@ RECIPE = dict(
     lengthscale_range=(1.0, 10.0),
 )
 
+#: One library default changed at a time for the defaults table (``--variant``): the natural-parameter
+#: site head, KL warm-up over the first 20 % of the epoch budget, the kernel held for that long, the GP
+#: part at 10 x the networks' learning rate. (The decoder's output bias from the data is not a choice
+#: here: every channel is standardised, so the observed mean the bias would start at is 0.)
+VARIANTS = ("natural_sites", "kl_warmup", "kernel_hold", "gp_lr_10x")
+
 #: The SVGP-VAE's candidates for ``select``: the library's recommended
 #: :data:`gpflow_svgpvae.training.selection.IMPUTATION_GRID` (the imputation notebook's).
 GRID = "library"
@@ -145,6 +151,8 @@ class Config:
     # learning_rate; "library": the library's IMPUTATION_GRID); empty: the recipe's single setting,
     # as the other learned models.
     grid: Union[str, Tuple[dict, ...]] = GRID
+    # one of VARIANTS: a library default changed for the learned models ("" : none)
+    variant: str = ""
 
     def candidates(self) -> List[dict]:
         """The SVGP-VAE's candidates for ``select`` (empty: no selection)."""
@@ -401,7 +409,8 @@ def build_model(
     tf_keras.utils.set_random_seed(seed)
     L, D = num_latent or config.num_latent, num_channels
     hidden = tuple(hidden or config.hidden)
-    encoder = mlp_encoder(2 * D, L, hidden_units=hidden)
+    site = "natural" if config.variant == "natural_sites" else "variance"
+    encoder = mlp_encoder(2 * D, L, hidden_units=hidden, site_parametrization=site)
     decoder = mlp_decoder(L, D, hidden_units=hidden)
     likelihood = gv.Gaussian(config.noise_variance, trainable=True)
     options = dict(missing_values="nan", encoder_sees_mask=True, encoder_dropout=config.encoder_dropout)
@@ -439,17 +448,37 @@ def _seconds_per_epoch(stamps: Sequence[float], total: float) -> float:
     return float(np.median(np.diff(stamps)))
 
 
-def _fit_learned(method, train, test, config: Config, seed: int):
-    """Train on ``train = (X, Y with NaN, frames)``; impute ``test``: mean, variance, s/epoch."""
+def _optimizer_and_objective(model, num_sequences: int, config: Config):
+    """Adam at the recipe's rate and the plain ELBO, or the ``config.variant``'s change; a warm-up
+    or a hold lasts the first 20 % of the steps of the epoch budget (early stopping may end sooner)."""
     from gpflow.keras import tf_keras
 
+    from gpflow_svgpvae.training import ELBO, gp_optimizer_groups
+
+    if config.variant and config.variant not in VARIANTS:
+        raise ValueError(f"variant must be one of {VARIANTS}; got {config.variant!r}")
+    rate = config.learning_rate
+    fifth = max(1, config.epochs * -(-num_sequences // config.batch_size) // 5)
+    optimizer = tf_keras.optimizers.Adam(rate)
+    if config.variant == "kernel_hold" and hasattr(model, "kernel"):
+        optimizer = gp_optimizer_groups(model, rate, kernel_hold_steps=fifth)
+    elif config.variant == "gp_lr_10x" and hasattr(model, "kernel"):
+        optimizer = gp_optimizer_groups(model, rate, gp_learning_rate=10 * rate)
+    return optimizer, ELBO(warmup_steps=fifth) if config.variant == "kl_warmup" else ELBO()
+
+
+def _fit_learned(method, train, test, config: Config, seed: int):
+    """Train on ``train = (X, Y with NaN, frames)``; impute ``test``: mean, variance, s/epoch."""
     from gpflow_svgpvae.training import train as train_model
 
     X, Y, frames = train
     if method == "svgpvae" and config.candidates():
+        if config.variant:
+            raise ValueError("--variant changes the recipe's one setting: add --no-select for the SVGP-VAE")
         return _fit_selected(train, test, config, seed)
     model = build_model(method, Y.shape[-1], Y.shape[1], config, seed)
     data, extra = _validation_split((X, Y.astype(np.float32), frames), config, seed)
+    optimizer, objective = _optimizer_and_objective(model, len(X), config)
     stamps: List[float] = []
     start = time.perf_counter()
     history = train_model(
@@ -459,7 +488,8 @@ def _fit_learned(method, train, test, config: Config, seed: int):
         batch_size=config.batch_size,
         seed=seed,
         progress=False,
-        optimizer=tf_keras.optimizers.Adam(config.learning_rate),
+        optimizer=optimizer,
+        objective=objective,
         callback=lambda epoch, logs: stamps.append(time.perf_counter()),
         **extra,
     )
@@ -647,6 +677,8 @@ def _cache_spec(config: Config, method: str) -> dict:
         spec["noise_variance"] = config.noise_variance
         if config.encoder_dropout:  # absent when 0: the runs cached before keep their keys
             spec["encoder_dropout"] = config.encoder_dropout
+    if method in LEARNED and config.variant:  # absent when unset: the runs cached before keep their keys
+        spec["variant"] = config.variant
     if method == "svgpvae":
         spec["num_inducing"] = config.num_inducing
         if config.candidates():
@@ -889,6 +921,12 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="train the SVGP-VAE at the recipe's one setting instead of choosing among GRID with select",
     )
+    p.add_argument(
+        "--variant",
+        choices=VARIANTS,
+        default=None,
+        help="change one library default for the learned models (for the defaults table)",
+    )
     p.add_argument("--pypots-epochs", type=int, default=None, help="PyPOTS GPVAE epochs (default 150)")
     p.add_argument("--threads", type=int, default=None, help="TensorFlow/torch threads (default: all)")
     p.add_argument("--out", default=None, help="results folder (default docs/results/real_imputation[_quick])")
@@ -923,6 +961,7 @@ def config_from_args(argv: Optional[Sequence[str]] = None) -> Config:
         "lengthscale_frames",
         "cached_only",
         "encoder_dropout",
+        "variant",
     ):
         if getattr(args, name) is not None:
             settings[name] = getattr(args, name)

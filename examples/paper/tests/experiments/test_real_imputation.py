@@ -200,3 +200,31 @@ def test_the_svgpvae_is_the_candidate_select_chose_and_imputes_only_hidden_entri
     np.testing.assert_allclose(mean[~hidden], Y[~hidden], rtol=1e-6)  # observed entries kept
     assert np.all(variance[hidden] > 0) and np.all(np.isfinite(mean))
     assert ri.Config(grid="library").candidates()[0] == dict(num_latent_gps=4, width=64, learning_rate=3e-3)
+
+
+def test_each_variant_changes_exactly_its_library_default():
+    """``--variant``: warm-up and kernel hold over a fifth of the epoch budget's steps, the GP part
+    at 10 x the rate, the natural site head; without a variant plain Adam and the plain ELBO."""
+    from gpflow_svgpvae.training import OptimizerGroups
+
+    # 40 sequences in batches of 5: 8 steps per epoch, 300 epochs, a fifth is 480 steps
+    def built(variant):
+        config = ri.config_from_args(["--variant", variant] if variant else [])
+        model = ri.build_model("gpvae", 3, 10, config, seed=0)
+        return model, *ri._optimizer_and_objective(model, 40, config)
+
+    model, optimizer, objective = built(None)
+    assert not isinstance(optimizer, OptimizerGroups) and objective.warmup_steps == 0
+    assert model.encoder.layers[-1].parametrization == "variance"
+    _, _, objective = built("kl_warmup")
+    assert objective.warmup_steps == 480
+    _, optimizer, _ = built("kernel_hold")
+    held = optimizer.optimizers[0]._learning_rate  # the kernel's group: a DelayedStart schedule
+    assert [float(held(step)) for step in (0, 479, 480)] == pytest.approx([0.0, 0.0, 3e-3])
+    _, optimizer, _ = built("gp_lr_10x")
+    rates = [float(o.learning_rate.numpy()) for o in optimizer.optimizers]
+    assert rates == pytest.approx([3e-2, 3e-3])
+    model, _, _ = built("natural_sites")
+    assert model.encoder.layers[-1].parametrization == "natural"
+    with pytest.raises(SystemExit):
+        ri.config_from_args(["--variant", "output_bias"])
