@@ -141,7 +141,7 @@ print(f"hidden entries: {hidden.sum()} of {real.sum()} real ({hidden.sum() / rea
 #   entries are hidden from the encoder, and the likelihood still scores them:
 #   the model is trained to predict entries it does not see, which is what
 #   imputation asks of it. Without it, on real sensor data, the imputation
-#   error was up to 30 % higher and the predictive bands too narrow
+#   error was 6-32 % higher and the predictive bands too narrow
 #   (`docs/results/real_imputation/README.md`).
 # * **No `num_data`**: every sequence is given whole in each step, so its
 #   posterior conditions on exactly its real, observed frames (`num_data`
