@@ -884,6 +884,81 @@ def plot_sequences(name: str, by_scenario: dict, path: str, sequence: Optional[i
     plt.close(fig)
 
 
+def compare_variants(base: List[dict], variants: Dict[str, List[dict]], method: str = "gpvae") -> dict:
+    """Each ``--variant`` against the benchmark's own runs of ``method``, per (dataset, scenario):
+    the mean MSE over the seeds both have, the variant's mean over the base's (below 1: the variant
+    is better), the seeds on which the variant's MSE is lower, and the range of its 90 % coverage.
+    ``base`` and each value of ``variants`` are the ``results`` lists of two ``metrics.json``."""
+
+    def by_cell(results: List[dict]) -> Dict[Tuple[str, str], Dict[int, dict]]:
+        cells: Dict[Tuple[str, str], Dict[int, dict]] = {}
+        for r in results:
+            if r.get("method") == method and "mse" in r:
+                cells.setdefault((r["dataset"], r["scenario"]), {})[r["seed"]] = r
+        return cells
+
+    reference = by_cell(base)
+    out: dict = {}
+    for variant, results in variants.items():
+        for (dataset, scenario), runs in sorted(by_cell(results).items()):
+            seeds = sorted(set(runs) & set(reference.get((dataset, scenario), {})))
+            if not seeds:
+                continue
+            mse = [runs[s]["mse"] for s in seeds]
+            base_mse = [reference[(dataset, scenario)][s]["mse"] for s in seeds]
+            coverage = [runs[s]["coverage90"] for s in seeds if runs[s].get("coverage90") is not None]
+            out.setdefault(variant, {}).setdefault(dataset, {})[scenario] = {
+                "seeds": seeds,
+                "mse": float(np.mean(mse)),
+                "base_mse": float(np.mean(base_mse)),
+                "ratio": float(np.mean(mse) / np.mean(base_mse)),
+                "seeds_lower": [s for s, a, b in zip(seeds, mse, base_mse) if a < b],
+                "coverage90_range": [float(min(coverage)), float(max(coverage))] if coverage else None,
+            }
+    return out
+
+
+def variants_markdown(comparison: dict, method: str = "gpvae") -> str:
+    """One row per variant, one column per (dataset, scenario): ratio (seeds lower / seeds)."""
+    cells = sorted({(d, s) for v in comparison.values() for d, by in v.items() for s in by})
+    head = " | ".join(f"{d} {s}" for d, s in cells)
+    lines = [
+        f"{method}'s MSE with one library default changed, over its MSE in the benchmark (mean over seeds; "
+        "below 1: the change is better); in brackets the seeds on which the change is lower.",
+        "",
+        f"| variant | {head} |",
+        "|---" * (len(cells) + 1) + "|",
+    ]
+    for variant, by_dataset in comparison.items():
+        row = []
+        for d, s in cells:
+            c = by_dataset.get(d, {}).get(s)
+            row.append("–" if c is None else f"{c['ratio']:.3f} ({len(c['seeds_lower'])}/{len(c['seeds'])})")
+        lines.append(f"| {variant} | " + " | ".join(row) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def write_variant_comparison(folder: str, base_folder: str, argv: Optional[Sequence[str]] = None) -> dict:
+    """Read ``<base_folder>/metrics.json`` and ``<folder>/<variant>/metrics.json`` of every variant
+    run so far; write the comparison to ``<folder>/metrics.json`` and ``<folder>/table.md``."""
+    base_path = os.path.join(base_folder, "metrics.json")
+    if not os.path.exists(base_path):
+        raise ValueError(f"no benchmark results at {base_path}: run the benchmark there first")
+    variants = {
+        v: read_json(os.path.join(folder, v, "metrics.json"))["results"]
+        for v in VARIANTS
+        if os.path.exists(os.path.join(folder, v, "metrics.json"))
+    }
+    if not variants:
+        raise ValueError(f"no variant results under {folder}: run with --variant V --out {folder}/V first")
+    comparison = compare_variants(read_json(base_path)["results"], variants)
+    metrics = {"base": base_folder, "variants": sorted(variants), "comparison": comparison}
+    write_json(os.path.join(folder, "metrics.json"), metrics, argv=argv if argv is not None else sys.argv)
+    with open(os.path.join(folder, "table.md"), "w") as f:
+        f.write(variants_markdown(comparison))
+    return metrics
+
+
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="python -m svgpvae_paper.experiments.real_imputation",
@@ -935,6 +1010,13 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="train nothing: assemble the results folder from the finished runs in <out>/runs (lists the missing)",
     )
+    p.add_argument(
+        "--compare-variants",
+        metavar="BASE",
+        default=None,
+        help="train nothing: compare the --variant runs in <out>/<variant>/ with the benchmark's runs in BASE "
+        "(e.g. docs/results/real_imputation); writes <out>/metrics.json and <out>/table.md",
+    )
     p.add_argument("--quiet", action="store_true")
     return p
 
@@ -976,6 +1058,16 @@ def config_from_args(argv: Optional[Sequence[str]] = None) -> Config:
 def main(argv: Optional[Sequence[str]] = None) -> dict:
     argv = list(sys.argv[1:] if argv is None else argv)
     args = _parser().parse_args(argv)
+    if args.compare_variants is not None:
+        if args.out is None:
+            raise SystemExit("real_imputation: --compare-variants needs --out, the folder holding the variant folders")
+        try:
+            metrics = write_variant_comparison(args.out, args.compare_variants, ["svgpvae", "real_imputation", *argv])
+        except ValueError as error:
+            raise SystemExit(f"real_imputation: {error}")
+        if not args.quiet:
+            print(variants_markdown(metrics["comparison"]))
+        return metrics
     try:
         config = config_from_args(argv)
     except ValueError as error:

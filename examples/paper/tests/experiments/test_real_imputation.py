@@ -228,3 +228,34 @@ def test_each_variant_changes_exactly_its_library_default():
     assert model.encoder.layers[-1].parametrization == "natural"
     with pytest.raises(SystemExit):
         ri.config_from_args(["--variant", "output_bias"])
+
+
+def test_compare_variants_ratio_of_seed_means_and_the_seeds_lower():
+    rng = np.random.default_rng(3)
+    base, variant = [], []
+    mse = {}
+    for dataset in ("a", "b"):
+        for seed in range(3):
+            m0, m1 = rng.uniform(0.4, 0.8, 2)
+            mse[(dataset, seed)] = (m0, m1)
+            common = dict(dataset=dataset, scenario="mcar", seed=seed, method="gpvae")
+            base.append(dict(common, mse=m0, coverage90=0.9))
+            variant.append(dict(common, mse=m1, coverage90=0.8 + 0.05 * seed))
+    base.append(dict(dataset="a", scenario="mcar", seed=0, method="vae", mse=9.0))  # another method: ignored
+    variant.append(dict(dataset="a", scenario="mcar", seed=5, method="gpvae", mse=9.0))  # no base seed: ignored
+    out = ri.compare_variants(base, {"kl_warmup": variant})
+    for dataset in ("a", "b"):
+        cell = out["kl_warmup"][dataset]["mcar"]
+        b = np.array([mse[(dataset, s)][0] for s in range(3)])
+        v = np.array([mse[(dataset, s)][1] for s in range(3)])
+        assert cell["seeds"] == [0, 1, 2]
+        np.testing.assert_allclose(cell["ratio"], v.mean() / b.mean())
+        assert cell["seeds_lower"] == [s for s in range(3) if v[s] < b[s]]
+        np.testing.assert_allclose(cell["coverage90_range"], [0.8, 0.9])
+    table = ri.variants_markdown(out)
+    assert f"{out['kl_warmup']['a']['mcar']['ratio']:.3f}" in table
+
+
+def test_compare_variants_refuses_a_missing_benchmark(tmp_path):
+    with pytest.raises(ValueError, match="run the benchmark there first"):
+        ri.write_variant_comparison(str(tmp_path), str(tmp_path / "nowhere"))
