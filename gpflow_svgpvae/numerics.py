@@ -3,14 +3,23 @@
 A failed Cholesky in TensorFlow (CPU and GPU alike) does not raise: it fills the
 factor with NaNs, which then propagate silently into the loss. Every Cholesky
 in this package goes through :func:`cholesky`, which turns that into an error
-naming the matrix and the usual fix.
+naming the matrix and the usual fix. Network outputs are checked where they are made, unless a
+training step records them (:func:`recording_network_outputs`) to check them with its gradients.
 """
 
-from typing import Optional
+import contextlib
+import threading
+from typing import List, Optional, Tuple
 
 import tensorflow as tf
 
-__all__ = ["cholesky", "numerical_checks", "set_numerical_checks"]
+__all__ = [
+    "cholesky",
+    "numerical_checks",
+    "set_numerical_checks",
+    "recording_network_outputs",
+    "record_network_output",
+]
 
 _NUMERICAL_CHECKS = True
 
@@ -67,3 +76,33 @@ def assert_positive(tensor: tf.Tensor, message: str) -> tf.Tensor:
     check = tf.debugging.assert_positive(tensor, message=message)
     with tf.control_dependencies([check]):
         return tf.identity(tensor)
+
+
+# Per thread: each replica of a tf.distribute step traces in its own thread.
+_RECORDING = threading.local()
+
+
+@contextlib.contextmanager
+def recording_network_outputs():
+    """Collect ``(role, tensor)`` for every network output of the model code run inside
+    (``"encoder means"``, ``"encoder variances"``, ``"decoder output"``), in this thread.
+
+    The training step checks them with the loss and the gradients and, while it records,
+    :meth:`~gpflow_svgpvae.models.LatentVariableAutoencoder.decode` leaves its finiteness check to the step (which then
+    makes no update and restores what the forward pass wrote, such as the draw counter).
+    """
+    outputs: List[Tuple[str, tf.Tensor]] = []
+    stack = _RECORDING.__dict__.setdefault("stack", [])
+    stack.append(outputs)
+    try:
+        yield outputs
+    finally:
+        stack.pop()
+
+
+def record_network_output(role: str, tensor: tf.Tensor) -> bool:
+    """Record ``tensor`` if a :func:`recording_network_outputs` block is open; whether it was."""
+    stack = _RECORDING.__dict__.get("stack")
+    if stack:
+        stack[-1].append((role, tensor))
+    return bool(stack)

@@ -26,8 +26,8 @@ import tensorflow as tf
 from check_shapes import check_shapes
 
 from . import amortized
-from .models.base import PREDICT_Y_SHAPES, checked_predictions
 from .models.data import numeric_tensor, positive_count
+from .models.prediction import PREDICT_Y_SHAPES, checked_predictions
 from .numerics import assert_finite
 from .tracing import not_autographed, per_model_function
 

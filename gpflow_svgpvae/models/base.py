@@ -1,5 +1,5 @@
 r"""What every autoencoder in the package shares: networks, decoder likelihood, sampling, the
-data boundary (:mod:`.data`) and the training interface.
+data boundary (:mod:`.data`), decoded predictions (:mod:`.prediction`) and the training interface.
 
 Subclasses implement :meth:`LatentVariableAutoencoder.objective_terms`, which returns the
 pieces of a batch's bound in GPflow's units (the whole training set's scale),
@@ -16,62 +16,25 @@ is written once, in :meth:`ELBOTerms.elbo`. The training objectives (plain/beta 
 import abc
 import contextlib
 import numbers
-import threading
-from typing import List, NamedTuple, Optional, Tuple, Union
+from typing import NamedTuple, Optional, Tuple, Union
 
 import gpflow
 import tensorflow as tf
-from check_shapes import check_shape, check_shapes
+from check_shapes import check_shapes
 from gpflow.keras import tf_keras
 from gpflow.models import BayesianModel, ExternalDataTrainingLossMixin
 
 from .. import distribute
 from ..likelihoods import DecoderLikelihood, as_likelihood
-from ..networks.validation import check_network
-from ..numerics import assert_finite, assert_positive
+from ..networks.validation import build_or_explain, check_network, input_width, is_built, output_width
+from ..numerics import assert_finite, assert_positive, record_network_output
 from ..tracing import not_autographed
 from ..transforms import flatten_leading
 from . import data as data_boundary
 from .data import Batch, positive_count
+from .prediction import ConditionedModel, decode_latent_predictions, fill_missing
 
-__all__ = [
-    "LatentVariableAutoencoder",
-    "ELBOTerms",
-    "ConditionedModel",
-    "CONTEXT_PREDICT_Y_SHAPES",
-    "PREDICT_Y_SHAPES",
-    "checked_predictions",
-    "recording_network_outputs",
-]
-
-# Per thread: each replica of a tf.distribute step traces in its own thread.
-_RECORDING = threading.local()
-
-
-@contextlib.contextmanager
-def recording_network_outputs():
-    """Collect ``(role, tensor)`` for every network output of the model code run inside
-    (``"encoder means"``, ``"encoder variances"``, ``"decoder output"``), in this thread.
-
-    The training step checks them with the loss and the gradients and, while it records,
-    :meth:`LatentVariableAutoencoder.decode` leaves its finiteness check to the step (which then
-    makes no update and restores what the forward pass wrote, such as the draw counter).
-    """
-    outputs: List[Tuple[str, tf.Tensor]] = []
-    stack = _RECORDING.__dict__.setdefault("stack", [])
-    stack.append(outputs)
-    try:
-        yield outputs
-    finally:
-        stack.pop()
-
-
-def _record(role: str, tensor: tf.Tensor) -> bool:
-    """Record ``tensor`` if a :func:`recording_network_outputs` block is open; whether it was."""
-    stack = _RECORDING.__dict__.get("stack")
-    if stack:
-        stack[-1].append((role, tensor))
-    return bool(stack)
+__all__ = ["LatentVariableAutoencoder", "ELBOTerms"]
 
 
 class ELBOTerms(NamedTuple):
@@ -100,33 +63,6 @@ class ELBOTerms(NamedTuple):
         :math:`w = 1` it is the bound. :param kl_weight: :math:`w` (a KL warm-up or beta).
         """
         return self.scale * self.reconstruction - tf.cast(kl_weight, self.kl.dtype) * self.kl / self.num_replicas
-
-
-#: ``check_shapes`` specification of the return of ``predict_y(Xnew, ..., num_samples, ...)``: decoded
-#: means ``[..., R, ...]`` at ``R`` queries. With ``num_samples`` the return is a pair, checked in the
-#: method's body by :func:`checked_predictions` (``check_shapes`` resolves ``return[1]`` before it reads
-#: the condition, so a declared ``return[1]`` would index a single ``[1, ...]`` tensor and fail).
-PREDICT_Y_SHAPES = ("return: [batch..., R, ...] if num_samples is None",)
-
-#: ``check_shapes`` specification of ``predict_y(Xnew, data, num_samples, seed)`` for models
-#: that condition on context data ``(X [N_ctx, D], Y [N_ctx, ...])``.
-CONTEXT_PREDICT_Y_SHAPES = (
-    "Xnew: [N, D]",
-    "data[0]: [N_ctx, D] if data is not None",
-    "data[1]: [N_ctx, ...] if data is not None",
-    "return: [N, ...] if num_samples is None",
-)
-
-
-def checked_predictions(predictions, num_samples: Optional[int], batch: str = "batch..., R"):
-    """``predictions`` of ``predict_y(..., num_samples)`` checked in the caller's ``check_shapes``
-    context: the pair ``(mean [batch, ...], samples [S, batch, ...])`` when ``num_samples`` is given
-    (the single tensor of ``num_samples=None`` is declared on the method)."""
-    if num_samples is not None:
-        mean, samples = predictions
-        check_shape(mean, f"[{batch}, ...]")
-        check_shape(samples, f"[S, {batch}, ...]")
-    return predictions
 
 
 class LatentVariableAutoencoder(BayesianModel, ExternalDataTrainingLossMixin, abc.ABC):
@@ -319,13 +255,13 @@ class LatentVariableAutoencoder(BayesianModel, ExternalDataTrainingLossMixin, ab
 
         :raises ValueError: if a network cannot take inputs of that shape (the message names it).
         """
-        if observation_shape is not None and self.encoder is not None and not _is_built(self.encoder):
+        if observation_shape is not None and self.encoder is not None and not is_built(self.encoder):
             shape = [1] + [int(d) for d in observation_shape]
-            self._try_build("encoder", observation_shape, lambda: self._encode_zeros(shape))
+            build_or_explain("encoder", observation_shape, lambda: self._encode_zeros(shape))
         L = int(num_latent_gps) if num_latent_gps is not None else self._known_num_latent_gps()
-        if L is not None and not _is_built(self.decoder):
+        if L is not None and not is_built(self.decoder):
             width = self._decoder_input_width(L)
-            self._try_build("decoder", (width,), lambda: self.decode(tf.zeros([1, width]), training=False))
+            build_or_explain("decoder", (width,), lambda: self.decode(tf.zeros([1, width]), training=False))
         elif L is not None:
             self._check_decoder_width(L)
         return self
@@ -335,12 +271,8 @@ class LatentVariableAutoencoder(BayesianModel, ExternalDataTrainingLossMixin, ab
 
         :math:`L` is the encoder's output width when known (a kernel with another number of
         channels is reported by the model's own check of the encoder's output)."""
-        L = self._encoder_width() or L
-        try:
-            shape = self.decoder.input_shape
-        except (AttributeError, RuntimeError):  # not a Keras network, or one without a fixed input
-            return
-        got = shape[-1] if isinstance(shape, tuple) and shape and isinstance(shape[-1], int) else None
+        L = output_width(self.encoder) or L
+        got = input_width(self.decoder)
         width = self._decoder_input_width(L)
         if got is not None and got != width:
             condition = "" if width == L else f" plus {width - L} condition columns"
@@ -372,27 +304,7 @@ class LatentVariableAutoencoder(BayesianModel, ExternalDataTrainingLossMixin, ab
         kernel = getattr(self, "kernel", None)
         if isinstance(kernel, gpflow.kernels.SeparateIndependent):
             return len(kernel.kernels)
-        return self._encoder_width()
-
-    def _encoder_width(self) -> Optional[int]:
-        """:math:`L` as the encoder's output width, if it is built and its output shape is known."""
-        try:
-            shapes = getattr(self.encoder, "output_shape", None) if _is_built(self.encoder) else None
-            if shapes is None:
-                return None
-            widths = {int(shape[-1]) for shape in shapes}  # (means, variances): two [b, L] shapes
-        except (TypeError, IndexError, AttributeError, ValueError, RuntimeError):
-            return None
-        return widths.pop() if len(widths) == 1 else None
-
-    @staticmethod
-    def _try_build(role: str, shape, build):
-        try:
-            build()
-        except (ValueError, TypeError, tf.errors.InvalidArgumentError) as error:
-            raise ValueError(
-                f"The {role} cannot take inputs of shape [batch, {', '.join(map(str, shape))}]: {error}"
-            ) from error
+        return output_width(self.encoder)
 
     def encode(
         self, Y: tf.Tensor, training: Optional[bool] = None, num_leading: int = 1
@@ -435,8 +347,8 @@ class LatentVariableAutoencoder(BayesianModel, ExternalDataTrainingLossMixin, ab
             raise ValueError(
                 f"The encoder must return [b, L] means and variances; got {means.shape} and {variances.shape}."
             )
-        _record("encoder means", means)
-        _record("encoder variances", variances)
+        record_network_output("encoder means", means)
+        record_network_output("encoder variances", variances)
         means = assert_finite(means, "The encoder returned non-finite means.")
         variances = assert_finite(variances, "The encoder returned non-finite variances.")
         variances = assert_positive(
@@ -510,7 +422,9 @@ class LatentVariableAutoencoder(BayesianModel, ExternalDataTrainingLossMixin, ab
         out = self.decoder(Z, training=training) if keras else self.decoder(Z)
         # A mixed-precision decoder returns 16-bit floats: predictions and the likelihood get float32 or wider.
         out = tf.cast(out, tf.float32) if out.dtype in (tf.bfloat16, tf.float16) else out
-        if _record("decoder output", out):  # a training step checks it with the gradients, before any update
+        if record_network_output(
+            "decoder output", out
+        ):  # a training step checks it with the gradients, before any update
             return out
         return assert_finite(
             out,
@@ -518,50 +432,9 @@ class LatentVariableAutoencoder(BayesianModel, ExternalDataTrainingLossMixin, ab
             "weights (e.g. after a diverged training run) and its last layer.",
         )
 
-    def decode_predictions(
-        self,
-        mean: tf.Tensor,
-        var: tf.Tensor,
-        num_samples: Optional[int] = None,
-        seed: int = 0,
-        stream: int = 0,
-        condition: Optional[tf.Tensor] = None,
-    ):
-        r"""Decode latent predictions: the likelihood mean at the latent mean, and optionally
-        the likelihood means of ``S`` latent samples :math:`z = m + \sqrt{v}\,\epsilon`.
-
-        :param mean: latent means ``[..., n, L]``; :param var: latent variances, same shape.
-        :param num_samples: ``S`` (``None``: only the decoded mean).
-        :param seed: seed of the stateless draws (same seed, same samples).
-        :param stream: second seed word, so that models draw distinct streams.
-        :param condition: optional ``[..., n, C]`` read by the decoder beside each code (the
-            same for every sample of a point; :meth:`decode`).
-        :return: decoded mean ``[..., n, ...]`` (in the decoder's dtype), or the pair
-            ``(mean, samples [S, ..., n, ...])`` when ``num_samples`` is given.
-        """
-        dtype = gpflow.default_float()
-        lead = tf.shape(mean)[:-1]
-        L = mean.shape[-1] if mean.shape[-1] is not None else tf.shape(mean)[-1]
-        if condition is not None:
-            condition = tf.convert_to_tensor(condition)
-            C = condition.shape[-1] if condition.shape[-1] is not None else tf.shape(condition)[-1]
-
-        def decoded_means(Z):  # [..., L] -> [..., ...]
-            rows = None
-            if condition is not None:  # samples [S, ..., n, L] share their point's condition [..., n, C]
-                rows = tf.reshape(tf.broadcast_to(condition, tf.concat([tf.shape(Z)[:-1], [C]], 0)), [-1, C])
-            params = self.decode(tf.reshape(Z, [-1, L]), training=False, condition=rows)
-            out = tf.cast(self.likelihood.mean(tf.cast(params, dtype)), params.dtype)
-            return tf.reshape(out, tf.concat([tf.shape(Z)[:-1], tf.shape(out)[1:]], 0))
-
-        decoded = decoded_means(mean)
-        if num_samples is None:
-            return decoded
-        S = positive_count(num_samples, "num_samples", "latent samples to decode")
-        eps = tf.random.stateless_normal(
-            tf.concat([[S], lead, [L]], 0), tf.constant([int(seed), int(stream)], tf.int64), dtype=mean.dtype
-        )
-        return decoded, decoded_means(mean + tf.sqrt(var) * eps)
+    #: Decoded predictions from latent means and variances (and samples):
+    #: :func:`~gpflow_svgpvae.models.prediction.decode_latent_predictions` with this model.
+    decode_predictions = decode_latent_predictions
 
     def predict_f(self, Xnew, data=None):
         """Latent predictive mean and variance at ``Xnew`` given ``data`` (each model says
@@ -615,13 +488,7 @@ class LatentVariableAutoencoder(BayesianModel, ExternalDataTrainingLossMixin, ab
         out = self.posterior(data, **posterior_options).predict_y(
             self._imputation_queries(X), num_samples=num_samples, seed=seed
         )
-        decoded, samples = (out, None) if num_samples is None else out
-        observed = tf.ones_like(Y, dtype=tf.bool) if mask is None else mask > 0
-        imputed = tf.where(observed, Y, tf.cast(tf.reshape(decoded, tf.shape(Y)), Y.dtype))
-        if num_samples is None:
-            return imputed
-        samples = tf.reshape(tf.cast(samples, Y.dtype), tf.concat([[int(num_samples)], tf.shape(Y)], 0))
-        return imputed, tf.where(observed[None], Y[None], samples)
+        return fill_missing(Y, mask, out, num_samples)
 
     def _sample_normal(self, mean: tf.Tensor, var: tf.Tensor) -> tf.Tensor:
         """Reparameterised draws ``[S, b, L]`` from independent Gaussians, keyed by
@@ -704,43 +571,3 @@ class LatentVariableAutoencoder(BayesianModel, ExternalDataTrainingLossMixin, ab
         from ..training.keras import KerasTrainingModel  # training sits above models
 
         return KerasTrainingModel(self, objective=objective)
-
-
-def _is_built(network) -> bool:
-    """Keras networks know whether their weights exist; other modules are taken as built."""
-    return network is None or not isinstance(network, tf_keras.layers.Layer) or bool(network.built)
-
-
-class ConditionedModel:
-    """A model bound to the data it conditions on (the default :meth:`LatentVariableAutoencoder.posterior`):
-    ``predict_f(Xnew)`` and ``predict_y(Xnew, num_samples=None, seed=0)`` call the model's
-    methods with that data, so every model offers ``posterior(data)``. More ``data`` given to
-    a prediction is refused: the bound data are all it conditions on."""
-
-    def __init__(self, model: LatentVariableAutoencoder, data):
-        self.model = model
-        self.data = data
-
-    def _only_bound(self, data):
-        if data is not None:
-            raise ValueError(
-                f"This posterior of {type(self.model).__name__} is bound to its data; call "
-                "model.predict_f(Xnew, data) with the data you want instead."
-            )
-
-    def predict_f(self, Xnew, data=None):
-        """The model's ``predict_f(Xnew, data)`` with the bound data: latent mean and variance at ``Xnew``.
-
-        :raises ValueError: if ``data`` is given (the bound data are all it conditions on).
-        """
-        self._only_bound(data)
-        return self.model.predict_f(Xnew, self.data)
-
-    def predict_y(self, Xnew, data=None, num_samples: Optional[int] = None, seed: int = 0):
-        """The model's ``predict_y(Xnew, data, num_samples, seed)`` with the bound data: decoded
-        predictions at ``Xnew`` (and ``[S, ...]`` decoded samples with ``num_samples``).
-
-        :raises ValueError: if ``data`` is given.
-        """
-        self._only_bound(data)
-        return self.model.predict_y(Xnew, self.data, num_samples=num_samples, seed=seed)

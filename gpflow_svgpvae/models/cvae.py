@@ -36,8 +36,9 @@ from check_shapes import check_shapes, inherit_check_shapes
 from ..likelihoods import DecoderLikelihood
 from ..numerics import assert_finite, assert_positive
 from ..transforms import InputTransform
-from .base import CONTEXT_PREDICT_Y_SHAPES, LatentVariableAutoencoder, checked_predictions
+from .base import LatentVariableAutoencoder
 from .data import positive_count
+from .prediction import CONTEXT_PREDICT_Y_SHAPES, checked_predictions
 
 __all__ = ["CVAE", "angle_condition"]
 

@@ -36,9 +36,10 @@ from gpflow.utilities import triangular
 from ..amortized import inducing_inputs
 from ..likelihoods import DecoderLikelihood
 from ..transforms import Identity, InputTransform, as_input_transform
-from .base import LatentVariableAutoencoder, checked_predictions
+from .base import LatentVariableAutoencoder
 from .data import positive_count
 from .object_fitting import fit_object_vectors
+from .prediction import checked_predictions
 
 __all__ = ["DeepSVIGP"]
 

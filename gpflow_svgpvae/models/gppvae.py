@@ -72,8 +72,9 @@ from .. import lowrank
 from ..auxiliary import ObjectVectors
 from ..likelihoods import DecoderLikelihood
 from ..numerics import cholesky
-from .base import CONTEXT_PREDICT_Y_SHAPES, LatentVariableAutoencoder, checked_predictions
+from .base import LatentVariableAutoencoder
 from .data import positive_count
+from .prediction import CONTEXT_PREDICT_Y_SHAPES, checked_predictions
 
 __all__ = ["GPPVAE"]
 

@@ -76,9 +76,10 @@ from .. import amortized, distribute
 from ..kernels import check_input_dim
 from ..likelihoods import DecoderLikelihood
 from ..transforms import Identity, InputTransform, as_input_transform
-from .base import PREDICT_Y_SHAPES, ELBOTerms, LatentVariableAutoencoder, checked_predictions
+from .base import ELBOTerms, LatentVariableAutoencoder
 from .data import Batch
 from .object_fitting import fit_object_vectors
+from .prediction import PREDICT_Y_SHAPES, checked_predictions
 from .video import LatentPosterior
 
 __all__ = ["SVGPVAE"]

@@ -7,10 +7,12 @@ Keras 2 (``from gpflow.keras import tf_keras``) layers and models, or plain
 ``tf.Module`` callables.
 """
 
+from typing import Callable, Optional
+
 import tensorflow as tf
 from gpflow.keras import tf_keras
 
-__all__ = ["check_network"]
+__all__ = ["check_network", "is_built", "output_width", "input_width", "build_or_explain"]
 
 
 def _is_keras3(obj) -> bool:
@@ -37,3 +39,44 @@ def check_network(network, role: str):
         f"The {role} must be a tf_keras layer or model (from `gpflow.keras import tf_keras`) or a "
         f"callable tf.Module; got {type(network).__name__}."
     )
+
+
+def is_built(network) -> bool:
+    """Whether ``network``'s weights exist: Keras networks know; other modules are taken as built."""
+    return network is None or not isinstance(network, tf_keras.layers.Layer) or bool(network.built)
+
+
+def output_width(encoder) -> Optional[int]:
+    """:math:`L`: the last axis shared by a built encoder's two outputs (means, variances ``[b, L]``),
+    or ``None`` if the encoder is not built, not Keras, or its output shapes are not known."""
+    try:
+        shapes = getattr(encoder, "output_shape", None) if is_built(encoder) else None
+        if shapes is None:
+            return None
+        widths = {int(shape[-1]) for shape in shapes}
+    except (TypeError, IndexError, AttributeError, ValueError, RuntimeError):
+        return None
+    return widths.pop() if len(widths) == 1 else None
+
+
+def input_width(network) -> Optional[int]:
+    """The fixed width of a Keras network's input, or ``None`` (not Keras, or no fixed input)."""
+    try:
+        shape = network.input_shape
+    except (AttributeError, RuntimeError):
+        return None
+    return shape[-1] if isinstance(shape, tuple) and shape and isinstance(shape[-1], int) else None
+
+
+def build_or_explain(role: str, shape, build: Callable[[], object]) -> None:
+    """Run ``build()`` (a first call that creates the ``role`` network's weights for inputs of
+    ``[batch, *shape]``), turning Keras' shape errors into one that names the network.
+
+    :raises ValueError: if the network cannot take inputs of that shape.
+    """
+    try:
+        build()
+    except (ValueError, TypeError, tf.errors.InvalidArgumentError) as error:
+        raise ValueError(
+            f"The {role} cannot take inputs of shape [batch, {', '.join(map(str, shape))}]: {error}"
+        ) from error

@@ -23,7 +23,7 @@ import numpy as np
 import tensorflow as tf
 
 from .. import distribute
-from ..models.base import recording_network_outputs
+from ..numerics import recording_network_outputs
 from ..tracing import not_autographed
 
 __all__ = ["training_step", "evaluation_terms", "LOG_KEYS", "FINITE_KEY", "non_finite_message"]
