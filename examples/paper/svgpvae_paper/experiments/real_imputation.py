@@ -705,6 +705,7 @@ def run(config: Config, progress: bool = True, argv: Optional[Sequence[str]] = N
     results: List[dict] = []
     hidden_fractions: Dict[str, Dict[str, float]] = {}
     examples: Dict[str, dict] = {}
+    figures_complete = True
     for name in config.datasets:
         dataset = wheel_series.load(name)
         for scenario in config.scenarios:
@@ -716,11 +717,16 @@ def run(config: Config, progress: bool = True, argv: Optional[Sequence[str]] = N
                     path = os.path.join(runs_dir, run_key(f"{name}_{scenario}_s{seed}_{method}", spec) + ".json")
                     keep = seed == config.seeds[0] and method in ("interp", "gp", "svgpvae")
                     arrays_path = path[:-5] + ".npz"
-                    if os.path.exists(path) and (not keep or os.path.exists(arrays_path)):
+                    have_arrays = os.path.exists(arrays_path)
+                    mean = variance = None
+                    # The arrays only draw the figure (and are not committed): assembling from the
+                    # committed runs alone keeps their scores and leaves the figures as they are.
+                    if os.path.exists(path) and (not keep or have_arrays or config.cached_only):
                         result = read_json(path)
-                        if keep:
+                        if keep and have_arrays:
                             saved = np.load(arrays_path)
                             mean, variance = saved["mean"], saved["variance"] if "variance" in saved else None
+                        figures_complete &= not keep or have_arrays
                     elif config.cached_only:
                         results.append(dict(method=method, dataset=name, scenario=scenario, seed=seed, missing=True))
                         continue
@@ -752,8 +758,11 @@ def run(config: Config, progress: bool = True, argv: Optional[Sequence[str]] = N
     write_json(os.path.join(config.out, "metrics.json"), metrics, argv=argv if argv is not None else sys.argv)
     with open(os.path.join(config.out, "table.md"), "w") as f:
         f.write(table_markdown(summary, config))
-    for name, by_scenario in examples.items():
-        plot_sequences(name, by_scenario, os.path.join(config.out, f"sequences_{name}.png"))
+    if figures_complete:
+        for name, by_scenario in examples.items():
+            plot_sequences(name, by_scenario, os.path.join(config.out, f"sequences_{name}.png"))
+    elif progress:
+        print("figures left as they were: the imputations they draw (runs/*.npz) are not all here")
     if progress:
         print(table_markdown(summary, config))
     return metrics
@@ -780,15 +789,21 @@ def summarise(results: List[dict], config: Config) -> dict:
     return out
 
 
+def _runs_by_cell(results: List[dict]) -> Dict[Tuple[str, str, int], Dict[str, dict]]:
+    """The scored results keyed by ``(dataset, scenario, seed)``, then by method."""
+    by_cell: Dict[Tuple[str, str, int], Dict[str, dict]] = {}
+    for r in results:
+        if "mse" in r:
+            by_cell.setdefault((r["dataset"], r["scenario"], r["seed"]), {})[r["method"]] = r
+    return by_cell
+
+
 def targets(results: List[dict]) -> dict:
     """The benchmark's checks of the SVGP-VAE, from the per-seed results: on each (dataset,
     scenario, seed) its MSE against linear interpolation, the per-channel GP and PyPOTS; its
     coverage in [0.85, 0.95]; and per scenario the mean over datasets of its MSE over the better
     of interpolation and GP (averaged over seeds first)."""
-    by_cell: dict = {}
-    for r in results:
-        if "mse" in r:
-            by_cell.setdefault((r["dataset"], r["scenario"], r["seed"]), {})[r["method"]] = r
+    by_cell = _runs_by_cell(results)
     checks = []
     for (name, scenario, seed), cell in sorted(by_cell.items()):
         if "svgpvae" not in cell:
@@ -889,30 +904,26 @@ def compare_variants(base: List[dict], variants: Dict[str, List[dict]], method: 
     the mean MSE over the seeds both have, the variant's mean over the base's (below 1: the variant
     is better), the seeds on which the variant's MSE is lower, and the range of its 90 % coverage.
     ``base`` and each value of ``variants`` are the ``results`` lists of two ``metrics.json``."""
-
-    def by_cell(results: List[dict]) -> Dict[Tuple[str, str], Dict[int, dict]]:
-        cells: Dict[Tuple[str, str], Dict[int, dict]] = {}
-        for r in results:
-            if r.get("method") == method and "mse" in r:
-                cells.setdefault((r["dataset"], r["scenario"]), {})[r["seed"]] = r
-        return cells
-
-    reference = by_cell(base)
+    reference = _runs_by_cell(base)
     out: dict = {}
     for variant, results in variants.items():
-        for (dataset, scenario), runs in sorted(by_cell(results).items()):
-            seeds = sorted(set(runs) & set(reference.get((dataset, scenario), {})))
-            if not seeds:
-                continue
-            mse = [runs[s]["mse"] for s in seeds]
-            base_mse = [reference[(dataset, scenario)][s]["mse"] for s in seeds]
-            coverage = [runs[s]["coverage90"] for s in seeds if runs[s].get("coverage90") is not None]
+        pairs: Dict[Tuple[str, str], List[Tuple[int, dict, dict]]] = {}
+        for (dataset, scenario, seed), cell in sorted(_runs_by_cell(results).items()):
+            if method in cell and method in reference.get((dataset, scenario, seed), {}):
+                pairs.setdefault((dataset, scenario), []).append(
+                    (seed, cell[method], reference[(dataset, scenario, seed)][method])
+                )
+        for (dataset, scenario), rows in pairs.items():
+            seeds = [seed for seed, _, _ in rows]
+            mse = [run["mse"] for _, run, _ in rows]
+            base_mse = [run["mse"] for _, _, run in rows]
+            coverage = [run["coverage90"] for _, run, _ in rows if run.get("coverage90") is not None]
             out.setdefault(variant, {}).setdefault(dataset, {})[scenario] = {
                 "seeds": seeds,
                 "mse": float(np.mean(mse)),
                 "base_mse": float(np.mean(base_mse)),
                 "ratio": float(np.mean(mse) / np.mean(base_mse)),
-                "seeds_lower": [s for s, a, b in zip(seeds, mse, base_mse) if a < b],
+                "seeds_lower": [seed for seed, a, b in zip(seeds, mse, base_mse) if a < b],
                 "coverage90_range": [float(min(coverage)), float(max(coverage))] if coverage else None,
             }
     return out

@@ -259,3 +259,34 @@ def test_compare_variants_ratio_of_seed_means_and_the_seeds_lower():
 def test_compare_variants_refuses_a_missing_benchmark(tmp_path):
     with pytest.raises(ValueError, match="run the benchmark there first"):
         ri.write_variant_comparison(str(tmp_path), str(tmp_path / "nowhere"))
+
+
+def test_cached_only_assembles_from_the_run_files_without_their_figure_arrays(tmp_path, monkeypatch):
+    """A fresh clone has the committed run files but not the .npz imputations the figures draw:
+    assembling from it keeps every run's scores and leaves the figures alone."""
+    import os
+
+    from svgpvae_paper.datasets import wheel_series
+
+    rng = np.random.default_rng(4)
+
+    def split(V):
+        X = np.arange(12.0)[None, :, None].repeat(V, 0)
+        return wheel_series.SequenceSplit(X, np.sin(X / 3.0) + rng.normal(0, 0.1, (V, 12, 2)), np.ones((V, 12)))
+
+    toy = wheel_series.SequenceDataset("toy", split(6), split(4), ("a", "b"), "frame")
+    monkeypatch.setattr(wheel_series, "load", lambda name: toy)
+    config = ri.Config(
+        datasets=("toy",), scenarios=("mcar",), seeds=(0, 1), methods=("mean", "interp"), out=str(tmp_path)
+    )
+    first = ri.run(config, progress=False)
+    figure = tmp_path / "sequences_toy.png"
+    assert figure.exists()
+    for npz in (tmp_path / "runs").glob("*.npz"):
+        npz.unlink()
+    figure.unlink()
+    again = ri.run(ri.Config(**{**config.__dict__, "cached_only": True}), progress=False)
+    assert again["missing_runs"] == []
+    assert again["results"] == first["results"]
+    assert again["summary"] == first["summary"]
+    assert not os.path.exists(figure)
