@@ -26,7 +26,7 @@ from gpflow.models import BayesianModel, ExternalDataTrainingLossMixin
 
 from .. import distribute
 from ..likelihoods import DecoderLikelihood, as_likelihood
-from ..networks.validation import build_or_explain, check_network, input_width, is_built, output_width
+from ..networks.validation import build_or_explain, check_network, is_built, output_width
 from ..numerics import assert_finite, assert_positive, record_network_output
 from ..tracing import not_autographed
 from ..transforms import flatten_leading
@@ -272,7 +272,11 @@ class LatentVariableAutoencoder(BayesianModel, ExternalDataTrainingLossMixin, ab
         :math:`L` is the encoder's output width when known (a kernel with another number of
         channels is reported by the model's own check of the encoder's output)."""
         L = output_width(self.encoder) or L
-        got = input_width(self.decoder)
+        try:
+            shape = self.decoder.input_shape
+        except (AttributeError, RuntimeError):  # not a Keras network, or one without a fixed input
+            return
+        got = shape[-1] if isinstance(shape, tuple) and shape and isinstance(shape[-1], int) else None
         width = self._decoder_input_width(L)
         if got is not None and got != width:
             condition = "" if width == L else f" plus {width - L} condition columns"

@@ -38,7 +38,7 @@ from ..numerics import assert_finite, assert_positive
 from ..transforms import InputTransform
 from .base import LatentVariableAutoencoder
 from .data import positive_count
-from .prediction import CONTEXT_PREDICT_Y_SHAPES, checked_predictions
+from .prediction import CONTEXT_PREDICT_F_SHAPES, CONTEXT_PREDICT_Y_SHAPES, checked_predictions
 
 __all__ = ["CVAE", "angle_condition"]
 
@@ -202,13 +202,7 @@ class CVAE(LatentVariableAutoencoder):
             variances = sums_v.numpy() / counts[:, None]
         return means, variances, counts
 
-    @check_shapes(
-        "Xnew: [N, D]",
-        "data[0]: [N_ctx, D] if data is not None",
-        "data[1]: [N_ctx, ...] if data is not None",
-        "return[0]: [N, L]",
-        "return[1]: [N, L]",
-    )
+    @check_shapes(*CONTEXT_PREDICT_F_SHAPES)
     def predict_f(self, Xnew, data=None):
         """The code of each row's object: the average encoder means and variances ``[N, L]``
         of that object's images in the context ``data = (X, Y)`` (required).

@@ -74,7 +74,7 @@ from ..likelihoods import DecoderLikelihood
 from ..numerics import cholesky
 from .base import LatentVariableAutoencoder
 from .data import positive_count
-from .prediction import CONTEXT_PREDICT_Y_SHAPES, checked_predictions
+from .prediction import CONTEXT_PREDICT_F_SHAPES, CONTEXT_PREDICT_Y_SHAPES, checked_predictions
 
 __all__ = ["GPPVAE"]
 
@@ -250,13 +250,7 @@ class GPPVAE(LatentVariableAutoencoder):
             )
         return data
 
-    @check_shapes(
-        "Xnew: [N, D]",
-        "data[0]: [N_ctx, D] if data is not None",
-        "data[1]: [N_ctx, ...] if data is not None",
-        "return[0]: [N, L]",
-        "return[1]: [N, L]",
-    )
+    @check_shapes(*CONTEXT_PREDICT_F_SHAPES)
     def predict_f(self, Xnew, data=None, *, batch_size: int = 1024):
         """GP posterior of the latents at raw ``Xnew`` given context images ``data = (X, Y)``
         (their encoder means), mean and variance ``[N, L]``. ``data`` is required."""

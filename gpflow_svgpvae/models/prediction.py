@@ -17,6 +17,7 @@ if TYPE_CHECKING:  # the models import this module
 
 __all__ = [
     "PREDICT_Y_SHAPES",
+    "CONTEXT_PREDICT_F_SHAPES",
     "CONTEXT_PREDICT_Y_SHAPES",
     "checked_predictions",
     "decode_latent_predictions",
@@ -30,14 +31,17 @@ __all__ = [
 #: the condition, so a declared ``return[1]`` would index a single ``[1, ...]`` tensor and fail).
 PREDICT_Y_SHAPES = ("return: [batch..., R, ...] if num_samples is None",)
 
-#: ``check_shapes`` specification of ``predict_y(Xnew, data, num_samples, seed)`` for models
-#: that condition on context data ``(X [N_ctx, D], Y [N_ctx, ...])``.
-CONTEXT_PREDICT_Y_SHAPES = (
+_CONTEXT_INPUTS = (
     "Xnew: [N, D]",
     "data[0]: [N_ctx, D] if data is not None",
     "data[1]: [N_ctx, ...] if data is not None",
-    "return: [N, ...] if num_samples is None",
 )
+
+#: ``check_shapes`` specification of ``predict_f(Xnew, data)`` (latent means and variances) for
+#: models that condition on context data ``(X [N_ctx, D], Y [N_ctx, ...])``.
+CONTEXT_PREDICT_F_SHAPES = (*_CONTEXT_INPUTS, "return[0]: [N, L]", "return[1]: [N, L]")
+#: ``check_shapes`` specification of ``predict_y(Xnew, data, num_samples, seed)`` for those models.
+CONTEXT_PREDICT_Y_SHAPES = (*_CONTEXT_INPUTS, "return: [N, ...] if num_samples is None")
 
 
 def checked_predictions(predictions, num_samples: Optional[int], batch: str = "batch..., R"):

@@ -322,17 +322,6 @@ class VideoAutoencoder(LatentVariableAutoencoder):
     def _imputation_queries(self, X):
         return None  # the posterior at the videos' own frames
 
-    def impute(self, data, num_samples: Optional[int] = None, seed: int = 0):
-        r"""Fill in the missing entries of ``data = (X, Y, mask)`` (or ``(X, Y)`` with NaN for
-        missing entries and ``missing_values="nan"``), each video conditioned on its own
-        observed frames; see
-        :meth:`LatentVariableAutoencoder.impute <gpflow_svgpvae.models.base.LatentVariableAutoencoder.impute>`
-        (the same contract as :meth:`SVGPVAE.impute <gpflow_svgpvae.SVGPVAE.impute>`).
-
-        :return: the imputed ``Y``, or the pair ``(imputed, samples [S, V, T, ...])`` with ``num_samples``.
-        """
-        return super().impute(data, num_samples=num_samples, seed=seed)
-
 
 class VideoGPAutoencoder(VideoAutoencoder):
     """A :class:`VideoAutoencoder` with a GP prior over the inputs of each video.

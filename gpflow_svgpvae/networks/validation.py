@@ -12,7 +12,7 @@ from typing import Callable, Optional
 import tensorflow as tf
 from gpflow.keras import tf_keras
 
-__all__ = ["check_network", "is_built", "output_width", "input_width", "build_or_explain"]
+__all__ = ["check_network", "is_built", "output_width", "build_or_explain"]
 
 
 def _is_keras3(obj) -> bool:
@@ -57,15 +57,6 @@ def output_width(encoder) -> Optional[int]:
     except (TypeError, IndexError, AttributeError, ValueError, RuntimeError):
         return None
     return widths.pop() if len(widths) == 1 else None
-
-
-def input_width(network) -> Optional[int]:
-    """The fixed width of a Keras network's input, or ``None`` (not Keras, or no fixed input)."""
-    try:
-        shape = network.input_shape
-    except (AttributeError, RuntimeError):
-        return None
-    return shape[-1] if isinstance(shape, tuple) and shape and isinstance(shape[-1], int) else None
 
 
 def build_or_explain(role: str, shape, build: Callable[[], object]) -> None:
